@@ -1,0 +1,1 @@
+"""KernelGraph's thin agent: kernel tasks, backends, proposers and the optimize loop."""

@@ -1,0 +1,74 @@
+"""Typed results of every evaluation step: nothing escapes the loop as an exception."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Outcome(StrEnum):
+    """What happened to one attempt. Mirrors `service.models.Outcome` value for value."""
+
+    KEPT = "kept"
+    DISCARDED = "discarded"
+    COMPILE_ERROR = "compile_error"
+    INCORRECT = "incorrect"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One compiler message, located, so a proposer can act on it."""
+
+    message: str
+    line: int | None = None
+    column: int | None = None
+    severity: str = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.line}:{self.column}: " if self.line is not None else ""
+        return f"{where}{self.severity}: {self.message}"
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    ok: bool
+    artifact: str | None = None  # path to the shared object / compiled kernel handle
+    diagnostics: tuple[Diagnostic, ...] = ()
+    log: str = ""
+    static_metrics: dict[str, float] = field(default_factory=dict)  # Triton: registers, spills, smem...
+
+    @property
+    def diagnosis(self) -> str:
+        return "\n".join(str(d) for d in self.diagnostics) or self.log[-2000:]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    outcome: Outcome  # KEPT here means "correct"; INCORRECT, CRASHED, TIMEOUT otherwise
+    reason: str = ""
+    max_abs_error: float | None = None
+
+    @property
+    def correct(self) -> bool:
+        return self.outcome == Outcome.KEPT
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    """Timing and raw counters of one kernel on one target."""
+
+    median_ns: float
+    iqr_ns: float
+    trials: int
+    counters: dict[str, float]
+    counter_source: str  # a `service.models.CounterSource` value
+    parent_median_ns: float | None = None  # the parent timed interleaved in the same process
+    static: bool = False
+    tool_versions: dict[str, str] = field(default_factory=dict)
+    reverified: bool = False
+    # KEPT when the kernel ran and re-verified; CRASHED, TIMEOUT, INCORRECT, COMPILE_ERROR otherwise
+    # (then median_ns is NaN and `reason` says why).
+    outcome: Outcome = Outcome.KEPT
+    reason: str = ""

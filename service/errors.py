@@ -1,0 +1,70 @@
+"""One exception root for the service; each error knows its HTTP status and the field it is about."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class KernelGraphError(Exception):
+    """Root of every error the service raises on purpose."""
+
+    status_code = 500
+    code = "internal_error"
+
+    def __init__(self, message: str, *, field: str | None = None, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        self.details = details
+
+    def to_dict(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.field is not None:
+            body["field"] = self.field
+        if self.details is not None:
+            body["details"] = self.details
+        return body
+
+
+class InvalidInput(KernelGraphError):
+    status_code = 422
+    code = "invalid_input"
+
+
+class NotFound(KernelGraphError):
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(KernelGraphError):
+    status_code = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(KernelGraphError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+class Unauthorized(KernelGraphError):
+    status_code = 401
+    code = "unauthorized"
+
+
+class Forbidden(KernelGraphError):
+    status_code = 403
+    code = "forbidden"
+
+
+class Retryable(KernelGraphError):
+    """The store is unreachable or the failure is transient: the same call may succeed later."""
+
+    status_code = 503
+    code = "unavailable"
+    retry_after_s = 2
+
+
+class LocalServerError(KernelGraphError):
+    """The local Neo4j server could not be installed, started or stopped; the message says how to fix it."""
+
+    code = "local_server"

@@ -1,0 +1,275 @@
+"""Typed models of the experience graph and of the service's requests and responses.
+
+Every write is validated here before anything reaches Neo4j: finite positive times, signatures of
+the right dimension, known enums, bounded strings, names that are plain identifiers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from service.errors import InvalidInput
+from service.signature import SIGNATURE_DIM, SIGNATURE_VERSION, CounterSource  # noqa: F401  (re-exported)
+
+MAX_SOURCE_CHARS = 200_000
+MAX_TEXT_CHARS = 8_000
+MAX_BATCH = 1_000
+
+# Identifiers: letters, digits and . _ : + - only, so nothing that looks like Cypher gets through.
+Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+\-]*$", min_length=1, max_length=128)]
+Namespace = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_\-]*$", min_length=1, max_length=64)]
+ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
+
+
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFinite = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+ParamValue = int | float | bool | Annotated[str, StringConstraints(max_length=256)]
+
+
+class Outcome(StrEnum):
+    KEPT = "kept"
+    DISCARDED = "discarded"
+    COMPILE_ERROR = "compile_error"
+    INCORRECT = "incorrect"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+
+
+class TargetKind(StrEnum):
+    CPU = "cpu"
+    CUDA = "cuda"
+
+
+class RetrievalMode(StrEnum):
+    COUNTERS = "counters"
+    TEXT = "text"
+    HYBRID = "hybrid"
+
+
+class Role(StrEnum):
+    READER = "reader"
+    WRITER = "writer"
+    ADMIN = "admin"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def content_id(*parts: Any) -> str:
+    """Deterministic natural key from content, so MERGE makes replays no-ops."""
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+    return digest[:32]
+
+
+class HardwareTarget(Strict):
+    name: Name
+    kind: TargetKind
+    arch: Name
+    peak_gflops: PositiveFinite | None = None
+    peak_gbps: PositiveFinite | None = None
+    cores: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    isa: Name | None = None
+    host: Annotated[str, StringConstraints(max_length=256)] | None = None
+    sm_count: Annotated[int, Field(ge=1, le=10_000)] | None = None
+    smem_per_block_bytes: Annotated[int, Field(ge=1)] | None = None
+    registers_per_sm: Annotated[int, Field(ge=1)] | None = None
+    description: Annotated[str, StringConstraints(max_length=512)] = ""
+
+
+class KernelVariant(Strict):
+    """One concrete variant (its source) of a task."""
+
+    task: Name
+    backend: Name
+    source: Annotated[str, StringConstraints(min_length=1, max_length=MAX_SOURCE_CHARS)]
+    patterns: Annotated[list[Name], Field(min_length=1, max_length=8)]
+    family: Name | None = None
+    variant: Annotated[str, StringConstraints(max_length=512)] = ""
+
+    @property
+    def kernel_id(self) -> str:
+        return content_id("kernel", self.task, self.backend, self.source)
+
+
+class AppliedTransform(Strict):
+    name: Name
+    params: Annotated[dict[Name, ParamValue], Field(max_length=32)] = Field(default_factory=dict)
+
+
+class Measurement(Strict):
+    """Runtime statistics, correctness and counters of one kernel on one target."""
+
+    median_ns: PositiveFinite | None = None  # None only for static (compile-only) measurements
+    iqr_ns: NonNegativeFinite | None = None
+    trials: Annotated[int, Field(ge=0, le=1_000_000)] = 0
+    correct: bool
+    static: bool = False
+    counter_source: CounterSource
+    counters: Annotated[dict[Name, FiniteFloat], Field(max_length=256)] = Field(default_factory=dict)
+    signature: list[FiniteFloat] | None = None  # computed by the service from counters when absent
+    signature_version: int = SIGNATURE_VERSION
+    taken_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    tool_versions: Annotated[dict[Name, Annotated[str, StringConstraints(max_length=128)]], Field(max_length=32)] = (
+        Field(default_factory=dict)
+    )
+
+    @field_validator("signature")
+    @classmethod
+    def _signature_shape(cls, value: list[float] | None) -> list[float] | None:
+        if value is None:
+            return value
+        if len(value) != SIGNATURE_DIM:
+            raise ValueError(f"must have {SIGNATURE_DIM} components, got {len(value)}")
+        if any(v < 0.0 or v > 1.0 for v in value):
+            raise ValueError("components must lie in [0, 1]")
+        return value
+
+    @model_validator(mode="after")
+    def _runtime_unless_static(self) -> Measurement:
+        if not self.static and self.median_ns is None:
+            raise ValueError("median_ns is required unless the measurement is static (compile-only)")
+        return self
+
+    def measurement_id(self, kernel_id: str, target: str) -> str:
+        return content_id(
+            "measurement", kernel_id, target, self.median_ns, self.counters, self.static, self.taken_at.isoformat()
+        )
+
+
+class AttemptRecord(Strict):
+    """One attempt: parent kernel + transform -> child kernel, with its outcome, as an agent reports it."""
+
+    attempt_key: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+\-]*$", max_length=200)]
+    run_id: Name
+    agent: Name
+    target: Name
+    parent: KernelVariant
+    parent_measurement: Measurement | None = None
+    transform: AppliedTransform
+    child: KernelVariant
+    child_measurement: Measurement | None = None
+    outcome: Outcome
+    speedup: PositiveFinite | None = None  # parent median / child median, when both ran
+    diagnosis: ShortText = ""
+    rationale: ShortText = ""
+
+    @field_validator("child")
+    @classmethod
+    def _same_task(cls, child: KernelVariant, info: Any) -> KernelVariant:
+        parent = info.data.get("parent")
+        if parent is not None and parent.task != child.task:
+            raise ValueError(f"child task {child.task!r} differs from parent task {parent.task!r}")
+        return child
+
+
+class RecordResult(BaseModel):
+    attempt_key: str
+    created: bool  # False: the attempt was already stored and nothing was written
+    parent_kernel_id: str
+    child_kernel_id: str
+    parent_measurement_id: str | None
+    child_measurement_id: str | None
+
+
+class RetrieveRequest(Strict):
+    """Find transforms that worked from measured states like this one."""
+
+    target: Name
+    mode: RetrievalMode = RetrievalMode.COUNTERS
+    signature: list[FiniteFloat] | None = None
+    counters: Annotated[dict[Name, FiniteFloat], Field(max_length=256)] | None = None
+    counter_source: CounterSource | None = None
+    source: Annotated[str, StringConstraints(max_length=MAX_SOURCE_CHARS)] | None = None
+    k: Annotated[int, Field(ge=1, le=200)] = 20
+    limit: Annotated[int, Field(ge=1, le=100)] = 10
+    exclude_task: Name | None = None  # held-out evaluation: ignore experience from this task
+
+    @field_validator("signature")
+    @classmethod
+    def _signature_shape(cls, value: list[float] | None) -> list[float] | None:
+        return Measurement._signature_shape(value)
+
+
+class RetrievedTransform(BaseModel):
+    transform: str
+    score: float
+    attempts: int
+    successes: int
+    success_rate: float
+    weighted_log_speedup: float
+    mean_similarity: float
+    same_target_attempts: int
+    other_target_attempts: int
+    best_speedup: float | None
+    best_example: dict[str, Any] | None
+    params: list[dict[str, Any]]
+    evidence_measurement_ids: list[str]
+    evidence_attempt_keys: list[str]
+
+
+class RetrieveResponse(BaseModel):
+    mode: RetrievalMode
+    target: str
+    signature: list[float] | None
+    neighbours: int
+    transforms: list[RetrievedTransform]
+
+
+class TransferRow(BaseModel):
+    transform: str
+    pairs: int
+    rank_correlation: float | None
+    agreement_rate: float | None
+    mean_log_speedup_source: float
+    mean_log_speedup_destination: float
+    examples: list[dict[str, Any]]
+
+
+class TransferResponse(BaseModel):
+    source_target: str
+    destination_target: str
+    pattern: str | None
+    transforms: list[TransferRow]
+    overall_rank_correlation: float | None
+
+
+class LineageStep(BaseModel):
+    kernel_id: str
+    task: str
+    variant: str
+    transform: str | None
+    outcome: str | None
+    speedup: float | None
+    depth: int
+
+
+def validate(model: type[Strict], data: Any) -> Any:
+    """Validate `data` as `model` or raise one InvalidInput naming the first bad field and the problem."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise invalid_from(exc) from None
+
+
+def invalid_from(exc: ValidationError) -> InvalidInput:
+    errors = exc.errors(include_url=False, include_input=False)
+    first = errors[0]
+    field = ".".join(str(part) for part in first["loc"]) or None
+    problems = [{"field": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in errors]
+    return InvalidInput(f"{field}: {first['msg']}" if field else first["msg"], field=field, details=problems)

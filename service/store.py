@@ -1,0 +1,128 @@
+"""GraphStore: owns the process's one Neo4j driver and runs the named queries of cypher/.
+
+Reads go through `execute_query(..., routing_=READ)` so that routing URIs send them to readers;
+writes run in one managed transaction whose function is idempotent, because the driver retries it.
+Neo4j errors are mapped to the service's errors by type and code, never by message text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import neo4j
+from neo4j import Driver, GraphDatabase, ManagedTransaction, RoutingControl
+from neo4j.exceptions import (
+    AuthError,
+    ClientError,
+    ConstraintError,
+    DriverError,
+    Neo4jError,
+    ServiceUnavailable,
+    SessionExpired,
+    TransientError,
+)
+
+from service.errors import Conflict, InvalidInput, KernelGraphError, Retryable, Unauthorized
+from service.queries import NamedQuery, registry
+from service.settings import Settings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def open_driver(settings: Settings) -> Driver:
+    """The process's driver; the caller owns it and closes it at shutdown."""
+    return GraphDatabase.driver(
+        settings.effective_neo4j_uri,
+        auth=(settings.neo4j_user, settings.effective_neo4j_password()),
+        max_connection_pool_size=64,
+        connection_acquisition_timeout=30.0,
+        # "label does not exist" and similar hints are noise for a schema that fills up over time.
+        notifications_min_severity="OFF",
+    )
+
+
+@contextmanager
+def mapped_errors() -> Iterator[None]:
+    """Translate driver errors into KernelGraphError subclasses (by type and Neo4j code)."""
+    try:
+        yield
+    except KernelGraphError:
+        raise
+    except ConstraintError as exc:
+        raise Conflict(f"constraint violated: {exc.message}") from exc
+    except AuthError as exc:
+        raise Unauthorized(f"Neo4j rejected the credentials: {exc.message}") from exc
+    except (ServiceUnavailable, SessionExpired, TransientError) as exc:
+        raise Retryable(f"Neo4j is unreachable or busy: {exc}") from exc
+    except ClientError as exc:
+        if exc.code in ("Neo.ClientError.Statement.ArgumentError", "Neo.ClientError.Statement.TypeError"):
+            raise InvalidInput(f"Neo4j rejected a value: {exc.message}") from exc
+        raise
+    except (Neo4jError, DriverError) as exc:
+        if isinstance(exc, Neo4jError) and exc.is_retryable():
+            raise Retryable(f"transient Neo4j failure: {exc}") from exc
+        raise
+
+
+class GraphStore:
+    def __init__(self, driver: Driver, database: str) -> None:
+        self.driver = driver
+        self.database = database
+        self.queries = registry()
+
+    def _query(self, name: str, params: dict[str, Any]) -> NamedQuery:
+        query = self.queries[name]
+        query.check(params)
+        return query
+
+    def read(self, name: str, /, **params: Any) -> list[dict[str, Any]]:
+        """Run a named read query; rows as dicts."""
+        query = self._query(name, params)
+        with mapped_errors():
+            records, _, _ = self.driver.execute_query(
+                query.cypher, params, database_=self.database, routing_=RoutingControl.READ
+            )
+        return [record.data() for record in records]
+
+    def write(self, name: str, /, **params: Any) -> list[dict[str, Any]]:
+        """Run a named write query in one managed (retried) transaction."""
+        query = self._query(name, params)
+
+        def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
+            return [record.data() for record in tx.run(query.cypher, params)]
+
+        return self.write_transaction(work)
+
+    def write_transaction(self, work: Callable[[ManagedTransaction], T]) -> T:
+        """Run `work` in one write transaction; it must be idempotent (the driver may retry it)."""
+        with mapped_errors(), self.driver.session(database=self.database) as session:
+            return session.execute_write(work)
+
+    def run_in(self, tx: ManagedTransaction, name: str, /, **params: Any) -> list[dict[str, Any]]:
+        """Run a named query inside a transaction function."""
+        query = self._query(name, params)
+        return [record.data() for record in tx.run(query.cypher, params)]
+
+    def ping(self) -> bool:
+        try:
+            with mapped_errors():
+                self.driver.verify_connectivity()
+            return True
+        except Retryable:
+            return False
+
+    def run_text(self, text: str, params: dict[str, Any], *, write: bool) -> tuple[list[str], list[dict[str, Any]]]:
+        """Run one user-given statement (the `kernelgraph cypher` command); keys and rows."""
+        routing = RoutingControl.WRITE if write else RoutingControl.READ
+        with mapped_errors():
+            records, _, keys = self.driver.execute_query(
+                neo4j.Query(text),  # type: ignore[arg-type]  # user text by design: the cypher command
+                params,
+                database_=self.database,
+                routing_=routing,
+            )
+        return list(keys), [dict(record.items()) for record in records]

@@ -1,0 +1,91 @@
+"""Shared fixtures. The Neo4j server is real: KERNELGRAPH_NEO4J_URI if set, else a throw-away local
+server started for this test session on free ports, else testcontainers' Neo4jContainer when a
+Docker engine answers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from service.settings import Settings
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _docker_answers() -> bool:
+    try:
+        import docker
+
+        docker.from_env().ping()
+        return True
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def neo4j_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    """Settings that point at a real Neo4j 5 server for the whole test session."""
+    if os.environ.get("KERNELGRAPH_NEO4J_URI"):
+        yield Settings()
+        return
+    if shutil.which("java") and shutil.which("mvn"):
+        from service.neo4j_local import LocalNeo4j
+
+        home = tmp_path_factory.mktemp("kernelgraph-home")
+        settings = Settings(
+            data_home=home, bolt_port=_free_port(), http_port=_free_port(), neo4j_heap="1g", neo4j_pagecache="256m"
+        )
+        server = LocalNeo4j(settings)
+        server.start()
+        try:
+            yield settings
+        finally:
+            server.stop()
+        return
+    if _docker_answers():
+        from testcontainers.neo4j import Neo4jContainer
+
+        with Neo4jContainer("neo4j:5.26-community", password="kernelgraph-test") as container:
+            yield Settings(neo4j_uri=container.get_connection_url(), neo4j_password="kernelgraph-test")
+        return
+    pytest.skip("no Neo4j: set KERNELGRAPH_NEO4J_URI, install Java 17 + Maven, or run a Docker engine")
+
+
+@pytest.fixture(scope="session")
+def driver(neo4j_settings: Settings) -> Iterator[object]:
+    from service.store import open_driver
+
+    drv = open_driver(neo4j_settings)
+    yield drv
+    drv.close()
+
+
+@pytest.fixture(scope="session")
+def store(driver: object, neo4j_settings: Settings):  # type: ignore[no-untyped-def]
+    from service import migrate
+    from service.store import GraphStore
+
+    graph = GraphStore(driver, neo4j_settings.neo4j_database)  # type: ignore[arg-type]
+    migrate.apply(graph)
+    return graph
+
+
+@pytest.fixture
+def namespace() -> str:
+    """A namespace of its own for each test: tests never see each other's data."""
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
