@@ -46,6 +46,11 @@ class PayloadTooLarge(KernelGraphError):
     code = "payload_too_large"
 
 
+class UnsupportedMediaType(KernelGraphError):
+    status_code = 415
+    code = "unsupported_media_type"
+
+
 class Unauthorized(KernelGraphError):
     status_code = 401
     code = "unauthorized"

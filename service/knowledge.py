@@ -21,14 +21,29 @@ from service.models import (
     AttemptRecord,
     HardwareTarget,
     KernelVariant,
+    LineageStep,
     Measurement,
     RecordResult,
+    RetrievalMode,
+    RetrievedTransform,
+    RetrieveRequest,
+    RetrieveResponse,
+    TransferResponse,
+    TransferRow,
     validate,
 )
 from service.signature import TargetPeaks, compute_signature
 from service.store import GraphStore
 
 log = logging.getLogger(__name__)
+
+# Retrieval knobs; docs/retrieval.md explains each.
+EXACT_SEARCH_MAX_STATES = 5_000  # below this, exact scoring of every state beats the approximate index
+OVERFETCH = 10  # index candidates fetched per wanted neighbour, before namespace/task filtering
+MAX_FETCH_K = 2_000
+OTHER_TARGET_WEIGHT = 0.7  # evidence from another target counts, but less
+FAILURE_LOG_SPEEDUP = -0.1  # a failed attempt (no runtime) costs a little: it wasted a try
+PRIOR_WEIGHT = 1.0  # shrinks transforms seen only a few times, far away, towards zero
 
 
 def peaks_of(target: dict[str, Any]) -> TargetPeaks:
@@ -65,7 +80,8 @@ class KnowledgeService:
         """Create or update hardware targets; returns their names."""
         models = [t if isinstance(t, HardwareTarget) else validate(HardwareTarget, t) for t in targets]
         rows = [
-            {"name": t.name, "props": t.model_dump(mode="json", exclude={"name"}, exclude_none=True)} for t in models
+            {"name": t.name, "props": t.model_dump(mode="json", exclude={"name"}, exclude_none=True)}
+            for t in models
         ]
         return [r["name"] for r in self.store.write("upsert_targets", namespace=namespace, targets=rows)]
 
@@ -88,12 +104,16 @@ class KnowledgeService:
         models: list[AttemptRecord] = []
         for index, attempt in enumerate(attempts):
             try:
-                models.append(attempt if isinstance(attempt, AttemptRecord) else validate(AttemptRecord, attempt))
+                models.append(
+                    attempt if isinstance(attempt, AttemptRecord) else validate(AttemptRecord, attempt)
+                )
             except InvalidInput as exc:
                 if len(attempts) == 1:
                     raise
                 raise InvalidInput(
-                    f"attempts[{index}].{exc.message}", field=f"attempts[{index}].{exc.field}", details=exc.details
+                    f"attempts[{index}].{exc.message}",
+                    field=f"attempts[{index}].{exc.field}",
+                    details=exc.details,
                 ) from None
         keys = [m.attempt_key for m in models]
         if len(set(keys)) != len(keys):
@@ -110,12 +130,15 @@ class KnowledgeService:
 
         def work(tx: ManagedTransaction) -> dict[str, bool]:
             existing = {
-                r["attempt_key"] for r in self.store.run_in(tx, "attempts_existing", namespace=namespace, attempt_keys=keys)
+                r["attempt_key"]
+                for r in self.store.run_in(tx, "attempts_existing", namespace=namespace, attempt_keys=keys)
             }
             fresh = [row for row in rows if row["attempt_key"] not in existing]
             created = {key: False for key in existing}
             if fresh:
-                for r in self.store.run_in(tx, "record_attempts", namespace=namespace, write_token=token, rows=fresh):
+                for r in self.store.run_in(
+                    tx, "record_attempts", namespace=namespace, write_token=token, rows=fresh
+                ):
                     created[r["attempt_key"]] = r["created"]
             return created
 
@@ -126,8 +149,12 @@ class KnowledgeService:
                 created=created.get(row["attempt_key"], False),
                 parent_kernel_id=row["parent"]["kernel_id"],
                 child_kernel_id=row["child"]["kernel_id"],
-                parent_measurement_id=row["parent_measurements"][0]["measurement_id"] if row["parent_measurements"] else None,
-                child_measurement_id=row["child_measurements"][0]["measurement_id"] if row["child_measurements"] else None,
+                parent_measurement_id=row["parent_measurements"][0]["measurement_id"]
+                if row["parent_measurements"]
+                else None,
+                child_measurement_id=row["child_measurements"][0]["measurement_id"]
+                if row["child_measurements"]
+                else None,
             )
             for row in rows
         ]
@@ -193,4 +220,240 @@ class KnowledgeService:
 
     def require_kernel(self, namespaces: Sequence[str], kernel_id: str) -> None:
         if not self.store.read("kernel_exists", namespaces=list(namespaces), kernel_id=kernel_id):
-            raise NotFound(f"no kernel {kernel_id!r} in namespace(s) {', '.join(namespaces)}", field="kernel_id")
+            raise NotFound(
+                f"no kernel {kernel_id!r} in namespace(s) {', '.join(namespaces)}", field="kernel_id"
+            )
+
+    # ---- retrieval -------------------------------------------------------------------------------
+    def retrieve(
+        self, namespaces: Sequence[str], request: RetrieveRequest | dict[str, Any]
+    ) -> RetrieveResponse:
+        """Transforms that worked from measured states like the given one, ranked, with their evidence."""
+        req = request if isinstance(request, RetrieveRequest) else validate(RetrieveRequest, request)
+        spaces = list(namespaces)
+        signature = self._request_signature(spaces, req)
+        neighbours: dict[str, float] = {}
+        if req.mode in (RetrievalMode.COUNTERS, RetrievalMode.HYBRID):
+            if signature is None:
+                raise InvalidInput(
+                    "counters mode needs `signature`, or `counters` with `counter_source`", field="signature"
+                )
+            for row in self._nearest_by_signature(spaces, signature, req):
+                neighbours[row["measurement_id"]] = row["score"]
+        if req.mode in (RetrievalMode.TEXT, RetrievalMode.HYBRID):
+            if not req.source:
+                raise InvalidInput("text mode needs the kernel's `source`", field="source")
+            for row in self._nearest_by_source(spaces, req.source, req):
+                # Hybrid: a state found both ways keeps the mean of its two similarities.
+                previous = neighbours.get(row["measurement_id"])
+                neighbours[row["measurement_id"]] = (
+                    row["score"] if previous is None else (previous + row["score"]) / 2
+                )
+        rows = []
+        if neighbours:
+            rows = self.store.read(
+                "aggregate_transforms",
+                neighbours=[{"measurement_id": m, "score": s} for m, s in neighbours.items()],
+                namespaces=spaces,
+                target=req.target,
+                other_target_weight=OTHER_TARGET_WEIGHT,
+                failure_log_speedup=FAILURE_LOG_SPEEDUP,
+                prior_weight=PRIOR_WEIGHT,
+                limit=req.limit,
+            )
+        transforms = [_retrieved(row) for row in rows]
+        return RetrieveResponse(
+            mode=req.mode,
+            target=req.target,
+            signature=signature,
+            neighbours=len(neighbours),
+            transforms=transforms,
+        )
+
+    def _request_signature(self, namespaces: list[str], req: RetrieveRequest) -> list[float] | None:
+        if req.signature is not None:
+            return list(req.signature)
+        if req.counters is None:
+            return None
+        if req.counter_source is None:
+            raise InvalidInput("`counter_source` is required with raw `counters`", field="counter_source")
+        target = self.targets(namespaces, [req.target]).get(req.target)
+        if target is None:
+            raise InvalidInput(f"unknown target {req.target!r}", field="target")
+        return list(compute_signature(req.counter_source, req.counters, peaks_of(target)).vector)
+
+    def _nearest_by_signature(
+        self, namespaces: list[str], signature: list[float], req: RetrieveRequest
+    ) -> list[dict[str, Any]]:
+        states = self.store.read("count_explored_states", namespaces=namespaces)[0]["states"]
+        if states <= EXACT_SEARCH_MAX_STATES:
+            return self.store.read(
+                "nearest_states_by_signature_exact",
+                signature=signature, k=req.k, namespaces=namespaces, exclude_task=req.exclude_task,
+            )  # fmt: skip
+        return self.store.read(
+            "nearest_states_by_signature",
+            signature=signature, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,
+            namespaces=namespaces, exclude_task=req.exclude_task,
+        )  # fmt: skip
+
+    def _nearest_by_source(
+        self, namespaces: list[str], source: str, req: RetrieveRequest
+    ) -> list[dict[str, Any]]:
+        embedder = self._embedder()
+        self.embed_pending(namespaces)
+        embedding = embedder.embed([source])[0]
+        return self.store.read(
+            "nearest_states_by_source",
+            embedding=embedding, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,
+            namespaces=namespaces, exclude_task=req.exclude_task,
+        )  # fmt: skip
+
+    def _embedder(self) -> Embedder:
+        if self.embedder is None:
+            raise InvalidInput("text retrieval is not available: this service has no embedder", field="mode")
+        return self.embedder
+
+    def embed_pending(self, namespaces: Sequence[str], batch: int = 256) -> int:
+        """Embed the sources of kernels recorded since the last call (recording defers it to stay fast)."""
+        embedder = self._embedder()
+        done = 0
+        while True:
+            rows = self.store.read("kernels_missing_embedding", namespaces=list(namespaces), limit=batch)
+            if not rows:
+                return done
+            vectors = embedder.embed([row["source"] for row in rows])
+            self.store.write(
+                "set_kernel_embeddings",
+                rows=[
+                    {"namespace": r["namespace"], "kernel_id": r["kernel_id"], "embedding": v}
+                    for r, v in zip(rows, vectors, strict=True)
+                ],
+            )
+            done += len(rows)
+
+    # ---- transfer, lineage, leaderboards ---------------------------------------------------------
+    def transfer(
+        self, namespaces: Sequence[str], source: str, destination: str, pattern: str | None = None
+    ) -> TransferResponse:
+        """Does a transform's effect on `source` predict its effect on `destination`?"""
+        known = self.targets(namespaces, [source, destination])
+        for name, field in ((source, "source_target"), (destination, "destination_target")):
+            if name not in known:
+                raise NotFound(f"unknown target {name!r}", field=field)
+        rows = self.store.read(
+            "transfer_pairs",
+            namespaces=list(namespaces), source=source, destination=destination, pattern=pattern,
+            failure_log_speedup=FAILURE_LOG_SPEEDUP,
+        )  # fmt: skip
+        by_transform: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            by_transform.setdefault(row["transform"], []).append(row)
+        transforms = []
+        for name, pairs in sorted(by_transform.items()):
+            xs = [p["source_gain"] for p in pairs]
+            ys = [p["destination_gain"] for p in pairs]
+            transforms.append(
+                TransferRow(
+                    transform=name,
+                    pairs=len(pairs),
+                    rank_correlation=spearman(xs, ys),
+                    agreement_rate=sum((x > 0) == (y > 0) for x, y in zip(xs, ys, strict=True)) / len(pairs),
+                    mean_log_speedup_source=sum(xs) / len(xs),
+                    mean_log_speedup_destination=sum(ys) / len(ys),
+                    examples=sorted(pairs, key=lambda p: -p["source_gain"])[:5],
+                )
+            )
+        return TransferResponse(
+            source_target=source,
+            destination_target=destination,
+            pattern=pattern,
+            transforms=transforms,
+            overall_rank_correlation=spearman(
+                [r["source_gain"] for r in rows], [r["destination_gain"] for r in rows]
+            ),
+        )
+
+    def lineage(self, namespaces: Sequence[str], kernel_id: str, max_depth: int = 50) -> list[LineageStep]:
+        """The kernel and its ancestors, nearest first, each with the transform that produced the step."""
+        rows = self.store.read(
+            "kernel_lineage", namespaces=list(namespaces), kernel_id=kernel_id, max_depth=max_depth
+        )
+        if not rows:
+            raise NotFound(
+                f"no kernel {kernel_id!r} in namespace(s) {', '.join(namespaces)}", field="kernel_id"
+            )
+        evidence = {
+            e["attempt_key"]: e
+            for e in self.evidence(namespaces, [r["attempt_key"] for r in rows if r["attempt_key"]])
+        }
+        return [
+            LineageStep(
+                kernel_id=r["kernel_id"],
+                task=r["task"],
+                variant=r["variant"] or "",
+                transform=r["transform"],
+                outcome=evidence.get(r["attempt_key"], {}).get("outcome"),
+                speedup=evidence.get(r["attempt_key"], {}).get("speedup"),
+                depth=r["depth"],
+            )
+            for r in rows
+        ]
+
+    def evidence(self, namespaces: Sequence[str], attempt_keys: Sequence[str]) -> list[dict[str, Any]]:
+        """The attempts behind a recommendation, in full."""
+        rows = self.store.read(
+            "attempt_evidence", namespaces=list(namespaces), attempt_keys=list(attempt_keys)
+        )
+        return [row["attempt"] for row in rows]
+
+    def leaderboard(
+        self,
+        namespaces: Sequence[str],
+        pattern: str | None = None,
+        target: str | None = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        """Transforms ranked per access pattern and target."""
+        return self.store.read(
+            "transform_leaderboard", namespaces=list(namespaces), pattern=pattern, target=target, limit=limit
+        )
+
+    def list_transforms(self, namespaces: Sequence[str]) -> list[dict[str, Any]]:
+        return self.store.read("list_transforms", namespaces=list(namespaces))
+
+
+def _retrieved(row: dict[str, Any]) -> RetrievedTransform:
+    """A row of aggregate_transforms with its JSON-encoded parameters decoded."""
+    best = row["best_example"]
+    if best is not None:
+        best = {**best, "params": json.loads(best["params"])}
+    return RetrievedTransform(**{**row, "best_example": best, "params": [json.loads(p) for p in row["params"]]})
+
+
+def _ranks(values: Sequence[float]) -> list[float]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for position in range(i, j + 1):
+            ranks[order[position]] = (i + j) / 2.0  # ties share their mean rank
+        i = j + 1
+    return ranks
+
+
+def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Spearman rank correlation; None when it is undefined (fewer than 3 pairs or a constant side)."""
+    if len(xs) < 3:
+        return None
+    rx, ry = _ranks(xs), _ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
+    vx = sum((a - mx) ** 2 for a in rx)
+    vy = sum((b - my) ** 2 for b in ry)
+    if vx == 0 or vy == 0:
+        return None
+    return cov / math.sqrt(vx * vy)

@@ -23,14 +23,16 @@ from pydantic import (
 )
 
 from service.errors import InvalidInput
-from service.signature import SIGNATURE_DIM, SIGNATURE_VERSION, CounterSource  # noqa: F401  (re-exported)
+from service.signature import SIGNATURE_DIM, SIGNATURE_VERSION, CounterSource
 
 MAX_SOURCE_CHARS = 200_000
 MAX_TEXT_CHARS = 8_000
 MAX_BATCH = 1_000
 
 # Identifiers: letters, digits and . _ : + - only, so nothing that looks like Cypher gets through.
-Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+\-]*$", min_length=1, max_length=128)]
+Name = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+\-]*$", min_length=1, max_length=128)
+]
 Namespace = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_\-]*$", min_length=1, max_length=64)]
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 
@@ -125,9 +127,9 @@ class Measurement(Strict):
     signature: list[FiniteFloat] | None = None  # computed by the service from counters when absent
     signature_version: int = SIGNATURE_VERSION
     taken_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
-    tool_versions: Annotated[dict[Name, Annotated[str, StringConstraints(max_length=128)]], Field(max_length=32)] = (
-        Field(default_factory=dict)
-    )
+    tool_versions: Annotated[
+        dict[Name, Annotated[str, StringConstraints(max_length=128)]], Field(max_length=32)
+    ] = Field(default_factory=dict)
 
     @field_validator("signature")
     @classmethod
@@ -147,8 +149,9 @@ class Measurement(Strict):
         return self
 
     def measurement_id(self, kernel_id: str, target: str) -> str:
+        # Content, not time: a replay without `taken_at` must map to the stored measurement.
         return content_id(
-            "measurement", kernel_id, target, self.median_ns, self.counters, self.static, self.taken_at.isoformat()
+            "measurement", kernel_id, target, self.median_ns, self.iqr_ns, self.trials, self.counters, self.static
         )
 
 
@@ -213,6 +216,7 @@ class RetrievedTransform(BaseModel):
     successes: int
     success_rate: float
     weighted_log_speedup: float
+    confidence: float
     mean_similarity: float
     same_target_attempts: int
     other_target_attempts: int

@@ -6,14 +6,15 @@ data/, logs/, run/, import/, plugins/, password (0600). See docs/operations.md.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +100,9 @@ class LocalNeo4j:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
         first = out.splitlines()[0] if out else ""
         if '"17' not in first and '"21' not in first:
-            raise LocalServerError(f"Neo4j 5.26 needs Java 17 or 21, found: {first} (fix: install openjdk-17)")
+            raise LocalServerError(
+                f"Neo4j 5.26 needs Java 17 or 21, found: {first} (fix: install openjdk-17)"
+            )
         return first
 
     def install(self) -> None:
@@ -109,7 +112,9 @@ class LocalNeo4j:
             return
         mvn = shutil.which("mvn")
         if mvn is None:
-            raise LocalServerError("Maven not found: it fetches the Neo4j jars (fix: apt-get install -y maven)")
+            raise LocalServerError(
+                "Maven not found: it fetches the Neo4j jars (fix: apt-get install -y maven)"
+            )
         staging = self.lib.with_name("lib.partial")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
@@ -179,7 +184,9 @@ class LocalNeo4j:
             capture_output=True, text=True, env=self._env(), check=False,
         )  # fmt: skip
         if result.returncode != 0:
-            raise LocalServerError(f"setting the initial Neo4j password failed: {result.stderr.strip()[-400:]}")
+            raise LocalServerError(
+                f"setting the initial Neo4j password failed: {result.stderr.strip()[-400:]}"
+            )
         fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(password + "\n")
@@ -260,7 +267,9 @@ class LocalNeo4j:
                 ) from None
             except (ServiceUnavailable, OSError):
                 time.sleep(0.5)
-        raise LocalServerError(f"Neo4j did not answer on {self.bolt_uri} within {timeout_s:.0f} s:\n{self.log_tail()}")
+        raise LocalServerError(
+            f"Neo4j did not answer on {self.bolt_uri} within {timeout_s:.0f} s:\n{self.log_tail()}"
+        )
 
     def stop(self, timeout_s: float = 60.0) -> bool:
         """Stop the server cleanly (SIGTERM to the launcher); True if one was running."""
@@ -295,7 +304,5 @@ class LocalNeo4j:
 
 def _reap(pid: int) -> None:
     """Collect the launcher if it is our child, so it does not linger as a zombie."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass

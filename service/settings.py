@@ -34,7 +34,9 @@ class Settings(BaseSettings):
         description="Downloaded Neo4j jars and compiled kernels (shared by every data home).",
     )
     bolt_port: int = Field(default=7687, ge=1, le=65535, description="Bolt port of the local server.")
-    http_port: int = Field(default=7474, ge=1, le=65535, description="HTTP (Browser) port of the local server.")
+    http_port: int = Field(
+        default=7474, ge=1, le=65535, description="HTTP (Browser) port of the local server."
+    )
     neo4j_heap: str = Field(default="1g", description="Maximum heap of the local server (e.g. 1g, 2g).")
     neo4j_pagecache: str = Field(default="512m", description="Page cache of the local server.")
     host: str = Field(default="127.0.0.1", description="Address `kernelgraph serve` listens on.")

@@ -48,8 +48,12 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("ridge_position", 0.5, "intensity relative to the target's ridge point, log2 in [-6, 6]"),
     Dimension("l1_miss_rate", 0.5, "first-level data cache miss rate (CPU D1, GPU 1 - L1TEX hit)"),
     Dimension("llc_miss_rate", 0.5, "last-level cache miss rate (CPU LL, GPU 1 - L2 hit)"),
-    Dimension("parallel_efficiency", 0.5, "CPU: threads used / cores; GPU: occupancy (achieved or theoretical)"),
-    Dimension("issue_efficiency", 0.5, "CPU: FLOP per instruction / the ISA's vector FMA width; GPU: SM throughput"),
+    Dimension(
+        "parallel_efficiency", 0.5, "CPU: threads used / cores; GPU: occupancy (achieved or theoretical)"
+    ),
+    Dimension(
+        "issue_efficiency", 0.5, "CPU: FLOP per instruction / the ISA's vector FMA width; GPU: SM throughput"
+    ),
     Dimension("spill_pressure", 0.0, "register spills or local memory traffic, log-scaled; 0 means none"),
     Dimension("register_pressure", 0.5, "registers per thread / 255 (GPU); CPU: unmeasured"),
     Dimension("launch_overhead_share", 0.5, "fixed launch/fork cost / runtime"),
@@ -138,7 +142,9 @@ def _achieved(counters: Mapping[str, float]) -> tuple[float | None, float | None
     return gflops, gbps, ai
 
 
-def compute_signature(source: CounterSource | str, counters: Mapping[str, float], peaks: TargetPeaks) -> Signature:
+def compute_signature(
+    source: CounterSource | str, counters: Mapping[str, float], peaks: TargetPeaks
+) -> Signature:
     """Map one measurement's raw counters to the signature; see docs/counter-signature.md.
 
     Counter names (all optional; what is absent is reported in `missing`):

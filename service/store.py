@@ -115,7 +115,9 @@ class GraphStore:
         except Retryable:
             return False
 
-    def run_text(self, text: str, params: dict[str, Any], *, write: bool) -> tuple[list[str], list[dict[str, Any]]]:
+    def run_text(
+        self, text: str, params: dict[str, Any], *, write: bool
+    ) -> tuple[list[str], list[dict[str, Any]]]:
         """Run one user-given statement (the `kernelgraph cypher` command); keys and rows."""
         routing = RoutingControl.WRITE if write else RoutingControl.READ
         with mapped_errors():

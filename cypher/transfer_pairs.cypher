@@ -1,0 +1,18 @@
+// Cross-target transfer: the same transform (same parameters) applied to the same kernel on target
+// $source and on target $destination, with the log speedup it gave on each (averaged over repeats).
+// Optionally restricted to kernels that exhibit access pattern $pattern.
+// Parameters: $namespaces, $source, $destination, $pattern (or null), $failure_log_speedup.
+// Returns: transform, params, task, kernel_id, pattern, source_gain, destination_gain (natural log of speedup).
+// :param {namespaces: ['demo'], source: 'cpu-x86-64-v4', destination: 'cpu-x86-64-v2', pattern: null, failure_log_speedup: -0.1}
+MATCH (a1:Attempt)-[:FROM]->(k:Kernel)<-[:FROM]-(a2:Attempt)
+WHERE a1.namespace IN $namespaces AND a2.namespace = a1.namespace
+  AND a1.target = $source AND a2.target = $destination
+  AND a1.transform = a2.transform AND a1.params_json = a2.params_json
+  AND ($pattern IS NULL OR EXISTS { (k)-[:EXHIBITS]->(:AccessPattern {name: $pattern}) })
+WITH k, a1.transform AS transform, a1.params_json AS params,
+     avg(coalesce(a1.log_speedup, $failure_log_speedup)) AS source_gain,
+     avg(coalesce(a2.log_speedup, $failure_log_speedup)) AS destination_gain
+OPTIONAL MATCH (k)-[:EXHIBITS]->(ap:AccessPattern)
+RETURN transform, params, k.task AS task, k.kernel_id AS kernel_id, min(ap.name) AS pattern,
+       source_gain, destination_gain
+ORDER BY transform, source_gain DESC

@@ -1,0 +1,127 @@
+"""Counter-keyed retrieval, the text baseline and cross-target transfer on constructed graphs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from service.embeddings import MiniLMEmbedder
+from service.knowledge import KnowledgeService, spearman
+from service.signature import SIGNATURE_DIM
+from service.store import GraphStore
+from tests import factories
+
+pytestmark = pytest.mark.neo4j
+
+MEMORY_BOUND = [0.05, 0.9, 0.2, 0.1, 0.3, 0.6, 0.5, 0.1, 0.0, 0.5, 0.0, 0.9]
+COMPUTE_BOUND = [0.9, 0.1, 0.8, 0.9, 0.01, 0.01, 1.0, 0.8, 0.0, 0.5, 0.0, 0.9]
+QUERY_SOURCE = "void kernel(const float* x, float* y, int n) { for (int i = 0; i < n; i++) y[i] = expf(x[i]); }"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+def _attempts_from(prefix: str, parent_source: str, signature: list[float], wins: str, loses: str) -> list[dict]:
+    records = []
+    for index, (transform, speedup) in enumerate(((wins, 2.0), (loses, 0.8), (wins, 1.8))):
+        records.append(
+            factories.attempt(
+                f"{prefix}:{index}", transform=transform, speedup=speedup,
+                outcome="kept" if speedup > 1 else "discarded", parent_source=parent_source,
+                child_source=f"{parent_source} /* {transform} {index} */", parent_signature=signature,
+            )  # fmt: skip
+        )
+    return records
+
+
+def test_counters_and_text_modes_find_different_evidence(
+    store: GraphStore, namespace: str, embedder: MiniLMEmbedder
+) -> None:
+    knowledge = KnowledgeService(store, embedder)
+    knowledge.upsert_targets(namespace, [factories.target()])
+    # Counter-similar states (memory bound like the query) have unrelated source: X wins there.
+    counter_similar = [
+        _attempts_from(f"mem{i}", f"/* blocked matmul {i} */ for (kk...) for (jj...) c[i*n+j] += a[i*n+k]*b[k*n+j];",
+                       MEMORY_BOUND, wins="vectorize", loses="unroll")
+        for i in range(3)
+    ]  # fmt: skip
+    # Source-similar kernels (elementwise expf like the query) were compute bound: Y wins there.
+    text_similar = [
+        _attempts_from(f"txt{i}", QUERY_SOURCE.replace("expf", f"expf /* {i} */"), COMPUTE_BOUND,
+                       wins="unroll", loses="vectorize")
+        for i in range(3)
+    ]  # fmt: skip
+    for group in counter_similar + text_similar:
+        knowledge.record_attempts(namespace, group)
+    query_signature = [min(1.0, v + 0.02) for v in MEMORY_BOUND]
+
+    by_counters = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "mode": "counters", "signature": query_signature, "k": 3}
+    )
+    by_text = knowledge.retrieve([namespace], {"target": "cpu-test", "mode": "text", "source": QUERY_SOURCE, "k": 3})
+
+    assert by_counters.transforms[0].transform == "vectorize"
+    assert by_text.transforms[0].transform == "unroll"
+    expected_evidence = {
+        r.parent_measurement_id
+        for group in counter_similar
+        for r in knowledge.record_attempts(namespace, group)  # replays: returns the stored ids
+    }
+    assert set(by_counters.transforms[0].evidence_measurement_ids) == expected_evidence
+    assert set(by_counters.transforms[0].evidence_attempt_keys) == {f"mem{i}:{j}" for i in range(3) for j in (0, 2)}
+    top = by_counters.transforms[0]
+    assert top.successes == top.attempts == 6 and top.same_target_attempts == 6
+    assert math.isclose(top.weighted_log_speedup, (math.log(2.0) + math.log(1.8)) / 2, rel_tol=0.05)
+    assert top.best_speedup == pytest.approx(2.0)
+
+
+def test_retrieval_by_raw_counters_and_held_out_task(store: GraphStore, namespace: str) -> None:
+    knowledge = KnowledgeService(store)
+    knowledge.upsert_targets(namespace, [factories.target()])
+    knowledge.record_attempts(namespace, _attempts_from("a", "void kernel(void) {}", MEMORY_BOUND, "tile", "fuse"))
+    counters = {"time_ns": 1e6, "flops": 1e6, "bytes": 1.8e7, "instructions": 1e7, "d1_miss_rate": 0.3,
+                "ll_miss_rate": 0.6, "threads": 1}  # fmt: skip
+    response = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "counters": counters, "counter_source": "cpu_cachegrind"}
+    )
+    assert response.signature is not None and len(response.signature) == SIGNATURE_DIM
+    assert response.transforms[0].transform == "tile"
+    held_out = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "signature": MEMORY_BOUND, "exclude_task": "matmul"}
+    )
+    assert held_out.transforms == []
+
+
+def test_transfer_returns_the_constructed_rank_correlations(store: GraphStore, namespace: str) -> None:
+    knowledge = KnowledgeService(store)
+    knowledge.upsert_targets(namespace, [factories.target("gpu-a"), factories.target("gpu-b")])
+    agrees_a, agrees_b = [1.1, 1.5, 2.0, 2.5, 3.0], [1.2, 1.4, 1.9, 2.6, 3.5]
+    reverses_a, reverses_b = [0.5, 0.9, 1.3, 1.7, 2.1], [2.1, 1.7, 1.3, 0.9, 0.5]
+    records = []
+    for i in range(5):
+        parent = f"void kernel_{i}(void) {{}}"
+        for transform, on_a, on_b in (("fuse", agrees_a[i], agrees_b[i]), ("split_k", reverses_a[i], reverses_b[i])):
+            for target, speedup in (("gpu-a", on_a), ("gpu-b", on_b)):
+                records.append(factories.attempt(
+                    f"{target}-{transform}:{i}", transform=transform, speedup=speedup, target_name=target,
+                    parent_source=parent, child_source=f"{parent} /* {transform} */",
+                ))  # fmt: skip
+    knowledge.record_attempts(namespace, records)
+    result = knowledge.transfer([namespace], "gpu-a", "gpu-b")
+    rows = {row.transform: row for row in result.transforms}
+    assert rows["fuse"].pairs == 5 and rows["fuse"].rank_correlation == pytest.approx(1.0)
+    assert rows["split_k"].rank_correlation == pytest.approx(-1.0)
+    assert rows["fuse"].agreement_rate == pytest.approx(1.0)
+    # gains (log speedups) agree in sign only where both sides are above 1x or both below: 1 of 5 pairs
+    assert rows["split_k"].agreement_rate == pytest.approx(0.2)
+    assert result.pattern is None
+
+
+def test_spearman_handles_ties_and_degenerate_input() -> None:
+    assert spearman([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
+    assert spearman([1, 2, 2, 3], [1, 2, 2, 3]) == pytest.approx(1.0)
+    assert spearman([1, 1, 1], [1, 2, 3]) is None
+    assert spearman([1, 2], [2, 1]) is None
