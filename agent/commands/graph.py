@@ -1,0 +1,193 @@
+"""`kernelgraph neo4j ...`, `kernelgraph schema ...` and `kernelgraph cypher`: the store from the terminal."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from service.errors import KernelGraphError
+from service.settings import Settings, get_settings
+
+console = Console()
+err = Console(stderr=True)
+
+neo4j_app = typer.Typer(help="The local Neo4j 5.26 server (no Docker needed).", no_args_is_help=True)
+schema_app = typer.Typer(help="Schema migrations (schema/NNNN_*.cypher).", no_args_is_help=True)
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print one clear error line and return the exit to raise."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+@contextmanager
+def cli_errors():  # type: ignore[no-untyped-def]
+    """Turn the service's errors into one line on stderr and exit 1, instead of a traceback."""
+    try:
+        yield
+    except KernelGraphError as exc:
+        field = f" ({exc.field})" if exc.field else ""
+        raise fail(f"{exc.message}{field}") from None
+
+
+@contextmanager
+def open_store(settings: Settings | None = None):  # type: ignore[no-untyped-def]
+    """One driver for this command, closed at the end."""
+    from service.store import GraphStore, open_driver
+
+    settings = settings or get_settings()
+    with cli_errors():
+        driver = open_driver(settings)
+        try:
+            yield GraphStore(driver, settings.neo4j_database)
+        finally:
+            driver.close()
+
+
+def _server():  # type: ignore[no-untyped-def]
+    from service.neo4j_local import LocalNeo4j
+
+    return LocalNeo4j(get_settings())
+
+
+@neo4j_app.command("install")
+def neo4j_install() -> None:
+    """Fetch Neo4j Community 5.26 and Neo4j Browser from Maven Central (cached; idempotent)."""
+    server = _server()
+    with cli_errors(), console.status("Fetching Neo4j jars from Maven Central..."):
+        server.install()
+    console.print(f"Neo4j jars in {server.lib}")
+
+
+@neo4j_app.command("start")
+def neo4j_start(timeout: Annotated[float, typer.Option(help="Seconds to wait for Bolt.")] = 120.0) -> None:
+    """Start the local server (idempotent) and wait until Bolt answers."""
+    server = _server()
+    with cli_errors(), console.status("Starting Neo4j..."):
+        status = server.start(timeout)
+    console.print(f"Neo4j is running (pid {status.pid}, data in {status.home / 'data'})")
+    console.print(f"  Bolt:    {status.bolt_uri}  (user neo4j, password in {server.password_file})")
+    console.print(f"  Browser: {status.browser_url}")
+
+
+@neo4j_app.command("stop")
+def neo4j_stop() -> None:
+    """Stop the local server cleanly."""
+    with cli_errors():
+        stopped = _server().stop()
+    console.print("Neo4j stopped" if stopped else "Neo4j was not running")
+
+
+@neo4j_app.command("status")
+def neo4j_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Is the local server installed and running, and where."""
+    status = _server().status()
+    data = {
+        "installed": status.installed, "running": status.running, "pid": status.pid,
+        "bolt_uri": status.bolt_uri, "browser_url": status.browser_url, "home": str(status.home),
+    }  # fmt: skip
+    if as_json:
+        console.print_json(json.dumps(data))
+        return
+    for key, value in data.items():
+        console.print(f"{key:12} {value}")
+    if not status.running:
+        raise typer.Exit(3)
+
+
+@neo4j_app.command("logs")
+def neo4j_logs(lines: Annotated[int, typer.Option("-n", help="Lines per log file.")] = 40) -> None:
+    """The tail of the server's logs."""
+    console.print(_server().log_tail(lines), highlight=False, markup=False)
+
+
+@schema_app.command("apply")
+def schema_apply() -> None:
+    """Apply pending migrations in order (applying twice changes nothing)."""
+    from service import migrate
+
+    with open_store() as store, cli_errors():
+        applied = migrate.apply(store)
+    if not applied:
+        console.print("schema is up to date")
+    for state in applied:
+        console.print(f"applied {state.name}")
+
+
+@schema_app.command("status")
+def schema_status() -> None:
+    """List applied and pending migrations."""
+    from service import migrate
+
+    with open_store() as store, cli_errors():
+        states = migrate.status(store)
+    table = Table("version", "migration", "state")
+    for state in states:
+        table.add_row(str(state.version), state.name, "applied" if state.applied else "[yellow]pending[/]")
+    console.print(table)
+
+
+def parse_param(text: str) -> tuple[str, Any]:
+    """k=v, where v is read as JSON when it parses (numbers, lists, null) and as a string otherwise."""
+    if "=" not in text:
+        raise fail(f"--param {text!r}: expected NAME=VALUE")
+    key, raw = text.split("=", 1)
+    try:
+        return key, json.loads(raw)
+    except json.JSONDecodeError:
+        return key, raw
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "iso_format"):
+        return value.iso_format()
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "element_id"):  # nodes and relationships
+        data = {k: _jsonable(v) for k, v in dict(value).items() if k != "source_embedding"}
+        labels = getattr(value, "labels", None)
+        return {"labels": sorted(labels), **data} if labels is not None else {"type": value.type, **data}
+    return value
+
+
+def cypher(
+    query: Annotated[str | None, typer.Argument(help="One Cypher statement.")] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="Run a .cypher file (e.g. cypher/x.cypher).")] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="NAME=VALUE (VALUE as JSON if it parses).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON.")] = False,
+    write: Annotated[bool, typer.Option("--write/--read", help="Route as a write (default) or a read.")] = True,
+) -> None:
+    """Run one Cypher statement against the configured server, like cypher-shell."""
+    if (query is None) == (file is None):
+        raise fail("give either a QUERY or --file")
+    if file is not None:
+        if not file.exists():
+            raise fail(f"--file {file}: no such file")
+        query = file.read_text()
+    params = dict(parse_param(p) for p in param or [])
+    with open_store() as store, cli_errors():
+        keys, rows = store.run_text(query or "", params, write=write)
+    rows = [_jsonable(row) for row in rows]
+    if as_json:
+        print(json.dumps(rows, default=str, indent=2))
+        return
+    table = Table(*keys)
+    for row in rows:
+        table.add_row(*(json.dumps(row[k], default=str) if not isinstance(row[k], str) else row[k] for k in keys))
+    console.print(table)
+    console.print(f"[dim]{len(rows)} row(s)[/]")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(neo4j_app, name="neo4j")
+    app.add_typer(schema_app, name="schema")
+    app.command("cypher")(cypher)
