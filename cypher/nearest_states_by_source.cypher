@@ -1,10 +1,10 @@
 // The text-similarity baseline: measured states of the kernels whose *source text* is nearest,
 // through the Kernel source-embedding index (all-MiniLM-L6-v2, 384-d, cosine).
-// Parameters: $embedding (384 floats), $fetch_k, $k, $namespaces, $exclude_task (or null).
+// Parameters: $embedding (384 floats), $fetch_k, $k, $namespaces, $exclude_tasks (list, may be empty).
 // Returns: measurement_id, target, task, score (cosine similarity of the sources), best first.
-// :param {embedding: [0.0, ...384 floats], fetch_k: 200, k: 20, namespaces: ['demo'], exclude_task: null}
+// :param {embedding: [i IN range(1, 384) | 0.05], fetch_k: 200, k: 20, namespaces: ['demo'], exclude_tasks: []}
 CALL db.index.vector.queryNodes('kernel_source_embedding', $fetch_k, $embedding) YIELD node AS k, score
-WHERE k.namespace IN $namespaces AND ($exclude_task IS NULL OR k.task <> $exclude_task)
+WHERE k.namespace IN $namespaces AND NOT k.task IN $exclude_tasks
 MATCH (m:Measurement)-[:OF]->(k)
 WHERE m.explored
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score

@@ -289,12 +289,12 @@ class KnowledgeService:
         if states <= EXACT_SEARCH_MAX_STATES:
             return self.store.read(
                 "nearest_states_by_signature_exact",
-                signature=signature, k=req.k, namespaces=namespaces, exclude_task=req.exclude_task,
+                signature=signature, k=req.k, namespaces=namespaces, exclude_tasks=req.excluded_tasks,
             )  # fmt: skip
         return self.store.read(
             "nearest_states_by_signature",
             signature=signature, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,
-            namespaces=namespaces, exclude_task=req.exclude_task,
+            namespaces=namespaces, exclude_tasks=req.excluded_tasks,
         )  # fmt: skip
 
     def _nearest_by_source(
@@ -306,7 +306,7 @@ class KnowledgeService:
         return self.store.read(
             "nearest_states_by_source",
             embedding=embedding, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,
-            namespaces=namespaces, exclude_task=req.exclude_task,
+            namespaces=namespaces, exclude_tasks=req.excluded_tasks,
         )  # fmt: skip
 
     def _embedder(self) -> Embedder:

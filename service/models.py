@@ -202,6 +202,11 @@ class RetrieveRequest(Strict):
     k: Annotated[int, Field(ge=1, le=200)] = 20
     limit: Annotated[int, Field(ge=1, le=100)] = 10
     exclude_task: Name | None = None  # held-out evaluation: ignore experience from this task
+    exclude_tasks: Annotated[list[Name], Field(max_length=64)] = Field(default_factory=list)  # e.g. a whole family
+
+    @property
+    def excluded_tasks(self) -> list[str]:
+        return sorted({*self.exclude_tasks, *([self.exclude_task] if self.exclude_task else [])})
 
     @field_validator("signature")
     @classmethod

@@ -1,0 +1,259 @@
+"""The C backend: gcc into a content-addressed cache, sandboxed runs, interleaved timing, cachegrind.
+
+ABI (docs/adding-a-task.md): `void kernel(<inputs as const float*/const int*>, <outputs as float*/int*>,
+<int sizes>)`, inputs in `make_inputs` order, outputs in `output_shapes` order, sizes in `sizes` order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from agent import counters as counters_mod
+from agent.backends.sandbox import SandboxLimits, SharedObjectRunner, TimingPlan
+from agent.evaluator import (
+    DEFAULT_SEEDS,
+    REVERIFY_SEEDS,
+    digest,
+    implausibility,
+    make_input_sets,
+    output_specs,
+    verify,
+)
+from agent.evaluator import (
+    check as evaluate,
+)
+from agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
+from agent.targets import Target, data_home
+from agent.tasks.base import Task
+
+log = logging.getLogger(__name__)
+
+BASE_FLAGS: tuple[str, ...] = ("-O2", "-fPIC", "-shared", "-fopenmp", "-std=gnu11")
+_DIAG = re.compile(
+    r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$",
+    re.M,
+)
+TIMING_SEED = 7
+
+
+@cache
+def gcc_version() -> str:
+    try:
+        out = subprocess.run(["gcc", "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.splitlines()[0] if out.stdout else ""
+
+
+def parse_diagnostics(log_text: str) -> tuple[Diagnostic, ...]:
+    """gcc's `file:line:col: severity: message` lines as Diagnostics (errors first)."""
+    found = [
+        Diagnostic(
+            message=m["msg"].strip(),
+            line=int(m["line"]),
+            column=int(m["col"]) if m["col"] else None,
+            severity="error" if "error" in m["sev"] else m["sev"],
+        )
+        for m in _DIAG.finditer(log_text)
+    ]
+    return tuple(sorted(found, key=lambda d: d.severity != "error"))
+
+
+class CBackend:
+    """Compiles with gcc, runs candidates in spawned sandboxes; see the module docstring for the ABI."""
+
+    name = "c"
+
+    def __init__(
+        self,
+        *,
+        cache_dir: Path | None = None,
+        check_timeout_s: float = 20.0,
+        profile_timeout_s: float = 180.0,
+        memory_bytes: int = 4 << 30,
+        timing: TimingPlan | None = None,
+        counters: bool = True,
+    ) -> None:
+        self.cache_dir = cache_dir
+        self.check_timeout_s = check_timeout_s
+        self.profile_timeout_s = profile_timeout_s
+        self.memory_bytes = memory_bytes
+        self.timing = timing or TimingPlan()
+        self.counters = counters
+
+    def _cache(self) -> Path:
+        return self.cache_dir or data_home() / "cache" / "c"
+
+    def compile_flags(self, target: Target) -> list[str]:
+        return [*BASE_FLAGS, *target.cflags]
+
+    def compile(self, task: Task, source: str, target: Target) -> CompileResult:
+        """gcc the source into `<cache>/<sha256>/kernel.so`; errors become located Diagnostics."""
+        if target.kind != "cpu":
+            return CompileResult(
+                False,
+                diagnostics=(
+                    Diagnostic(f"the C backend cannot build for {target.kind} target {target.name}"),
+                ),
+            )
+        if not target.available:
+            return CompileResult(
+                False,
+                diagnostics=(
+                    Diagnostic(f"target {target.name} is unavailable: {target.unavailable_reason}"),
+                ),
+            )
+        if shutil.which("gcc") is None:
+            return CompileResult(False, diagnostics=(Diagnostic("gcc not found on PATH"),))
+        flags = self.compile_flags(target)
+        key = hashlib.sha256("\0".join([source, *flags, gcc_version()]).encode()).hexdigest()[:32]
+        out_dir = self._cache() / key
+        artifact = out_dir / "kernel.so"
+        if artifact.exists():
+            return CompileResult(True, artifact=str(artifact), log="cached")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        src = out_dir / "kernel.c"
+        src.write_text(source)
+        tmp = out_dir / f"kernel.{id(self)}.so.tmp"
+        try:
+            proc = subprocess.run(
+                ["gcc", *flags, "-o", str(tmp), str(src), "-lm"], capture_output=True, text=True, timeout=120
+            )
+        except subprocess.TimeoutExpired:
+            return CompileResult(False, diagnostics=(Diagnostic("gcc timed out after 120 s"),))
+        log_text = proc.stderr
+        if proc.returncode != 0:
+            diags = parse_diagnostics(log_text) or (Diagnostic(log_text.strip()[-500:] or "gcc failed"),)
+            return CompileResult(False, diagnostics=diags, log=log_text)
+        if not _exports_kernel(tmp):
+            tmp.unlink(missing_ok=True)
+            return CompileResult(
+                False,
+                diagnostics=(
+                    Diagnostic("the source does not export `void kernel(...)` (see docs/adding-a-task.md)"),
+                ),
+                log=log_text,
+            )
+        tmp.replace(artifact)
+        return CompileResult(
+            True, artifact=str(artifact), diagnostics=parse_diagnostics(log_text), log=log_text
+        )
+
+    def _limits(self, target: Target, timeout_s: float) -> SandboxLimits:
+        return SandboxLimits(timeout_s=timeout_s, memory_bytes=self.memory_bytes, threads=target.cores or 1)
+
+    def check(
+        self, task: Task, source: str, target: Target, seeds: Sequence[int] = DEFAULT_SEEDS
+    ) -> CheckResult:
+        """Correctness on several small input sets in a sandbox (KEPT means correct)."""
+        built = self.compile(task, source, target)
+        if not built.ok or built.artifact is None:
+            return CheckResult(Outcome.COMPILE_ERROR, built.diagnosis)
+        sizes = list(task.sizes(task.make_inputs(seeds[0], True)).values())
+        runner = SharedObjectRunner(built.artifact, sizes, self._limits(target, self.check_timeout_s))
+        return evaluate(task, runner, seeds, small=True)
+
+    def profile(
+        self, task: Task, source: str, target: Target, parent_source: str | None = None
+    ) -> ProfileResult:
+        """Median/IQR over >= 20 interleaved trials at full size, verified, plus cachegrind counters."""
+        built = self.compile(task, source, target)
+        if not built.ok or built.artifact is None:
+            return _failed(Outcome.COMPILE_ERROR, built.diagnosis)
+        parent_artifact = None
+        if parent_source is not None:
+            parent_built = self.compile(task, parent_source, target)
+            if not parent_built.ok:
+                return _failed(Outcome.COMPILE_ERROR, f"parent does not compile: {parent_built.diagnosis}")
+            parent_artifact = parent_built.artifact
+        # Set 0 is timed; every set (same buffers, new values) is then verified in the same process.
+        sets = make_input_sets(task, (TIMING_SEED, *DEFAULT_SEEDS[:1]), small=False)
+        digests = [{n: digest(a) for n, a in s.items()} for s in sets]
+        specs = output_specs(task, sets[0])
+        sizes = list(task.sizes(sets[0]).values())
+        runner = SharedObjectRunner(built.artifact, sizes, self._limits(target, self.profile_timeout_s))
+        report = runner.time(
+            [{k: v.copy() for k, v in s.items()} for s in sets], specs, self.timing, parent_artifact
+        )
+        verdict = verify(task, sets, report, digests)
+        if not verdict.correct:
+            return _failed(verdict.outcome, f"during profiling: {verdict.reason}")
+        times = report.extra["times"]
+        cand = np.asarray(times[0], dtype=float)
+        q1, median, q3 = (float(v) for v in np.percentile(cand, [25, 50, 75]))
+        parent_median = float(np.median(times[1])) if parent_artifact else None
+        reason = implausibility(
+            task,
+            sets[0],
+            median,
+            peak_gflops=target.peak_gflops,
+            peak_gbps=target.peak_gbps,
+            parent_median_ns=parent_median,
+        )
+        reverified = False
+        if reason:
+            log.info("%s: implausible timing (%s); re-verifying", task.name, reason)
+            again = self.check(task, source, target, seeds=REVERIFY_SEEDS)
+            if not again.correct:
+                return _failed(
+                    again.outcome, f"implausible timing ({reason}) and re-verification failed: {again.reason}"
+                )
+            reverified = True
+        threads = float(target.cores or 1) if "omp parallel" in source else 1.0
+        derived = counters_mod.derived_counters(task, sets[0], median, threads, target)
+        counter_source, tool_versions = "cpu_timing", {"gcc": gcc_version()}
+        if self.counters:
+            measured = counters_mod.cachegrind_counters(task, source, target, cache_dir=self._cache())
+            derived.update(measured.counters)
+            counter_source = measured.source
+            tool_versions.update(measured.tool_versions)
+            if measured.note:
+                log.info("%s: %s", task.name, measured.note)
+        derived["iqr_ns"] = q3 - q1
+        derived["rel_iqr"] = (q3 - q1) / median if median else math.nan
+        if reason:
+            derived["implausible_flagged"] = 1.0
+        return ProfileResult(
+            median_ns=median,
+            iqr_ns=q3 - q1,
+            trials=len(cand),
+            counters=derived,
+            counter_source=counter_source,
+            parent_median_ns=parent_median,
+            tool_versions=tool_versions,
+            reverified=reverified,
+            reason=reason,
+        )
+
+
+def _failed(outcome: Outcome, reason: str) -> ProfileResult:
+    return ProfileResult(
+        median_ns=math.nan,
+        iqr_ns=math.nan,
+        trials=0,
+        counters={},
+        counter_source="cpu_timing",
+        outcome=outcome,
+        reason=reason,
+    )
+
+
+def _exports_kernel(artifact: Path) -> bool:
+    """True when the shared object defines a dynamic symbol `kernel` (checked without loading it)."""
+    try:
+        out = subprocess.run(
+            ["nm", "-D", "--defined-only", str(artifact)], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return True  # cannot tell here: the sandbox reports a missing symbol as a crash
+    return any(line.split()[-1:] == ["kernel"] for line in out.stdout.splitlines())

@@ -1,0 +1,229 @@
+"""CPU counters for one kernel: derived roofline numbers plus cachegrind on the real compiled code.
+
+Counter names match `service.signature` (time_ns, flops, bytes, gflops, gbps, arithmetic_intensity,
+threads, instructions, d1_miss_rate, ll_miss_rate); extras are prefixed by what they are.
+Cachegrind runs the kernel once, single-threaded, on the task's *small* inputs with a fixed cache
+model (so counters compare across hosts); `instructions` is scaled to the full problem by the ratio
+of FLOPs (or bytes) and the measured count is kept as `instructions_measured`. Valgrind cannot decode
+AVX-512, so v4/native kernels are counted from an x86-64-v3 build, labelled in `counter_build_isa`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from agent.targets import Target
+from agent.tasks.base import Arrays, Task
+
+log = logging.getLogger(__name__)
+
+# A fixed model (32 KiB 8-way L1s, 8 MiB 16-way LL, 64 B lines) instead of the host's CPUID.
+CACHE_MODEL = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64")
+VALGRIND_UNSAFE_ISAS = {"x86-64-v4", "native"}
+COUNTER_SEED = 5
+
+
+@dataclass(frozen=True)
+class CounterReport:
+    counters: dict[str, float]
+    source: str  # "cpu_cachegrind" or "cpu_timing" when cachegrind could not run (see `note`)
+    tool_versions: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+
+
+def derived_counters(
+    task: Task, inputs: Arrays, time_ns: float, threads: float, target: Target
+) -> dict[str, float]:
+    """time_ns, flops, bytes, gflops, gbps, arithmetic_intensity, threads and fractions of peaks."""
+    flops, nbytes = float(task.flops(inputs)), float(task.bytes_moved(inputs))
+    out = {
+        "time_ns": float(time_ns),
+        "flops": flops,
+        "bytes": nbytes,
+        "gflops": flops / time_ns if time_ns > 0 else 0.0,
+        "gbps": nbytes / time_ns if time_ns > 0 else 0.0,
+        "arithmetic_intensity": flops / nbytes if nbytes > 0 else 0.0,
+        "threads": float(threads),
+    }
+    if target.peak_gflops:
+        out["compute_fraction_of_peak"] = out["gflops"] / target.peak_gflops
+    if target.peak_gbps:
+        out["memory_fraction_of_peak"] = out["gbps"] / target.peak_gbps
+    return out
+
+
+@cache
+def valgrind_version() -> str:
+    if shutil.which("valgrind") is None:
+        return ""
+    try:
+        return subprocess.run(
+            ["valgrind", "--version"], capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def _ctype(dtype: np.dtype) -> str:
+    return {"float32": "float", "int32": "int"}.get(str(dtype), "char")
+
+
+def harness_source(task: Task, inputs: Arrays) -> str:
+    """A main() that reads each input from argv files, allocates outputs, calls `kernel` once."""
+    specs = task.output_shapes(inputs)
+    sizes = list(task.sizes(inputs).values())
+    params = [f"const {_ctype(a.dtype)}*" for a in inputs.values()]
+    params += [f"{_ctype(np.dtype(task.output_dtype(n)))}*" for n in specs]
+    params += ["int"] * len(sizes)
+    lines = [
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n",
+        f"void kernel({', '.join(params)});\n",
+        'static void* load(const char* p, size_t n) { void* b = malloc(n ? n : 1); FILE* f = fopen(p, "rb");\n'
+        "  if (!f || fread(b, 1, n, f) != n) { perror(p); exit(2); } fclose(f); return b; }\n",
+        "int main(int argc, char** argv) {\n  (void)argc;\n",
+    ]
+    args = []
+    for k, a in enumerate(inputs.values()):
+        lines.append(f"  void* in{k} = load(argv[{k + 1}], {a.nbytes}u);\n")
+        args.append(f"in{k}")
+    for k, (name, shape) in enumerate(specs.items()):
+        nbytes = int(np.prod(shape)) * np.dtype(task.output_dtype(name)).itemsize
+        lines.append(f"  void* out{k} = calloc({nbytes}u + 1, 1);\n")
+        args.append(f"out{k}")
+    args += [str(int(s)) for s in sizes]
+    lines.append(f"  kernel({', '.join(args)});\n  return 0;\n}}\n")
+    return "".join(lines)
+
+
+def parse_cachegrind(text: str, kernel_file: str) -> dict[str, float]:
+    """Sum the event counts of every function in `kernel_file` (the kernel and its OpenMP outlines)."""
+    events: list[str] = []
+    totals: np.ndarray | None = None
+    names: dict[str, str] = {}
+    in_kernel = False
+    for line in text.splitlines():
+        if line.startswith("events:"):
+            events = line.split()[1:]
+            totals = np.zeros(len(events))
+        elif line.startswith("fl="):
+            ref = line[3:]
+            m = re.match(r"\((\d+)\)\s*(.*)", ref)
+            if m:
+                if m.group(2):
+                    names[m.group(1)] = m.group(2)
+                ref = names.get(m.group(1), "")
+            in_kernel = Path(ref).name == kernel_file
+        elif line[:1].isdigit() and in_kernel and totals is not None:
+            values = line.split()[1:]
+            for k, v in enumerate(values[: len(events)]):
+                totals[k] += float(v)
+    if totals is None:
+        raise ValueError("no events line in cachegrind output")
+    return dict(zip(events, totals.tolist(), strict=True))
+
+
+def cachegrind_counters(
+    task: Task, source: str, target: Target, *, cache_dir: Path | None = None
+) -> CounterReport:
+    """instructions, d1_miss_rate, ll_miss_rate (+ raw events) from cachegrind; never raises."""
+    version = valgrind_version()
+    if not version:
+        return CounterReport({}, "cpu_timing", note="valgrind not installed: counters are timing-only")
+    build_isa = "x86-64-v3" if (target.isa or "") in VALGRIND_UNSAFE_ISAS else (target.isa or "x86-64-v2")
+    inputs = task.make_inputs(COUNTER_SEED, True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="kg-cachegrind-") as tmp:
+            d = Path(tmp)
+            (d / "kernel.c").write_text(source)
+            (d / "harness.c").write_text(harness_source(task, inputs))
+            files = []
+            for k, a in enumerate(inputs.values()):
+                path = d / f"in{k}.bin"
+                np.ascontiguousarray(a).tofile(path)
+                files.append(str(path))
+            cc = subprocess.run(
+                [
+                    "gcc",
+                    "-O2",
+                    "-g",
+                    "-fopenmp",
+                    "-std=gnu11",
+                    f"-march={build_isa}",
+                    "harness.c",
+                    "kernel.c",
+                    "-o",
+                    "harness",
+                    "-lm",
+                ],
+                cwd=d,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            if cc.returncode != 0:
+                return CounterReport({}, "cpu_timing", note=f"cachegrind build failed: {cc.stderr[-300:]}")
+            env = {**os.environ, "OMP_NUM_THREADS": "1"}
+            run = subprocess.run(
+                [
+                    "valgrind",
+                    "--tool=cachegrind",
+                    "--cache-sim=yes",
+                    *CACHE_MODEL,
+                    "--cachegrind-out-file=cg.out",
+                    "./harness",
+                    *files,
+                ],
+                cwd=d,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
+            )
+            if run.returncode != 0 or not (d / "cg.out").exists():
+                return CounterReport({}, "cpu_timing", note=f"cachegrind failed: {run.stderr[-300:]}")
+            raw = parse_cachegrind((d / "cg.out").read_text(), "kernel.c")
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        return CounterReport({}, "cpu_timing", note=f"cachegrind unavailable: {exc}")
+    return CounterReport(
+        _rates(raw, task, inputs),
+        "cpu_cachegrind",
+        {"valgrind": version, "counter_build_isa": build_isa, "cache_model": " ".join(CACHE_MODEL)},
+    )
+
+
+def _rates(raw: Mapping[str, float], task: Task, small: Arrays) -> dict[str, float]:
+    g = raw.get
+    data = g("Dr", 0.0) + g("Dw", 0.0)
+    d1 = g("D1mr", 0.0) + g("D1mw", 0.0)
+    ll = g("DLmr", 0.0) + g("DLmw", 0.0)
+    full = task.make_inputs(COUNTER_SEED, False)
+    small_work, full_work = task.flops(small), task.flops(full)
+    if not small_work:
+        small_work, full_work = task.bytes_moved(small), task.bytes_moved(full)
+    scale = full_work / small_work if small_work else 1.0
+    out = {
+        "instructions": g("Ir", 0.0) * scale,
+        "instructions_measured": g("Ir", 0.0),
+        "counter_scale": scale,
+        "d1_miss_rate": d1 / data if data else 0.0,
+        "ll_miss_rate": ll / d1 if d1 else 0.0,  # of the accesses that reach LL, the share that miss
+        "ll_global_miss_rate": ll / data if data else 0.0,
+    }
+    out.update({f"cg_{k}": v for k, v in raw.items()})
+    return out
+
+
+def source_digest(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:16]

@@ -1,0 +1,201 @@
+"""The honest evaluator shared by every backend: decides whether a candidate's outputs are correct.
+
+It owns the policy (docs in /work/shared/docs/kernel-eval.md); a backend supplies the mechanics as a
+`CandidateRunner` that runs the candidate in a sandbox. The runner contract, which defeats the known
+harness cheats:
+- every input set is copied into the same input buffers (a cache keyed by pointer or shape then
+  returns stale data for the next set), and a digest of each input buffer is taken after the run;
+- outputs are allocated fresh and NaN-filled (ints: a sentinel) before each run, and copied right
+  after the call returns (work left on another thread is not waited for);
+- the candidate runs before the reference, in another process, on separate buffers.
+The evaluator then compares every set against the numpy reference computed here, from pristine
+copies, with the task's dtype-aware tolerance; NaN/inf outputs and mutated inputs are rejected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from agent.results import CheckResult, Outcome
+from agent.tasks.base import Arrays, Task
+
+DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
+REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
+# Beyond these the measurement contradicts the hardware: re-verify before believing it.
+MAX_COMPUTE_FRACTION = 1.1  # of the measured FMA peak
+MAX_MEMORY_FRACTION = 8.0  # of DRAM triad bandwidth: cache-resident data legitimately beats DRAM
+MAX_SPEEDUP = 10.0  # over the parent, as KernelBench flags
+
+
+class RunStatus(StrEnum):
+    OK = "ok"
+    CRASHED = "crashed"
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What a sandboxed run gives back: per input set, the outputs and the inputs' digests after it."""
+
+    status: RunStatus
+    outputs: tuple[Arrays, ...] = ()
+    input_digests: tuple[Mapping[str, str], ...] = ()
+    message: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+CandidateRunner = Callable[[Sequence[Arrays], Sequence[OutputSpec]], RunReport]
+
+
+def output_specs(task: Task, inputs: Arrays) -> list[OutputSpec]:
+    return [
+        OutputSpec(name, tuple(int(d) for d in shape), task.output_dtype(name))
+        for name, shape in task.output_shapes(inputs).items()
+    ]
+
+
+def fresh_output(spec: OutputSpec) -> np.ndarray:
+    """A new output buffer filled with NaN (floats) or the dtype's minimum (ints)."""
+    out = np.empty(spec.shape, dtype=spec.dtype)
+    out.fill(np.nan if out.dtype.kind == "f" else np.iinfo(out.dtype).min)
+    return out
+
+
+def digest(array: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
+
+
+def make_input_sets(task: Task, seeds: Sequence[int], small: bool) -> list[Arrays]:
+    """Independent input sets: same shapes, different values; checked to really differ."""
+    sets = [task.make_inputs(seed, small) for seed in seeds]
+    for a, b in itertools.pairwise(sets):
+        if all(np.array_equal(a[k], b[k]) for k in a):
+            raise ValueError(
+                f"task {task.name}: seeds produced identical inputs; make_inputs must use the seed"
+            )
+    return sets
+
+
+def compare(task: Task, name: str, got: np.ndarray, want: np.ndarray) -> tuple[bool, str, float]:
+    """(ok, reason, max_abs_error) for one output; exact for integer outputs."""
+    if got.shape != want.shape:
+        return False, f"output {name!r} has shape {got.shape}, expected {want.shape}", float("inf")
+    want = want.astype(got.dtype, copy=False)
+    if got.dtype.kind != "f":
+        bad = np.flatnonzero(got.ravel() != want.ravel())
+        if bad.size:
+            i = int(bad[0])
+            return (
+                False,
+                f"output {name!r}: {bad.size} wrong values (first at {i}: {got.ravel()[i]} != {want.ravel()[i]})",
+                float(np.abs(got.astype("f8") - want).max()),
+            )
+        return True, "", 0.0
+    finite = np.isfinite(got)
+    if not finite.all():
+        bad = np.flatnonzero(~finite.ravel())
+        return (
+            False,
+            f"output {name!r} has {bad.size} NaN/inf values (first at flat index {int(bad[0])}): unwritten or invalid",
+            float("nan"),
+        )
+    tol = task.tolerance
+    err = np.abs(got.astype("f8") - want.astype("f8"))
+    limit = tol.atol + tol.rtol * np.abs(want.astype("f8"))
+    max_err = float(err.max()) if err.size else 0.0
+    over = np.flatnonzero((err > limit).ravel())
+    if over.size:
+        i = int(over[0])
+        return (
+            False,
+            (
+                f"output {name!r}: {over.size} of {err.size} values outside rtol={tol.rtol:g} atol={tol.atol:g} "
+                f"(first at flat index {i}: got {got.ravel()[i]:.6g}, expected {want.ravel()[i]:.6g}; max abs error {max_err:.3g})"
+            ),
+            max_err,
+        )
+    return True, "", max_err
+
+
+def verify(
+    task: Task, input_sets: Sequence[Arrays], report: RunReport, digests: Sequence[Mapping[str, str]]
+) -> CheckResult:
+    """Judge a finished run: `digests` are the pristine inputs' digests, taken before the run."""
+    if report.status is RunStatus.TIMEOUT:
+        return CheckResult(Outcome.TIMEOUT, report.message)
+    if report.status is not RunStatus.OK:
+        return CheckResult(Outcome.CRASHED, report.message)
+    if len(report.outputs) != len(input_sets) or len(report.input_digests) != len(input_sets):
+        return CheckResult(Outcome.CRASHED, "runner returned results for the wrong number of input sets")
+    worst = 0.0
+    for k, (inputs, outputs, after, before) in enumerate(
+        zip(input_sets, report.outputs, report.input_digests, digests, strict=True)
+    ):
+        changed = [name for name in inputs if after.get(name) != before[name]]
+        if changed:
+            return CheckResult(
+                Outcome.INCORRECT, f"input set {k}: the kernel modified input(s) {', '.join(changed)}"
+            )
+        expected = task.reference(inputs)  # after the candidate ran, from a pristine copy
+        for name, want in expected.items():
+            if name not in outputs:
+                return CheckResult(Outcome.INCORRECT, f"input set {k}: output {name!r} missing")
+            ok, reason, err = compare(task, name, np.asarray(outputs[name]), np.asarray(want))
+            if not ok:
+                return CheckResult(
+                    Outcome.INCORRECT, f"input set {k}: {reason}", None if np.isnan(err) else err
+                )
+            worst = max(worst, err)
+    return CheckResult(Outcome.KEPT, f"correct on {len(input_sets)} input sets", worst)
+
+
+def check(
+    task: Task, runner: CandidateRunner, seeds: Sequence[int] = DEFAULT_SEEDS, *, small: bool = True
+) -> CheckResult:
+    """Run the candidate on several independent input sets and judge it against the reference."""
+    if len(seeds) < 3:
+        raise ValueError("at least 3 independent input sets are required")
+    sets = make_input_sets(task, seeds, small)
+    digests = [{name: digest(a) for name, a in s.items()} for s in sets]
+    specs = output_specs(task, sets[0])
+    # The runner gets copies: nothing it does can touch the arrays the reference reads.
+    report = runner([{k: v.copy() for k, v in s.items()} for s in sets], specs)
+    return verify(task, sets, report, digests)
+
+
+def implausibility(
+    task: Task,
+    inputs: Arrays,
+    median_ns: float,
+    *,
+    peak_gflops: float | None,
+    peak_gbps: float | None,
+    parent_median_ns: float | None = None,
+) -> str:
+    """Why this timing is too good to believe without re-verification ("" when plausible)."""
+    if not np.isfinite(median_ns) or median_ns <= 0:
+        return f"non-positive time {median_ns} ns"
+    gflops = task.flops(inputs) / median_ns
+    gbps = task.bytes_moved(inputs) / median_ns
+    reasons = []
+    if peak_gflops and gflops > MAX_COMPUTE_FRACTION * peak_gflops:
+        reasons.append(f"{gflops:.1f} GFLOP/s exceeds the {peak_gflops:.1f} GFLOP/s peak")
+    if peak_gbps and gbps > MAX_MEMORY_FRACTION * peak_gbps:
+        reasons.append(f"{gbps:.1f} GB/s exceeds {MAX_MEMORY_FRACTION:g}x the {peak_gbps:.1f} GB/s peak")
+    if parent_median_ns and parent_median_ns / median_ns > MAX_SPEEDUP:
+        reasons.append(f"{parent_median_ns / median_ns:.1f}x faster than its parent")
+    return "; ".join(reasons)

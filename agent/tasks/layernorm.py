@@ -1,0 +1,86 @@
+"""LayerNorm over rows: mean and variance reductions, then an affine normalize pass."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agent.tasks._common import C_PRELUDE, f32, omp_for, rng, simd, turn_on
+from agent.tasks.base import Arrays, Config, Task
+from agent.transforms import Transform
+
+FULL, SMALL = (2048, 1024), (33, 70)
+EPS = 1e-5
+
+
+def make_inputs(seed: int, small: bool) -> Arrays:
+    r, c = SMALL if small else FULL
+    g = rng(seed)
+    return {
+        "x": f32(g.standard_normal((r, c))),
+        "gamma": f32(g.uniform(0.5, 1.5, c)),
+        "beta": f32(g.uniform(-0.5, 0.5, c)),
+    }
+
+
+def reference(inputs: Arrays) -> Arrays:
+    x = inputs["x"].astype("f8")
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    y = (x - mean) / np.sqrt(var + EPS) * inputs["gamma"] + inputs["beta"]
+    return {"y": y.astype("f4")}
+
+
+def render_c(config: Config) -> str:
+    if config["fuse"]:
+        stats = (
+            "        float s = 0.0f, q = 0.0f;\n"
+            + simd(config, "+:s,q")
+            + "        for (int j = 0; j < c; j++) { s += xr[j]; q += xr[j] * xr[j]; }\n"
+            "        float mean = s / c;\n        float var = q / c - mean * mean;\n"
+        )
+    else:
+        stats = (
+            "        float s = 0.0f;\n"
+            + simd(config, "+:s")
+            + "        for (int j = 0; j < c; j++) s += xr[j];\n"
+            "        float mean = s / c, q = 0.0f;\n"
+            + simd(config, "+:q")
+            + "        for (int j = 0; j < c; j++) { float d = xr[j] - mean; q += d * d; }\n"
+            "        float var = q / c;\n"
+        )
+    return (
+        C_PRELUDE + f"/* layernorm {dict(config)} */\n"
+        "void kernel(const float* restrict x, const float* restrict gamma, const float* restrict beta,\n"
+        "            float* restrict y, int r, int c) {\n"
+        + omp_for(config)
+        + "    for (int i = 0; i < r; i++) {\n"
+        "        const float* xr = x + (long)i * c;\n        float* yr = y + (long)i * c;\n"
+        + stats
+        + f"        float rstd = 1.0f / sqrtf(var + {EPS}f);\n"
+        + simd(config)
+        + "        for (int j = 0; j < c; j++) yr[j] = (xr[j] - mean) * rstd * gamma[j] + beta[j];\n"
+        "    }\n}\n"
+    )
+
+
+def task() -> Task:
+    return Task(
+        name="layernorm",
+        family="row-reduction",
+        patterns=("row-reduction", "row-major-stream", "broadcast-vector", "multi-pass"),
+        description="LayerNorm of a 2048x1024 fp32 matrix with gamma and beta (small 33x70).",
+        dtype="float32",
+        make_inputs=make_inputs,
+        output_shapes=lambda x: {"y": x["x"].shape},
+        reference=reference,
+        flops=lambda x: 8.0 * x["x"].size,
+        bytes_moved=lambda x: 8.0 * x["x"].size,
+        baseline_config={"fuse": False, "simd": False, "parallel": False},
+        transforms=(
+            turn_on(Transform.FUSE, "fuse"),
+            turn_on(Transform.VECTORIZE, "simd"),
+            turn_on(Transform.PARALLELIZE, "parallel"),
+        ),
+        render={"c": render_c},
+        sizes=lambda x: {"r": x["x"].shape[0], "c": x["x"].shape[1]},
+    )

@@ -1,0 +1,89 @@
+"""One Jacobi sweep of a 2-D 5-point stencil; the border is copied unchanged."""
+
+from __future__ import annotations
+
+from agent.tasks._common import C_PRELUDE, f32, omp_for, rng, set_knob, simd, turn_on
+from agent.tasks.base import Arrays, Config, Task
+from agent.transforms import Transform
+
+FULL, SMALL = (2048, 2048), (41, 53)
+
+
+def make_inputs(seed: int, small: bool) -> Arrays:
+    h, w = SMALL if small else FULL
+    return {"u": f32(rng(seed).uniform(0, 1, (h, w)))}
+
+
+def reference(inputs: Arrays) -> Arrays:
+    u = inputs["u"].astype("f8")
+    v = u.copy()
+    v[1:-1, 1:-1] = 0.2 * (u[1:-1, 1:-1] + u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+    return {"v": v.astype("f4")}
+
+
+def render_c(config: Config) -> str:
+    point = (
+        "v[(long)i * w + j] = 0.2f * (u[(long)i * w + j] + u[(long)(i - 1) * w + j] + u[(long)(i + 1) * w + j]"
+        " + u[(long)i * w + j - 1] + u[(long)i * w + j + 1]);\n"
+    )
+    tile = int(config["tile"])
+    if config["order"] == "col":
+        sweep = (
+            omp_for(config)
+            + "    for (int j = 1; j < w - 1; j++)\n"
+            + simd(config)
+            + "    for (int i = 1; i < h - 1; i++)\n        "
+            + point
+        )
+    elif tile:
+        sweep = (
+            omp_for(config) + f"    for (int ii = 1; ii < h - 1; ii += {tile})\n"
+            f"    for (int jj = 1; jj < w - 1; jj += {tile})\n"
+            f"    for (int i = ii; i < ii + {tile} && i < h - 1; i++) {{\n"
+            f"        int jend = jj + {tile} < w - 1 ? jj + {tile} : w - 1;\n"
+            + simd(config)
+            + "        for (int j = jj; j < jend; j++)\n            "
+            + point
+            + "    }\n"
+        )
+    else:
+        sweep = (
+            omp_for(config)
+            + "    for (int i = 1; i < h - 1; i++) {\n"
+            + simd(config)
+            + "        for (int j = 1; j < w - 1; j++)\n            "
+            + point
+            + "    }\n"
+        )
+    return (
+        C_PRELUDE + f"/* stencil {dict(config)} */\n"
+        "void kernel(const float* restrict u, float* restrict v, int h, int w) {\n"
+        "    memcpy(v, u, sizeof(float) * (size_t)w);\n"
+        "    memcpy(v + (long)(h - 1) * w, u + (long)(h - 1) * w, sizeof(float) * (size_t)w);\n"
+        "    for (int i = 1; i < h - 1; i++) { v[(long)i * w] = u[(long)i * w];"
+        " v[(long)i * w + w - 1] = u[(long)i * w + w - 1]; }\n" + sweep + "}\n"
+    )
+
+
+def task() -> Task:
+    return Task(
+        name="stencil2d",
+        family="stencil",
+        patterns=("stencil-2d", "neighbor-reuse", "row-major-stream"),
+        description="One 5-point Jacobi sweep over a 2048x2048 fp32 grid (small 41x53).",
+        dtype="float32",
+        make_inputs=make_inputs,
+        output_shapes=lambda x: {"v": x["u"].shape},
+        reference=reference,
+        flops=lambda x: 5.0 * x["u"].size,
+        bytes_moved=lambda x: 8.0 * x["u"].size,
+        baseline_config={"order": "row", "tile": 0, "simd": False, "parallel": False},
+        transforms=(
+            set_knob(Transform.INTERCHANGE, "order", ("col", "row")),
+            set_knob(Transform.TILE, "tile", (64, 256, 0), requires=lambda c: c["order"] == "row"),
+            turn_on(Transform.VECTORIZE, "simd"),
+            turn_on(Transform.PARALLELIZE, "parallel"),
+        ),
+        render={"c": render_c},
+        sizes=lambda x: {"h": x["u"].shape[0], "w": x["u"].shape[1]},
+    )

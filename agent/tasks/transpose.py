@@ -1,0 +1,66 @@
+"""Out-of-place transpose B = A^T: pure data movement where one side is always strided."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agent.tasks._common import C_PRELUDE, f32, omp_for, rng, set_knob, turn_on
+from agent.tasks.base import Arrays, Config, Task
+from agent.transforms import Transform
+
+FULL, SMALL = (2048, 2048), (70, 45)
+
+
+def make_inputs(seed: int, small: bool) -> Arrays:
+    r, c = SMALL if small else FULL
+    return {"a": f32(rng(seed).standard_normal((r, c)))}
+
+
+def render_c(config: Config) -> str:
+    tile = int(config["tile"])
+    read_major = config["order"] == "read"
+    outer, inner = ("i", "j") if read_major else ("j", "i")
+    lim = {"i": "r", "j": "c"}
+    body = "b[(long)j * r + i] = a[(long)i * c + j];\n"
+    if tile:
+        loops = (
+            omp_for(config)
+            + f"    for (int {outer}{outer} = 0; {outer}{outer} < {lim[outer]}; {outer}{outer} += {tile})\n"
+            f"    for (int {inner}{inner} = 0; {inner}{inner} < {lim[inner]}; {inner}{inner} += {tile})\n"
+            f"    for (int {outer} = {outer}{outer}; {outer} < {outer}{outer} + {tile} && {outer} < {lim[outer]};"
+            f" {outer}++)\n"
+            f"    for (int {inner} = {inner}{inner}; {inner} < {inner}{inner} + {tile} && {inner} < {lim[inner]};"
+            f" {inner}++)\n        " + body
+        )
+    else:
+        loops = (
+            omp_for(config) + f"    for (int {outer} = 0; {outer} < {lim[outer]}; {outer}++)\n"
+            f"    for (int {inner} = 0; {inner} < {lim[inner]}; {inner}++)\n        " + body
+        )
+    return (
+        C_PRELUDE + f"/* transpose {dict(config)} */\n"
+        "void kernel(const float* restrict a, float* restrict b, int r, int c) {\n" + loops + "}\n"
+    )
+
+
+def task() -> Task:
+    return Task(
+        name="transpose",
+        family="transpose",
+        patterns=("row-major-stream", "column-stride", "data-movement"),
+        description="B = A^T for a 2048x2048 fp32 matrix (small 70x45).",
+        dtype="float32",
+        make_inputs=make_inputs,
+        output_shapes=lambda x: {"b": x["a"].shape[::-1]},
+        reference=lambda x: {"b": np.ascontiguousarray(x["a"].T)},
+        flops=lambda x: 0.0,
+        bytes_moved=lambda x: 8.0 * x["a"].size,
+        baseline_config={"order": "read", "tile": 0, "parallel": False},
+        transforms=(
+            set_knob(Transform.TILE, "tile", (16, 32, 64, 0)),
+            set_knob(Transform.INTERCHANGE, "order", ("write", "read")),
+            turn_on(Transform.PARALLELIZE, "parallel"),
+        ),
+        render={"c": render_c},
+        sizes=lambda x: {"r": x["a"].shape[0], "c": x["a"].shape[1]},
+    )

@@ -1,0 +1,161 @@
+"""Helpers shared by the Triton task modules: knob transforms, source headers, CPU-task reuse.
+
+A Triton task's config is a flat dict of knobs (BLOCK sizes, num_warps, num_stages, and boolean
+or small-int strategy switches such as `online`, `persistent`, `GROUP_M`, `SPLIT_K`, `fuse`). The
+renderer turns a config into a self-describing module: one or more `@triton.jit` kernels, an `AOT`
+list that says how to compile each kernel ahead of time (signature, constexprs, warps, stages) at a
+representative problem size, and `launch(**tensors)` that runs the kernels on torch tensors whose
+sizes it reads from their shapes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from agent.tasks.base import Arrays, Config, Task, TransformSpec
+from agent.transforms import Transform
+
+BACKEND = "triton"
+
+
+def set_knob(name: str, key: str, choices: tuple[Any, ...], description: str) -> TransformSpec:
+    """A transform that sets `config[key]` to one of `choices`; None when it would change nothing."""
+
+    def apply(config: Config, params: Mapping[str, Any]) -> Config | None:
+        value = params["value"]
+        if config.get(key) == value:
+            return None
+        return {**config, key: value}
+
+    return TransformSpec(name=name, params={"value": choices}, apply=apply, description=description)
+
+
+def set_knobs(name: str, choices: Mapping[str, tuple[Any, ...]], description: str) -> TransformSpec:
+    """A transform that sets several keys at once (e.g. BLOCK_M and BLOCK_N for tiling)."""
+
+    def apply(config: Config, params: Mapping[str, Any]) -> Config | None:
+        new = {**config, **{k: params[k] for k in choices}}
+        return None if all(config.get(k) == new[k] for k in choices) else new
+
+    return TransformSpec(name=name, params=dict(choices), apply=apply, description=description)
+
+
+def toggle(name: str, key: str, description: str) -> TransformSpec:
+    """A transform that switches a boolean strategy on (or off, with value=False)."""
+    return set_knob(name, key, (True, False), description)
+
+
+def warps_and_stages(
+    warps: tuple[int, ...] = (1, 2, 4, 8, 16), stages: tuple[int, ...] = (1, 2, 3, 4)
+) -> tuple[TransformSpec, ...]:
+    return (
+        set_knob(Transform.PARALLELIZE, "num_warps", warps, "warps per program (threads per block / 32)"),
+        set_knob(Transform.UNROLL, "num_stages", stages, "software-pipelining depth of loops over tiles"),
+    )
+
+
+def header(task: str, config: Config) -> str:
+    """Module docstring and imports of a rendered source; the config is recorded in the docstring."""
+    cfg = json.dumps(dict(config), sort_keys=True)
+    return (
+        f'"""KernelGraph Triton kernel for task {task!r}, rendered from config {cfg}."""\n\n'
+        "import triton\n"
+        "import triton.language as tl\n"
+    )
+
+
+def pow2(n: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(1, n))))
+
+
+def check_pow2(config: Config, *keys: str) -> None:
+    for key in keys:
+        value = int(config[key])
+        if value <= 0 or value & (value - 1):
+            raise ValueError(f"{key}={value} must be a power of two")
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """The numpy side of a task, used when the CPU task registry does not provide a compatible one."""
+
+    name: str
+    family: str
+    patterns: tuple[str, ...]
+    description: str
+    make_inputs: Callable[[int, bool], Arrays]
+    output_shapes: Callable[[Arrays], Mapping[str, tuple[int, ...]]]
+    reference: Callable[[Arrays], Arrays]
+    flops: Callable[[Arrays], float]
+    bytes_moved: Callable[[Arrays], float]
+
+
+def _cpu_task(name: str) -> Task | None:
+    """The CPU engineer's task of that name, if the registry exists and has it."""
+    try:
+        from agent import tasks as registry
+    except ImportError:  # pragma: no cover
+        return None
+    for getter in ("cpu_tasks", "all_tasks"):
+        fn = getattr(registry, getter, None)
+        if fn is None:
+            continue
+        try:
+            found = fn()
+        except TypeError:
+            continue
+        for task in found if not isinstance(found, Mapping) else found.values():
+            if isinstance(task, Task) and task.name == name:
+                return task
+    return None
+
+
+def _compatible(cpu: Task, fb: Fallback) -> bool:
+    """Same input names, shapes' ranks and output names: the Triton launch can consume its arrays."""
+    try:
+        mine, theirs = fb.make_inputs(0, True), cpu.make_inputs(0, True)
+        if set(mine) != set(theirs) or any(mine[k].ndim != theirs[k].ndim for k in mine):
+            return False
+        if any(theirs[k].dtype != np.float32 for k in theirs):
+            return False
+        return set(fb.output_shapes(mine)) == set(cpu.output_shapes(theirs))
+    except Exception:  # a foreign task that cannot even build inputs is not reusable
+        return False
+
+
+def make_task(
+    fb: Fallback,
+    render: Callable[[Config], str],
+    baseline: Config,
+    transforms: tuple[TransformSpec, ...],
+    cpu: Task | None = None,
+) -> Task:
+    """The Triton Task: the CPU task's numpy side when compatible, else the fallback's."""
+    cpu = cpu if cpu is not None else _cpu_task(fb.name)
+    if cpu is not None and _compatible(cpu, fb):
+        return replace(cpu, baseline_config=dict(baseline), transforms=transforms, render={BACKEND: render})
+    return Task(
+        name=fb.name,
+        family=fb.family,
+        patterns=fb.patterns,
+        description=fb.description,
+        dtype="float32",
+        make_inputs=fb.make_inputs,
+        output_shapes=fb.output_shapes,
+        reference=fb.reference,
+        flops=fb.flops,
+        bytes_moved=fb.bytes_moved,
+        baseline_config=dict(baseline),
+        transforms=transforms,
+        render={BACKEND: render},
+    )
+
+
+def rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)

@@ -1,0 +1,98 @@
+"""Out-of-place transpose B = A.T with 2D tiles (Triton stages the tile through shared memory)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agent.tasks.base import Arrays, Config, Task
+from agent.tasks.triton._common import (
+    Fallback,
+    check_pow2,
+    header,
+    make_task,
+    rng,
+    set_knob,
+    set_knobs,
+    warps_and_stages,
+)
+from agent.transforms import Transform
+
+AOT_M, AOT_N = 8192, 8192
+
+
+def _make_inputs(seed: int, small: bool) -> Arrays:
+    m, n = (67, 45) if small else (AOT_M, AOT_N)
+    return {"a": rng(seed).standard_normal((m, n)).astype(np.float32)}
+
+
+FALLBACK = Fallback(
+    name="transpose",
+    family="transpose",
+    patterns=("strided", "tiled-reuse"),
+    description="B = A.T for a float32 (M, N) matrix.",
+    make_inputs=_make_inputs,
+    output_shapes=lambda a: {"b": (a["a"].shape[1], a["a"].shape[0])},
+    reference=lambda a: {"b": np.ascontiguousarray(a["a"].T)},
+    flops=lambda a: 0.0,
+    bytes_moved=lambda a: 8.0 * a["a"].size,
+)
+
+BASELINE: Config = {"BLOCK_M": 32, "BLOCK_N": 32, "GROUP_M": 1, "num_warps": 4}
+
+
+def render(config: Config) -> str:
+    check_pow2(config, "BLOCK_M", "BLOCK_N")
+    bm, bn, group, warps = (int(config[k]) for k in ("BLOCK_M", "BLOCK_N", "GROUP_M", "num_warps"))
+    return (
+        header("transpose", config)
+        + f"""
+
+@triton.jit
+def transpose_kernel(a_ptr, b_ptr, M, N, stride_a, stride_b,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    width = GROUP_M * num_n
+    first_m = (pid // width) * GROUP_M
+    group = tl.minimum(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % width) % group
+    pid_n = (pid % width) // group
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tile = tl.load(a_ptr + rm[:, None] * stride_a + rn[None, :], mask=mask)
+    tl.store(b_ptr + rn[:, None] * stride_b + rm[None, :], tl.trans(tile), mask=tl.trans(mask))
+
+
+AOT = [
+    {{"kernel": "transpose_kernel",
+     "signature": {{"a_ptr": "*fp32", "b_ptr": "*fp32", "M": "i32", "N": "i32", "stride_a": "i32",
+                   "stride_b": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "GROUP_M": "constexpr"}},
+     "constexprs": {{"BLOCK_M": {bm}, "BLOCK_N": {bn}, "GROUP_M": {group}}},
+     "num_warps": {warps}, "num_stages": 1, "sizes": {{"M": {AOT_M}, "N": {AOT_N}}}}},
+]
+
+
+def launch(a, b):
+    M, N = a.shape
+    grid = (triton.cdiv(M, {bm}) * triton.cdiv(N, {bn}),)
+    transpose_kernel[grid](a, b, M, N, a.stride(0), b.stride(0), BLOCK_M={bm}, BLOCK_N={bn}, GROUP_M={group},
+                           num_warps={warps})
+"""
+    )
+
+
+def task(cpu: Task | None = None) -> Task:
+    transforms = (
+        set_knobs(
+            Transform.TILE,
+            {"BLOCK_M": (16, 32, 64, 128), "BLOCK_N": (16, 32, 64, 128)},
+            "2D tile staged through shared memory",
+        ),
+        set_knob(
+            Transform.BLOCK_FOR_CACHE, "GROUP_M", (1, 4, 8), "swizzle program order for DRAM page locality"
+        ),
+        warps_and_stages()[0],
+    )
+    return make_task(FALLBACK, render, BASELINE, transforms, cpu)
