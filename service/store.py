@@ -40,6 +40,9 @@ def open_driver(settings: Settings) -> Driver:
         auth=(settings.neo4j_user, settings.effective_neo4j_password()),
         max_connection_pool_size=64,
         connection_acquisition_timeout=30.0,
+        connection_timeout=5.0,
+        # A service should answer 503 within seconds when Neo4j is down, not after the default 30 s of retries.
+        max_transaction_retry_time=10.0,
         # "label does not exist" and similar hints are noise for a schema that fills up over time.
         notifications_min_severity="OFF",
     )

@@ -1,0 +1,122 @@
+"""`kernelgraph serve`, `kernelgraph keys ...` and `kernelgraph mcp`: the knowledge service from the terminal."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err = Console(stderr=True)
+
+keys_app = typer.Typer(help="API keys of the knowledge service (bearer tokens with a role and a namespace).",
+                       no_args_is_help=True)  # fmt: skip
+
+
+class RoleOption(StrEnum):
+    reader = "reader"
+    writer = "writer"
+    admin = "admin"
+
+
+class Transport(StrEnum):
+    stdio = "stdio"
+    http = "http"
+
+
+def serve(
+    host: Annotated[
+        str | None, typer.Option(help="Address to listen on (default: KERNELGRAPH_HOST, 127.0.0.1).")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="Port to listen on (default: KERNELGRAPH_PORT, 8600).")
+    ] = None,
+) -> None:
+    """Run the HTTP knowledge service (OpenAPI docs at /docs). Apply migrations first: `kernelgraph schema apply`."""
+    import uvicorn
+
+    from service.api.app import create_app
+    from service.settings import get_settings
+
+    settings = get_settings()
+    app = create_app(settings)
+    uvicorn.run(app, host=host or settings.host, port=port or settings.port, log_level="info")
+
+
+def _store_then(action):  # type: ignore[no-untyped-def]
+    """Run `action(store)` with one driver for the command, closed at the end."""
+    from service.settings import get_settings
+    from service.store import GraphStore, open_driver
+
+    settings = get_settings()
+    driver = open_driver(settings)
+    try:
+        return action(GraphStore(driver, settings.neo4j_database))
+    finally:
+        driver.close()
+
+
+@keys_app.command("create")
+def keys_create(
+    role: Annotated[
+        RoleOption, typer.Option(help="reader: read only; writer: read and write; admin: any namespace.")
+    ],
+    namespace: Annotated[str, typer.Option(help="The namespace (team) the key reads and writes.")],
+    label: Annotated[str, typer.Option(help="A note to recognise the key by in `keys list`.")] = "",
+) -> None:
+    """Create an API key and print it once: it is stored only as a hash and cannot be shown again."""
+    from service.auth import create_key
+    from service.errors import KernelGraphError
+
+    try:
+        created = _store_then(lambda store: create_key(store, role.value, namespace, label))
+    except KernelGraphError as exc:
+        err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        raise typer.Exit(2) from None
+    err.print(f"{created.role.value} key {created.key_id} for namespace {created.namespace!r} "
+              "(shown once; store it now):")  # fmt: skip
+    console.print(created.key, highlight=False, soft_wrap=True)
+
+
+@keys_app.command("list")
+def keys_list() -> None:
+    """List API keys: id, role, namespace, label, creation time (never the keys themselves)."""
+    from service.auth import list_keys
+
+    rows = _store_then(list_keys)
+    table = Table("key id", "role", "namespace", "label", "created")
+    for row in rows:
+        table.add_row(row["key_id"], row["role"], row["namespace"], row["label"] or "", row["created_at"])
+    console.print(table)
+
+
+def mcp(
+    transport: Annotated[
+        Transport, typer.Option(help="stdio (for a local MCP host) or http (streamable HTTP).")
+    ] = (Transport.stdio),
+    host: Annotated[str, typer.Option(help="Address for the http transport.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port for the http transport (serves /mcp).")] = 8601,
+) -> None:
+    """Run the MCP server (tools: retrieve_transforms, record_attempt, transfer, lineage, list_targets).
+
+    It talks to KERNELGRAPH_SERVICE_URL when set (with KERNELGRAPH_API_KEY), else to Neo4j in-process
+    (namespace KERNELGRAPH_NAMESPACE).
+    """
+    from service.client import connect
+    from service.mcp import build_server
+    from service.settings import get_settings
+
+    server = build_server(lambda: connect(get_settings()))
+    if transport is Transport.stdio:
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=host, port=port)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+    app.add_typer(keys_app, name="keys")
+    app.command("mcp")(mcp)

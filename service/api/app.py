@@ -1,0 +1,206 @@
+"""`create_app(settings)`: the FastAPI application of the knowledge service.
+
+The lifespan opens the process's one Neo4j driver (or uses the one passed in, which the caller then
+owns) and builds GraphStore, KnowledgeService and the lazy embedder once. Migrations are not applied
+here: `kernelgraph migrate` does that. One handler shapes every error as
+`{"error": {"code", "message", "field"?, "details"?}}` with the error's status code.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from neo4j import Driver
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.auth import KeyAuthenticator
+from service.errors import (
+    InvalidInput,
+    KernelGraphError,
+    PayloadTooLarge,
+    Retryable,
+    UnsupportedMediaType,
+)
+from service.knowledge import KnowledgeService
+from service.settings import Settings
+from service.store import GraphStore, open_driver
+
+log = logging.getLogger(__name__)
+
+# A batch of 1,000 attempts with ordinary kernel sources is a few MiB; this bounds what one request
+# may make the process hold in memory.
+MAX_BODY_BYTES = 32 * 1024 * 1024
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+@dataclass
+class ServiceState:
+    """What the lifespan builds once per process and every request shares."""
+
+    settings: Settings
+    driver: Driver
+    store: GraphStore
+    knowledge: KnowledgeService
+    authenticator: KeyAuthenticator
+
+
+def error_body(exc: KernelGraphError) -> dict[str, Any]:
+    return {"error": exc.to_dict()}
+
+
+def error_response(exc: KernelGraphError) -> JSONResponse:
+    headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, Retryable) else None
+    return JSONResponse(error_body(exc), status_code=exc.status_code, headers=headers)
+
+
+def _field_of(loc: tuple[Any, ...] | list[Any]) -> str | None:
+    """('body', 'attempts', 3, 'speedup') -> 'attempts[3].speedup'."""
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
+        parts = parts[1:]
+    text = ""
+    for part in parts:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or None
+
+
+def _from_validation(exc: RequestValidationError) -> InvalidInput:
+    errors = list(exc.errors())
+    if not errors:
+        return InvalidInput("invalid request")
+    problems = [
+        {"field": _field_of(e.get("loc", ())) or "body", "problem": str(e.get("msg", ""))} for e in errors
+    ]
+    first = errors[0]
+    if first.get("type") == "json_invalid":
+        return InvalidInput(f"body is not valid JSON: {first.get('msg', '')}", field="body", details=problems)
+    field = problems[0]["field"]
+    return InvalidInput(f"{field}: {problems[0]['problem']}", field=field, details=problems)
+
+
+async def handle_error(request: Request, exc: Exception) -> JSONResponse:
+    """The one error handler: every failure becomes the same JSON shape with the right status."""
+    if isinstance(exc, KernelGraphError):
+        error = exc
+    elif isinstance(exc, RequestValidationError):
+        error = _from_validation(exc)
+    elif isinstance(exc, StarletteHTTPException):
+        error = KernelGraphError(str(exc.detail))
+        error.status_code = exc.status_code
+        error.code = {404: "not_found", 405: "method_not_allowed", 400: "bad_request"}.get(
+            exc.status_code, "http_error"
+        )
+    else:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        error = KernelGraphError("internal error; the service log has the details")
+    if error.status_code >= 500 and not isinstance(error, Retryable):
+        log.error("%s on %s %s: %s", error.code, request.method, request.url.path, error.message)
+    return error_response(error)
+
+
+class BodyGuard:
+    """Rejects bodies over `max_bytes` (413) and non-JSON bodies (415) before the app reads them.
+
+    A declared Content-Length over the limit is refused without reading; a chunked body is read up
+    to the limit, then replayed to the app, so no request can make the process hold more.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        too_large = PayloadTooLarge(f"request body over {self.max_bytes} bytes", field="body")
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await error_response(too_large)(scope, receive, send)
+            return
+        content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "application/json" and (declared is None or declared != "0"):
+            unsupported = UnsupportedMediaType(
+                f"send JSON with `Content-Type: application/json` (got {content_type or 'none'!r})",
+                field="content-type",
+            )
+            await error_response(unsupported)(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await error_response(too_large)(scope, receive, send)
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def create_app(
+    settings: Settings, *, driver: Driver | None = None, max_body_bytes: int = MAX_BODY_BYTES
+) -> FastAPI:
+    """The service app. With `driver`, the caller owns it; otherwise the lifespan opens and closes one."""
+    from service.api.routes import attempts, experience, health, targets
+    from service.embeddings import MiniLMEmbedder
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        drv = driver if driver is not None else open_driver(settings)
+        try:
+            store = GraphStore(drv, settings.neo4j_database)
+            app.state.kg = ServiceState(
+                settings=settings,
+                driver=drv,
+                store=store,
+                knowledge=KnowledgeService(store, MiniLMEmbedder()),  # the model loads on first text query
+                authenticator=KeyAuthenticator(store),
+            )
+            yield
+        finally:
+            if driver is None:
+                drv.close()
+
+    app = FastAPI(
+        title="KernelGraph",
+        version="1",
+        description="An experience graph on Neo4j that kernel-optimizing agents read from and write to. "
+        "Authenticate with `Authorization: Bearer <key>` (`kernelgraph keys create`). Errors are "
+        '`{"error": {"code", "message", "field"?, "details"?}}`.',
+        lifespan=lifespan,
+        docs_url="/docs",
+    )
+    for exc_type in (KernelGraphError, RequestValidationError, StarletteHTTPException, Exception):
+        app.add_exception_handler(exc_type, handle_error)
+    app.add_middleware(BodyGuard, max_bytes=max_body_bytes)
+    for module in (health, targets, attempts, experience):
+        app.include_router(module.router, prefix="/v1")
+    return app

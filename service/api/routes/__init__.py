@@ -1,0 +1,1 @@
+"""One module per area of the /v1 API."""

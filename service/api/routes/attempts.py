@@ -1,0 +1,77 @@
+"""Recording attempts: one at a time or in batches of up to MAX_BATCH, idempotent on attempt_key."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.api.deps import KnowledgeDep, WriteNamespace
+from service.errors import InvalidInput, PayloadTooLarge
+from service.models import MAX_BATCH, AttemptRecord, RecordResult, validate
+
+router = APIRouter(tags=["attempts"])
+
+
+class AttemptBatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    attempts: Annotated[
+        list[dict[str, Any]],
+        Field(
+            min_length=1,
+            description=f"Up to {MAX_BATCH} AttemptRecord objects (the schema of POST /v1/attempts); "
+            "more is refused with 413.",
+        ),
+    ]
+
+
+class BatchResult(BaseModel):
+    namespace: str
+    created: int
+    replayed: int
+    results: list[RecordResult]
+
+
+@router.post("/attempts", responses={201: {"model": RecordResult}})
+def record_attempt(
+    attempt: AttemptRecord, knowledge: KnowledgeDep, namespace: WriteNamespace, response: Response
+) -> RecordResult:
+    """Record one attempt (parent kernel + transform -> child kernel, its measurements and outcome).
+
+    201 when it was stored; 200 with `created: false` when an attempt with the same `attempt_key` is
+    already stored (a replay writes nothing). The target must be registered first (POST /v1/targets).
+    """
+    result = knowledge.record_attempts(namespace, [attempt])[0]
+    response.status_code = 201 if result.created else 200
+    return result
+
+
+@router.post("/attempts/batch")
+def record_attempts(batch: AttemptBatch, knowledge: KnowledgeDep, namespace: WriteNamespace) -> BatchResult:
+    """Record up to 1,000 attempts in one transaction: all are stored, or none is.
+
+    A bad attempt is reported as `attempts[i].<field>` before anything is written; more than 1,000
+    attempts is refused with 413. Replayed attempt keys come back with `created: false`.
+    """
+    if len(batch.attempts) > MAX_BATCH:
+        raise PayloadTooLarge(
+            f"a batch holds at most {MAX_BATCH} attempts, got {len(batch.attempts)}; split it",
+            field="attempts",
+        )
+    models: list[AttemptRecord] = []
+    for index, raw in enumerate(batch.attempts):
+        try:
+            models.append(validate(AttemptRecord, raw))
+        except InvalidInput as exc:
+            field = f"attempts[{index}].{exc.field}" if exc.field else f"attempts[{index}]"
+            raise InvalidInput(f"attempts[{index}].{exc.message}", field=field, details=exc.details) from None
+    try:
+        results = knowledge.record_attempts(namespace, models)
+    except InvalidInput as exc:
+        if exc.field and not exc.field.startswith("attempts") and len(models) == 1:
+            raise InvalidInput(exc.message, field=f"attempts[0].{exc.field}", details=exc.details) from None
+        raise
+    created = sum(1 for r in results if r.created)
+    return BatchResult(namespace=namespace, created=created, replayed=len(results) - created, results=results)

@@ -1,0 +1,81 @@
+"""Reading experience: retrieve transforms for a measured state, transfer across targets, lineage, transforms."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+from pydantic import BaseModel
+
+from service.api.deps import KnowledgeDep, ReadNamespaces
+from service.errors import NotFound
+from service.models import LineageStep, Name, RetrieveRequest, RetrieveResponse, Strict, TransferResponse
+
+router = APIRouter(tags=["experience"])
+
+
+class TransferRequest(Strict):
+    """Compare how transforms fared on two targets."""
+
+    source_target: Name
+    destination_target: Name
+    pattern: Name | None = None  # restrict to kernels exhibiting this access pattern
+
+
+class LineageOut(BaseModel):
+    kernel_id: str
+    steps: list[LineageStep]
+
+
+class TransformsOut(BaseModel):
+    transforms: list[dict[str, Any]]
+
+
+@router.post("/retrieve")
+def retrieve(
+    request: RetrieveRequest, knowledge: KnowledgeDep, namespaces: ReadNamespaces
+) -> RetrieveResponse:
+    """Transforms that worked from measured states like this one, ranked, with the evidence behind each.
+
+    Describe the state by `signature` (the normalized counter vector), or by raw `counters` plus
+    `counter_source` (the service computes the signature against the `target`'s peaks). `mode`:
+    `counters` (nearest signatures), `text` (nearest kernel sources; needs `source`) or `hybrid`.
+    `k` neighbours are aggregated into at most `limit` transforms. Unknown target: 404.
+    """
+    if not knowledge.targets(namespaces, [request.target]):
+        raise NotFound(f"unknown target {request.target!r}", field="target")
+    return knowledge.retrieve(namespaces, request)
+
+
+@router.post("/transfer")
+def transfer(
+    request: TransferRequest, knowledge: KnowledgeDep, namespaces: ReadNamespaces
+) -> TransferResponse:
+    """Does a transform's effect on `source_target` predict its effect on `destination_target`?
+
+    Pairs attempts of the same transform on the same parent kernel measured on both targets and
+    reports, per transform, the rank correlation and sign agreement of their log speedups.
+    """
+    return knowledge.transfer(namespaces, request.source_target, request.destination_target, request.pattern)
+
+
+@router.get("/kernels/{kernel_id}/lineage")
+def lineage(
+    kernel_id: Annotated[str, Path(pattern=r"^[A-Za-z0-9]+$", max_length=64)],
+    knowledge: KnowledgeDep,
+    namespaces: ReadNamespaces,
+    max_depth: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> LineageOut:
+    """The kernel and its ancestors, nearest first, each step with the transform, outcome and speedup.
+
+    404 when the kernel is not in a namespace the caller may read.
+    """
+    return LineageOut(
+        kernel_id=kernel_id, steps=knowledge.lineage(namespaces, kernel_id, max_depth=max_depth)
+    )
+
+
+@router.get("/transforms")
+def list_transforms(knowledge: KnowledgeDep, namespaces: ReadNamespaces) -> TransformsOut:
+    """Every transform recorded in the caller's namespaces, with how often it was tried and kept."""
+    return TransformsOut(transforms=knowledge.list_transforms(namespaces))

@@ -1,0 +1,295 @@
+"""How an agent reaches the experience graph: over HTTP (`KernelGraphClient`) or in-process (`InProcessClient`).
+
+Both implement `ExperienceClient`, return `service.models` objects and raise `service.errors`;
+`connect(settings)` picks one (HTTP when `service_url` is set) and the object it returns owns, and
+closes, whatever it opened. Either way the experience lands in Neo4j.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import httpx
+from neo4j import Driver
+from pydantic import BaseModel
+
+from service import errors
+from service.errors import KernelGraphError, Retryable
+from service.knowledge import KnowledgeService
+from service.models import (
+    MAX_BATCH,
+    AttemptRecord,
+    HardwareTarget,
+    LineageStep,
+    RecordResult,
+    RetrieveRequest,
+    RetrieveResponse,
+    TransferResponse,
+    validate,
+)
+from service.settings import Settings
+
+log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
+
+AttemptLike = AttemptRecord | dict[str, Any]
+TargetLike = HardwareTarget | dict[str, Any]
+
+
+@runtime_checkable
+class ExperienceClient(Protocol):
+    """What an agent needs from the experience graph, however it is reached."""
+
+    def upsert_targets(self, targets: Sequence[TargetLike]) -> list[str]: ...
+
+    def record_attempts(self, attempts: Sequence[AttemptLike]) -> list[RecordResult]: ...
+
+    def record_attempt(self, attempt: AttemptLike) -> RecordResult: ...
+
+    def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse: ...
+
+    def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse: ...
+
+    def lineage(self, kernel_id: str) -> list[LineageStep]: ...
+
+    def list_targets(self) -> list[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+def _error_classes() -> dict[str, type[KernelGraphError]]:
+    classes: dict[str, type[KernelGraphError]] = {}
+    pending: list[type[KernelGraphError]] = [KernelGraphError]
+    while pending:
+        cls = pending.pop()
+        classes.setdefault(cls.code, cls)
+        pending.extend(cls.__subclasses__())
+    return classes
+
+
+_BY_STATUS: dict[int, type[KernelGraphError]] = {
+    400: errors.InvalidInput,
+    401: errors.Unauthorized,
+    403: errors.Forbidden,
+    404: errors.NotFound,
+    409: errors.Conflict,
+    413: errors.PayloadTooLarge,
+    415: errors.UnsupportedMediaType,
+    422: errors.InvalidInput,
+    503: errors.Retryable,
+}
+
+
+def error_from_response(response: httpx.Response) -> KernelGraphError:
+    """The service's error as the matching `service.errors` class (by its code, else by status)."""
+    try:
+        body = response.json()["error"]
+        code, message = str(body["code"]), str(body["message"])
+        field, details = body.get("field"), body.get("details")
+    except (ValueError, KeyError, TypeError):
+        code, message, field, details = "", response.text[:500] or response.reason_phrase, None, None
+    cls = _error_classes().get(code) or _BY_STATUS.get(response.status_code, KernelGraphError)
+    error = cls(message, field=field, details=details)
+    if cls is KernelGraphError:
+        error.status_code = response.status_code
+    return error
+
+
+class KernelGraphClient:
+    """The HTTP client of the knowledge service.
+
+    503s and connection failures are retried with exponential backoff (honouring `Retry-After`, capped
+    at `max_backoff_s`) up to `max_retries` times; every call is safe to retry because writes are
+    idempotent on their natural keys. Other errors raise at once as `service.errors` classes.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        timeout: float = 30.0,
+        *,
+        namespace: str | None = None,
+        max_retries: int = 4,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        if namespace:
+            headers["X-KernelGraph-Namespace"] = namespace
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout, headers=headers,
+                                  transport=transport)  # fmt: skip
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self._sleep = sleep
+
+    # ---- transport --------------------------------------------------------------------------------
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        if response is not None:
+            header = response.headers.get("Retry-After", "")
+            if header.isdigit():
+                return min(float(header), self.max_backoff_s)
+        return min(self.backoff_s * 2**attempt, self.max_backoff_s) * (0.5 + random.random() / 2)
+
+    def _request(
+        self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None
+    ) -> Any:
+        for attempt in range(self.max_retries + 1):
+            last = attempt == self.max_retries
+            try:
+                response = self._http.request(method, path, json=json, params=params)
+            except httpx.TransportError as exc:
+                if last:
+                    raise Retryable(
+                        f"KernelGraph service unreachable at {self._http.base_url}: {exc}"
+                    ) from exc
+                delay = self._delay(attempt, None)
+                log.warning("%s %s failed (%s); retrying in %.1fs", method, path, type(exc).__name__, delay)
+                self._sleep(delay)
+                continue
+            if response.status_code == 503 and not last:
+                delay = self._delay(attempt, response)
+                log.warning("%s %s: service unavailable; retrying in %.1fs", method, path, delay)
+                self._sleep(delay)
+                continue
+            if response.is_success:
+                return response.json()
+            raise error_from_response(response)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # ---- ExperienceClient ---------------------------------------------------------------------------
+    def upsert_targets(self, targets: Sequence[TargetLike]) -> list[str]:
+        body = {"targets": [_dump(t) for t in targets]}
+        return list(self._request("POST", "/v1/targets", json=body)["names"])
+
+    def record_attempts(self, attempts: Sequence[AttemptLike]) -> list[RecordResult]:
+        """Record attempts, in batches of at most MAX_BATCH (each batch is all-or-nothing)."""
+        dumped = [_dump(a) for a in attempts]
+        results: list[RecordResult] = []
+        for start in range(0, len(dumped), MAX_BATCH):
+            body = {"attempts": dumped[start : start + MAX_BATCH]}
+            reply = self._request("POST", "/v1/attempts/batch", json=body)
+            results.extend(RecordResult.model_validate(r) for r in reply["results"])
+        return results
+
+    def record_attempt(self, attempt: AttemptLike) -> RecordResult:
+        return RecordResult.model_validate(self._request("POST", "/v1/attempts", json=_dump(attempt)))
+
+    def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
+        reply = self._request("POST", "/v1/retrieve", json=_dump(request))
+        return RetrieveResponse.model_validate(reply)
+
+    def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse:
+        body = {"source_target": source, "destination_target": destination, "pattern": pattern}
+        return TransferResponse.model_validate(self._request("POST", "/v1/transfer", json=body))
+
+    def lineage(self, kernel_id: str) -> list[LineageStep]:
+        reply = self._request("GET", f"/v1/kernels/{kernel_id}/lineage")
+        return [LineageStep.model_validate(step) for step in reply["steps"]]
+
+    def list_targets(self) -> list[dict[str, Any]]:
+        return list(self._request("GET", "/v1/targets")["targets"])
+
+    def list_transforms(self) -> list[dict[str, Any]]:
+        return list(self._request("GET", "/v1/transforms")["transforms"])
+
+    def health(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._request("GET", "/v1/health")
+        return result
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> KernelGraphClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _dump(value: BaseModel | dict[str, Any]) -> dict[str, Any]:
+    """JSON-ready dict; a model instance is dumped as-is (so a retry resends identical content)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    return value
+
+
+class InProcessClient:
+    """The same client API straight on KernelService, for agents that run without a service.
+
+    `owned_driver`, when given, is closed by `close()` (what `connect()` passes).
+    """
+
+    def __init__(
+        self, knowledge: KnowledgeService, namespace: str, *, owned_driver: Driver | None = None
+    ) -> None:
+        self.knowledge = knowledge
+        self.namespace = namespace
+        self._owned_driver = owned_driver
+
+    def upsert_targets(self, targets: Sequence[TargetLike]) -> list[str]:
+        return self.knowledge.upsert_targets(self.namespace, list(targets))
+
+    def record_attempts(self, attempts: Sequence[AttemptLike]) -> list[RecordResult]:
+        results: list[RecordResult] = []
+        items = list(attempts)
+        for start in range(0, len(items), MAX_BATCH):
+            results.extend(self.knowledge.record_attempts(self.namespace, items[start : start + MAX_BATCH]))
+        return results
+
+    def record_attempt(self, attempt: AttemptLike) -> RecordResult:
+        return self.knowledge.record_attempts(self.namespace, [attempt])[0]
+
+    def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
+        req = request if isinstance(request, RetrieveRequest) else validate(RetrieveRequest, request)
+        return self.knowledge.retrieve([self.namespace], req)
+
+    def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse:
+        return self.knowledge.transfer([self.namespace], source, destination, pattern)
+
+    def lineage(self, kernel_id: str) -> list[LineageStep]:
+        return self.knowledge.lineage([self.namespace], kernel_id)
+
+    def list_targets(self) -> list[dict[str, Any]]:
+        return self.knowledge.list_targets([self.namespace])
+
+    def list_transforms(self) -> list[dict[str, Any]]:
+        return self.knowledge.list_transforms([self.namespace])
+
+    def close(self) -> None:
+        if self._owned_driver is not None:
+            self._owned_driver.close()
+            self._owned_driver = None
+
+    def __enter__(self) -> InProcessClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(settings: Settings) -> ExperienceClient:
+    """An ExperienceClient for these settings: HTTP when `service_url` is set, else in-process on Neo4j.
+
+    The returned client owns what it opened (HTTP pool or Neo4j driver); call `close()` when done.
+    """
+    if settings.service_url:
+        key = settings.api_key.get_secret_value() if settings.api_key else None
+        return KernelGraphClient(settings.service_url, key)
+    from service.embeddings import MiniLMEmbedder
+    from service.store import GraphStore, open_driver
+
+    driver = open_driver(settings)
+    try:
+        knowledge = KnowledgeService(GraphStore(driver, settings.neo4j_database), MiniLMEmbedder())
+    except BaseException:
+        driver.close()
+        raise
+    return InProcessClient(knowledge, settings.namespace, owned_driver=driver)
