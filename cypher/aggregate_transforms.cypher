@@ -6,7 +6,13 @@
 // Parameters: $neighbours (list of {measurement_id, score}), $namespaces, $target, $other_target_weight,
 //   $failure_log_speedup, $prior_weight, $limit.
 // Returns: one row per transform with every score component, the best example, and evidence ids.
-// :param {neighbours: [{measurement_id: 'abc', score: 0.9}], namespaces: ['demo'], target: 'cpu-native', other_target_weight: 0.7, failure_log_speedup: -0.1, prior_weight: 1.0, limit: 10}
+// :param neighbours => [{measurement_id: 'abc', score: 0.9}]
+// :param namespaces => ['demo']
+// :param target => 'cpu-native'
+// :param other_target_weight => 0.7
+// :param failure_log_speedup => -0.1
+// :param prior_weight => 1.0
+// :param limit => 10
 UNWIND $neighbours AS neighbour
 MATCH (m:Measurement {measurement_id: neighbour.measurement_id})
 WHERE m.namespace IN $namespaces

@@ -3,7 +3,9 @@
 // Parameters: $namespaces, $target (or null for all), $limit.
 // Returns: task, target, transform, attempts, failures, failure_rate, compile_errors, incorrect,
 //   crashed, timeouts, discarded; most failures first.
-// :param {namespaces: ['demo'], target: null, limit: 25}
+// :param namespaces => ['demo']
+// :param target => null
+// :param limit => 25
 MATCH (a:Attempt)
 WHERE a.namespace IN $namespaces AND ($target IS NULL OR a.target = $target)
 WITH a.task AS task, a.target AS target, a.transform AS transform,

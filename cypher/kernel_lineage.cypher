@@ -2,7 +2,9 @@
 // outcome of each step (shortest path to each ancestor).
 // Parameters: $namespaces, $kernel_id, $max_depth.
 // Returns: kernel_id, task, variant, transform, attempt_key, depth (0 = the kernel itself).
-// :param {namespaces: ['demo'], kernel_id: 'k1', max_depth: 50}
+// :param namespaces => ['demo']
+// :param kernel_id => 'k1'
+// :param max_depth => 50
 MATCH (k:Kernel {kernel_id: $kernel_id})
 WHERE k.namespace IN $namespaces
 MATCH path = (k)-[:DERIVED_FROM*0..50]->(ancestor:Kernel)

@@ -3,7 +3,9 @@
 // kernel_lineage.cypher returns the same steps as rows; this one is for the graph view.
 // Parameters: $namespaces, $kernel_id, $max_depth.
 // Returns: path, one per ancestor (depth 0 is the kernel alone).
-// :param {namespaces: ['demo'], kernel_id: 'k1', max_depth: 50}
+// :param namespaces => ['demo']
+// :param kernel_id => 'k1'
+// :param max_depth => 50
 MATCH (k:Kernel {kernel_id: $kernel_id})
 WHERE k.namespace IN $namespaces
 MATCH path = (k)-[:DERIVED_FROM*0..50]->(:Kernel)

@@ -3,7 +3,11 @@
 // (m.explored), leaving out $exclude_tasks (held-out evaluation).
 // Parameters: $signature (list of 12 floats in [0,1]), $fetch_k, $k, $namespaces, $exclude_tasks (list, may be empty).
 // Returns: measurement_id, target, task, score (euclidean similarity 1/(1+d^2)), best first.
-// :param {signature: [0.1, 0.8, 0.3, 0.2, 0.1, 0.05, 0.5, 0.1, 0.0, 0.5, 0.0, 0.8], fetch_k: 200, k: 20, namespaces: ['demo'], exclude_tasks: []}
+// :param signature => [0.1, 0.8, 0.3, 0.2, 0.1, 0.05, 0.5, 0.1, 0.0, 0.5, 0.0, 0.8]
+// :param fetch_k => 200
+// :param k => 20
+// :param namespaces => ['demo']
+// :param exclude_tasks => []
 CALL db.index.vector.queryNodes('measurement_signature', $fetch_k, $signature) YIELD node AS m, score
 WHERE m.namespace IN $namespaces AND m.explored AND NOT m.task IN $exclude_tasks
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score

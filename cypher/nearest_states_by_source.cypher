@@ -2,7 +2,11 @@
 // through the Kernel source-embedding index (all-MiniLM-L6-v2, 384-d, cosine).
 // Parameters: $embedding (384 floats), $fetch_k, $k, $namespaces, $exclude_tasks (list, may be empty).
 // Returns: measurement_id, target, task, score (cosine similarity of the sources), best first.
-// :param {embedding: [i IN range(1, 384) | 0.05], fetch_k: 200, k: 20, namespaces: ['demo'], exclude_tasks: []}
+// :param embedding => [i IN range(1, 384) | 0.05]
+// :param fetch_k => 200
+// :param k => 20
+// :param namespaces => ['demo']
+// :param exclude_tasks => []
 CALL db.index.vector.queryNodes('kernel_source_embedding', $fetch_k, $embedding) YIELD node AS k, score
 WHERE k.namespace IN $namespaces AND NOT k.task IN $exclude_tasks
 MATCH (m:Measurement)-[:OF]->(k)

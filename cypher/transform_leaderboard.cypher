@@ -2,7 +2,10 @@
 // kernels of that pattern, how often it was kept, and the speedups it gave.
 // Parameters: $namespaces, $pattern (or null for all), $target (or null for all), $limit.
 // Returns: pattern, target, transform, attempts, kept, keep_rate, geomean_speedup (of measured attempts), best_speedup.
-// :param {namespaces: ['demo'], pattern: null, target: null, limit: 100}
+// :param namespaces => ['demo']
+// :param pattern => null
+// :param target => null
+// :param limit => 100
 MATCH (a:Attempt)-[:FROM]->(k:Kernel)-[:EXHIBITS]->(ap:AccessPattern)
 WHERE a.namespace IN $namespaces AND ($pattern IS NULL OR ap.name = $pattern)
   AND ($target IS NULL OR a.target = $target)

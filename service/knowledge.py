@@ -38,7 +38,7 @@ from service.store import GraphStore
 log = logging.getLogger(__name__)
 
 # Retrieval knobs; docs/retrieval.md explains each.
-EXACT_SEARCH_MAX_STATES = 5_000  # below this, exact scoring of every state beats the approximate index
+EXACT_SEARCH_MAX_STATES = 1_000  # up to this, exact scoring of every state is cheap and beats the index
 OVERFETCH = 10  # index candidates fetched per wanted neighbour, before namespace/task filtering
 MAX_FETCH_K = 2_000
 OTHER_TARGET_WEIGHT = 0.7  # evidence from another target counts, but less
@@ -133,9 +133,17 @@ class KnowledgeService:
                 r["attempt_key"]
                 for r in self.store.run_in(tx, "attempts_existing", namespace=namespace, attempt_keys=keys)
             }
-            fresh = [row for row in rows if row["attempt_key"] not in existing]
+            # Sorted, so that concurrent batches lock shared kernels and states in the same order.
+            fresh = sorted(
+                (r for r in rows if r["attempt_key"] not in existing), key=lambda r: r["attempt_key"]
+            )
             created = {key: False for key in existing}
             if fresh:
+                self.store.run_in(
+                    tx, "record_vocabulary", namespace=namespace,
+                    transforms=sorted({r["transform"] for r in fresh}),
+                    patterns=sorted({p for r in fresh for k in ("parent", "child") for p in r[k]["patterns"]}),
+                )  # fmt: skip
                 for r in self.store.run_in(
                     tx, "record_attempts", namespace=namespace, write_token=token, rows=fresh
                 ):
@@ -285,7 +293,9 @@ class KnowledgeService:
     def _nearest_by_signature(
         self, namespaces: list[str], signature: list[float], req: RetrieveRequest
     ) -> list[dict[str, Any]]:
-        states = self.store.read("count_explored_states", namespaces=namespaces)[0]["states"]
+        states = self.store.read(
+            "count_explored_states", namespaces=namespaces, limit=EXACT_SEARCH_MAX_STATES + 1
+        )[0]["states"]
         if states <= EXACT_SEARCH_MAX_STATES:
             return self.store.read(
                 "nearest_states_by_signature_exact",
@@ -428,7 +438,9 @@ def _retrieved(row: dict[str, Any]) -> RetrievedTransform:
     best = row["best_example"]
     if best is not None:
         best = {**best, "params": json.loads(best["params"])}
-    return RetrievedTransform(**{**row, "best_example": best, "params": [json.loads(p) for p in row["params"]]})
+    return RetrievedTransform(
+        **{**row, "best_example": best, "params": [json.loads(p) for p in row["params"]]}
+    )
 
 
 def _ranks(values: Sequence[float]) -> list[float]:

@@ -72,7 +72,8 @@ def test_health_needs_no_key_and_reports_neo4j(http: httpx.Client) -> None:
 def test_openapi_documents_every_route(http: httpx.Client) -> None:
     spec = http.get("/openapi.json").json()
     for path in ("/v1/targets", "/v1/attempts", "/v1/attempts/batch", "/v1/retrieve", "/v1/transfer",
-                 "/v1/transforms", "/v1/kernels/{kernel_id}/lineage", "/v1/health"):  # fmt: skip
+                 "/v1/transforms", "/v1/kernels/{kernel_id}/lineage", "/v1/health", "/v1/leaderboard",
+                 "/v1/evidence"):  # fmt: skip
         assert path in spec["paths"]
         for operation in spec["paths"][path].values():
             assert operation.get("description"), f"{path} has no docstring"
@@ -111,6 +112,10 @@ def test_record_then_replay_writes_nothing(http: httpx.Client, keys: Keys, store
     assert lineage.status_code == 200
     steps = lineage.json()["steps"]
     assert [s["transform"] for s in steps] == [None, "unroll"]  # the kernel itself, then its parent
+    board = http.get("/v1/leaderboard", params={"pattern": "dense-matmul"}, headers=bearer(keys.reader)).json()
+    assert [(r["transform"], r["attempts"], r["kept"]) for r in board["rows"]] == [("unroll", 1, 1)]
+    evidence = http.post("/v1/evidence", json={"attempt_keys": ["run-1:0"]}, headers=bearer(keys.reader)).json()
+    assert evidence["attempts"][0]["child_kernel_id"] == first.json()["child_kernel_id"]
 
 
 def test_32_concurrent_writers_store_every_attempt_once_and_replays_change_nothing(
@@ -199,12 +204,16 @@ def test_a_reader_of_one_namespace_never_sees_another(
     assert_error(http.post("/v1/transfer", json={"source_target": "cpu-b", "destination_target": "cpu-b2"},
                            headers=reader), 404)  # fmt: skip
     assert_error(http.get(f"/v1/kernels/{b_child}/lineage", headers=reader), 404, "kernel_id")
+    assert "secret-transform" not in http.get("/v1/leaderboard", headers=reader).text
+    assert http.post("/v1/evidence", json={"attempt_keys": ["b:0", "b:1"]}, headers=reader).json() == {"attempts": []}
     # Naming the other namespace is refused outright, by query parameter or header.
     for params, headers in (({"namespace": other.namespace}, reader),
                             ({}, {**reader, "X-KernelGraph-Namespace": other.namespace})):  # fmt: skip
         for response in (
             http.get("/v1/targets", params=params, headers=headers),
             http.get("/v1/transforms", params=params, headers=headers),
+            http.get("/v1/leaderboard", params=params, headers=headers),
+            http.post("/v1/evidence", params=params, headers=headers, json={"attempt_keys": ["b:0"]}),
             http.get(f"/v1/kernels/{b_child}/lineage", params=params, headers=headers),
             http.post("/v1/retrieve", params=params, headers=headers, json={"target": "cpu-b", "signature": signature}),
             http.post("/v1/transfer", params=params, headers=headers,

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel
+from pydantic import Field as PydanticField
 
 from service.api.deps import KnowledgeDep, ReadNamespaces
 from service.errors import NotFound
@@ -79,3 +80,35 @@ def lineage(
 def list_transforms(knowledge: KnowledgeDep, namespaces: ReadNamespaces) -> TransformsOut:
     """Every transform recorded in the caller's namespaces, with how often it was tried and kept."""
     return TransformsOut(transforms=knowledge.list_transforms(namespaces))
+
+
+class LeaderboardOut(BaseModel):
+    rows: list[dict[str, Any]]
+
+
+@router.get("/leaderboard")
+def leaderboard(
+    knowledge: KnowledgeDep,
+    namespaces: ReadNamespaces,
+    pattern: Annotated[Name | None, Query(description="access pattern, e.g. dense-matmul")] = None,
+    target: Annotated[Name | None, Query(description="hardware target, e.g. cpu-native")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> LeaderboardOut:
+    """Transforms ranked per access pattern and target: attempts, keep rate, geomean and best speedup."""
+    return LeaderboardOut(rows=knowledge.leaderboard(namespaces, pattern=pattern, target=target, limit=limit))
+
+
+class EvidenceRequest(Strict):
+    """Attempt keys, as returned in a retrieved transform's `evidence_attempt_keys`."""
+
+    attempt_keys: Annotated[list[Name], PydanticField(min_length=1, max_length=200)]
+
+
+class EvidenceOut(BaseModel):
+    attempts: list[dict[str, Any]]
+
+
+@router.post("/evidence")
+def evidence(request: EvidenceRequest, knowledge: KnowledgeDep, namespaces: ReadNamespaces) -> EvidenceOut:
+    """The attempts behind a recommendation, in full: kernels, target, starting state, outcome, speedup."""
+    return EvidenceOut(attempts=knowledge.evidence(namespaces, request.attempt_keys))

@@ -1,0 +1,467 @@
+"""`kernelgraph bench service`: how fast the knowledge service ingests and retrieves at scale.
+
+It generates a realistic experience graph in a fresh namespace: several CPU and CUDA targets,
+access patterns, transforms, and measured states whose counter signatures cluster by bottleneck
+(compute-bound, memory-bound, launch-bound, cache-thrashing, spilling, low occupancy) with noise;
+each transform's effect depends on the bottleneck, so retrieval has something to find. Then:
+
+- ingestion: attempts/s through `KnowledgeService.record_attempts` (batches of 1,000 validated as a
+  client's JSON would be, from `threads` threads at once);
+- retrieval: `KnowledgeService.retrieve` latency in-process (server side) and `POST /v1/retrieve`
+  end to end over HTTP (uvicorn in a thread on a free port), p50/p95/p99;
+- recall@10 of the vector index (nearest_states_by_signature) against exact scoring
+  (nearest_states_by_signature_exact) on random queries; a returned state whose score ties the
+  exact 10th score counts as a hit (ties make the exact top 10 ambiguous);
+- memory: this process's RSS (it hosts the service) and the local Neo4j JVM's RSS (from /proc).
+
+Results go to `results/service_bench_<UTC time>.json` and `results/service_bench_latest.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import socket
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from service.models import MAX_BATCH, RetrieveRequest
+from service.settings import Settings
+from service.signature import SIGNATURE_DIM
+
+log = logging.getLogger(__name__)
+
+ATTEMPTS_PER_STATE = 3  # transforms tried from each measured state
+FAILURE_RATE = 0.1  # attempts that do not compile or are incorrect (no child measurement)
+SIGNATURE_NOISE = 0.06
+RECALL_K = 10
+GOALS = {"ingest_attempts_per_s": 5_000.0, "retrieve_p95_ms": 20.0, "recall_at_10": 0.95}
+
+TARGETS: tuple[dict[str, Any], ...] = (
+    {"name": "bench-cpu-v3", "kind": "cpu", "arch": "x86-64-v3", "peak_gflops": 600.0, "peak_gbps": 40.0,
+     "cores": 8, "isa": "x86-64-v3"},
+    {"name": "bench-cpu-v4", "kind": "cpu", "arch": "x86-64-v4", "peak_gflops": 1500.0, "peak_gbps": 80.0,
+     "cores": 16, "isa": "x86-64-v4"},
+    {"name": "bench-sm80", "kind": "cuda", "arch": "sm80", "peak_gflops": 19500.0, "peak_gbps": 2039.0,
+     "sm_count": 108},
+    {"name": "bench-sm90", "kind": "cuda", "arch": "sm90", "peak_gflops": 66900.0, "peak_gbps": 3350.0,
+     "sm_count": 132},
+)  # fmt: skip
+PATTERNS = ("dense-matmul", "row-reduction", "row-softmax", "stencil", "scan", "gather", "scatter",
+            "contiguous-stream")  # fmt: skip
+TRANSFORMS = ("unroll", "vectorize", "tile", "smem-tiling", "fuse", "split-k", "block-size", "prefetch",
+              "loop-interchange", "register-blocking", "warp-shuffle", "persistent")  # fmt: skip
+# Bottleneck clusters: dimension index -> value at the centre (others 0.3); see service/signature.py.
+BOTTLENECKS: dict[str, dict[int, float]] = {
+    "compute-bound": {0: 0.85, 1: 0.2, 2: 0.8, 3: 0.8, 11: 0.85},
+    "memory-bound": {0: 0.1, 1: 0.8, 2: 0.2, 3: 0.15, 11: 0.8},
+    "launch-bound": {0: 0.02, 1: 0.03, 10: 0.9, 11: 0.03},
+    "cache-thrash": {1: 0.35, 4: 0.8, 5: 0.7, 11: 0.35},
+    "spilling": {8: 0.7, 9: 0.95, 7: 0.2},
+    "low-occupancy": {6: 0.1, 7: 0.25, 0: 0.2, 1: 0.25},
+}
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    measurements: int
+    quick: bool = False
+    threads: int = 2
+    batch_size: int = MAX_BATCH
+    queries: int | None = None  # retrieval and recall queries each; default 200 (quick: 25)
+    seed: int = 7
+
+    @property
+    def query_count(self) -> int:
+        return self.queries if self.queries is not None else (25 if self.quick else 200)
+
+
+def _centre(bottleneck: str) -> list[float]:
+    centre = [0.3] * SIGNATURE_DIM
+    for index, value in BOTTLENECKS[bottleneck].items():
+        centre[index] = value
+    return centre
+
+
+def _noisy(rng: random.Random, centre: Sequence[float]) -> list[float]:
+    return [round(min(1.0, max(0.0, c + rng.gauss(0.0, SIGNATURE_NOISE))), 6) for c in centre]
+
+
+@dataclass
+class Generated:
+    attempts: list[dict[str, Any]]
+    measurements: int
+    states: int
+    tasks: int
+
+
+def generate(options: BenchOptions, on_state: Callable[[int], None] | None = None) -> Generated:
+    """Attempt records (as a client would send them) holding about `options.measurements` measurements."""
+    rng = random.Random(options.seed)
+    names = list(BOTTLENECKS)
+    centres = {b: _centre(b) for b in names}
+    # Each transform helps some bottlenecks and hurts others (mean log speedup per pair).
+    effect = {(b, t): rng.choice((-0.3, -0.1, 0.0, 0.15, 0.4, 0.7)) for b in names for t in TRANSFORMS}
+    n_tasks = max(8, min(200, options.measurements // 500))
+    tasks = [(f"task-{i:03d}", PATTERNS[i % len(PATTERNS)], names[i % len(names)]) for i in range(n_tasks)]
+    attempts: list[dict[str, Any]] = []
+    measurements = states = 0
+    while measurements < options.measurements:
+        task, pattern, home = tasks[rng.randrange(n_tasks)]
+        bottleneck = home if rng.random() < 0.8 else rng.choice(names)
+        target = TARGETS[rng.randrange(len(TARGETS))]
+        cuda = target["kind"] == "cuda"
+        source = f"// {task} state {states}\n" + (
+            "__global__ void k(const float* x, float* y, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            if cuda else "void k(const float* restrict x, float* restrict y, int n) {\n  for (int i = 0; i < n; ++i)\n"
+        ) + f"    y[i] = x[i] * {rng.random():.6f}f; // {pattern}\n}}\n"  # fmt: skip
+        parent = {"task": task, "backend": "triton" if cuda else "c", "source": source, "patterns": [pattern]}
+        median = math.exp(rng.uniform(math.log(2e3), math.log(5e7)))
+        parent_measurement = {
+            "median_ns": median, "iqr_ns": median * 0.02, "trials": 21, "correct": True,
+            "counter_source": "nvidia_ncu" if cuda else "cpu_cachegrind",
+            "counters": {"time_ns": median}, "signature": _noisy(rng, centres[bottleneck]),
+        }  # fmt: skip
+        states += 1
+        measurements += 1
+        for transform in rng.sample(TRANSFORMS, ATTEMPTS_PER_STATE):
+            factor = rng.choice((2, 4, 8))
+            child = {**parent, "source": f"{source}// {transform} x{factor}\n"}
+            key = f"bench:{states}:{transform}"
+            base = {
+                "attempt_key": key, "run_id": "bench", "agent": "service-bench", "target": target["name"],
+                "parent": parent, "parent_measurement": parent_measurement,
+                "transform": {"name": transform, "params": {"factor": factor}}, "child": child,
+            }  # fmt: skip
+            if rng.random() < FAILURE_RATE:
+                outcome = rng.choice(("compile_error", "incorrect"))
+                attempts.append({**base, "outcome": outcome, "diagnosis": f"{outcome} (synthetic)"})
+                continue
+            speedup = math.exp(effect[(bottleneck, transform)] + rng.gauss(0.0, 0.15))
+            child_median = median / speedup
+            attempts.append({
+                **base, "speedup": speedup, "outcome": "kept" if speedup > 1.0 else "discarded",
+                "child_measurement": {
+                    **parent_measurement, "median_ns": child_median, "iqr_ns": child_median * 0.02,
+                    "counters": {"time_ns": child_median},
+                    "signature": _noisy(rng, centres[bottleneck]),
+                },
+            })  # fmt: skip
+            measurements += 1
+        if on_state is not None:
+            on_state(measurements)
+    return Generated(attempts, measurements, states, n_tasks)
+
+
+def percentiles(values_ms: Sequence[float]) -> dict[str, float]:
+    """p50/p95/p99 (nearest rank) of latencies in ms."""
+    ordered = sorted(values_ms)
+    if not ordered:
+        return {"p50": math.nan, "p95": math.nan, "p99": math.nan}
+
+    def rank(q: float) -> float:
+        return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+    return {"p50": rank(0.50), "p95": rank(0.95), "p99": rank(0.99)}
+
+
+def rss_mb(pid: int | str = "self") -> float | None:
+    """Resident set size of a process in MiB, from /proc (None where unavailable)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def process_tree_rss_mb(pid: int) -> float | None:
+    """RSS of a process and its descendants (Neo4j's launcher forks the server JVM as a child)."""
+    total = rss_mb(pid)
+    if total is None:
+        return None
+    try:
+        children = [
+            int(c)
+            for task in Path(f"/proc/{pid}/task").iterdir()
+            for c in (task / "children").read_text().split()
+        ]
+    except (OSError, ValueError):
+        children = []
+    for child in children:
+        total += process_tree_rss_mb(child) or 0.0
+    return total
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serve_http(settings: Settings, driver: Any) -> Iterator[str]:
+    """The real app under uvicorn in a thread on a free port (sharing this process's driver); its URL."""
+    import uvicorn
+
+    from service.api.app import create_app
+
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings, driver=driver), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, name=f"bench-uvicorn-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+
+
+def _query_signatures(rng: random.Random, count: int) -> list[list[float]]:
+    names = list(BOTTLENECKS)
+    return [_noisy(rng, _centre(rng.choice(names))) for _ in range(count)]
+
+
+def recall_at_k(
+    store: Any, namespace: str, signatures: Sequence[list[float]], fetch_k: int
+) -> dict[str, Any]:
+    """Mean recall@10 of the vector index against exact scoring, and the latency of each search."""
+    recalls: list[float] = []
+    index_ms: list[float] = []
+    exact_ms: list[float] = []
+    exact_extra = index_extra = {"exclude_tasks": []}
+    for signature in signatures:
+        t0 = time.perf_counter()
+        exact = store.read("nearest_states_by_signature_exact", signature=signature, k=RECALL_K,
+                           namespaces=[namespace], **exact_extra)  # fmt: skip
+        t1 = time.perf_counter()
+        approx = store.read("nearest_states_by_signature", signature=signature, fetch_k=fetch_k, k=RECALL_K,
+                            namespaces=[namespace], **index_extra)  # fmt: skip
+        t2 = time.perf_counter()
+        exact_ms.append((t1 - t0) * 1e3)
+        index_ms.append((t2 - t1) * 1e3)
+        if not exact:
+            continue
+        wanted = {row["measurement_id"] for row in exact}
+        floor = exact[-1]["score"] - 1e-9
+        hits = sum(1 for row in approx if row["measurement_id"] in wanted or row["score"] >= floor)
+        recalls.append(min(hits, len(exact)) / len(exact))
+    return {
+        "recall_at_10": statistics.fmean(recalls) if recalls else math.nan,
+        "recall_min": min(recalls) if recalls else math.nan,
+        "recall_queries": len(recalls),
+        "recall_fetch_k": fetch_k,
+        "index_search_ms": percentiles(index_ms),
+        "exact_search_ms": percentiles(exact_ms),
+    }
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=False)  # fmt: skip
+
+
+def run_service_bench(
+    settings: Settings, options: BenchOptions, console: Console | None = None
+) -> dict[str, Any]:
+    """Run the whole benchmark against the Neo4j of `settings`; returns the results object."""
+    from service import migrate
+    from service.auth import create_key
+    from service.knowledge import EXACT_SEARCH_MAX_STATES, MAX_FETCH_K, OVERFETCH, KnowledgeService
+    from service.models import Role
+    from service.neo4j_local import LocalNeo4j
+    from service.store import GraphStore, open_driver
+
+    console = console or Console(stderr=True)
+    started = time.perf_counter()
+    namespace = f"bench-{uuid.uuid4().hex[:10]}"
+    rng = random.Random(options.seed + 1)
+    result: dict[str, Any] = {
+        "benchmark": "service", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "namespace": namespace, "quick": options.quick, "cpu_count": os.cpu_count(),
+    }  # fmt: skip
+    driver = open_driver(settings)
+    try:
+        store = GraphStore(driver, settings.neo4j_database)
+        migrate.apply(store)
+        knowledge = KnowledgeService(store)
+        knowledge.upsert_targets(namespace, list(TARGETS))
+
+        with _progress(console) as progress:
+            task = progress.add_task("generating", total=options.measurements)
+            data = generate(options, on_state=lambda done: progress.update(task, completed=done))
+            progress.update(task, completed=data.measurements)
+            batches = [
+                data.attempts[i : i + options.batch_size]
+                for i in range(0, len(data.attempts), options.batch_size)
+            ]
+            ingest = progress.add_task(f"ingesting ({options.threads} threads)", total=len(data.attempts))
+            created = 0
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool:
+                futures = [pool.submit(knowledge.record_attempts, namespace, batch) for batch in batches]
+                for future in as_completed(futures):
+                    results = future.result()
+                    created += sum(1 for r in results if r.created)
+                    progress.advance(ingest, len(results))
+            ingest_s = time.perf_counter() - t0
+        result.update(
+            measurements=data.measurements, attempts=len(data.attempts), attempts_created=created,
+            states=data.states, tasks=data.tasks, targets=len(TARGETS), transforms=len(TRANSFORMS),
+            patterns=len(PATTERNS), ingest_threads=options.threads, ingest_batch_size=options.batch_size,
+            ingest_seconds=round(ingest_s, 3), ingest_attempts_per_s=round(len(data.attempts) / ingest_s, 1),
+            ingest_measurements_per_s=round(data.measurements / ingest_s, 1),
+        )  # fmt: skip
+        del data, batches
+
+        states = store.read("count_explored_states", namespaces=[namespace], limit=EXACT_SEARCH_MAX_STATES + 1)[0][
+            "states"
+        ]
+        result["retrieve_search"] = "exact" if states <= EXACT_SEARCH_MAX_STATES else "vector index"
+        queries = options.query_count
+        signatures = _query_signatures(rng, queries + 5)
+        targets = [t["name"] for t in TARGETS]
+        server_ms: list[float] = []
+        with console.status("retrieval, server side..."):
+            for i, signature in enumerate(signatures):
+                request = RetrieveRequest(
+                    target=targets[i % len(targets)], signature=signature, k=20, limit=10
+                )
+                t0 = time.perf_counter()
+                knowledge.retrieve([namespace], request)
+                if i >= 5:  # the first few warm the query caches
+                    server_ms.append((time.perf_counter() - t0) * 1e3)
+        server = percentiles(server_ms)
+        result.update(retrieve_p50_ms=round(server["p50"], 3), retrieve_p95_ms=round(server["p95"], 3),
+                      retrieve_p99_ms=round(server["p99"], 3), retrieve_queries=len(server_ms))  # fmt: skip
+
+        result.update(_http_latency(settings, driver, store, namespace, signatures, targets, console, create_key,
+                                    Role.WRITER))  # fmt: skip
+
+        with console.status("recall@10: vector index against exact search..."):
+            recall = recall_at_k(
+                store, namespace, _query_signatures(rng, queries), min(RECALL_K * OVERFETCH, MAX_FETCH_K)
+            )
+        recall["recall_at_10"] = round(recall["recall_at_10"], 4)
+        result.update(recall)
+
+        result["service_rss_mb"] = rss_mb()
+        result["neo4j_rss_mb"] = None
+        if settings.uses_local_server:
+            status = LocalNeo4j(settings).status()
+            if status.pid is not None:
+                result["neo4j_rss_mb"] = process_tree_rss_mb(status.pid)
+    finally:
+        driver.close()
+    result["duration_s"] = round(time.perf_counter() - started, 1)
+    result["goals"] = {
+        "ingest_attempts_per_s >= 5000": result["ingest_attempts_per_s"] >= GOALS["ingest_attempts_per_s"],
+        "retrieve_p95_ms <= 20": result["retrieve_p95_ms"] <= GOALS["retrieve_p95_ms"],
+        "recall_at_10 >= 0.95": result["recall_at_10"] >= GOALS["recall_at_10"],
+    }
+    return result
+
+
+def _http_latency(
+    settings: Settings, driver: Any, store: Any, namespace: str, signatures: Sequence[list[float]],
+    targets: Sequence[str], console: Console, create_key: Any, role: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """POST /v1/retrieve latencies end to end; in-process timings instead when the API cannot start."""
+    import httpx
+
+    key = create_key(store, role, namespace, "service bench").key
+    try:
+        context = serve_http(settings, driver)
+        url = context.__enter__()
+    except Exception as exc:  # the API is optional here: say so, do not fail the benchmark
+        log.warning("HTTP API unavailable (%s); end-to-end latency not measured", exc)
+        return {"http_mode": f"not measured: API unavailable ({type(exc).__name__}: {exc})"}
+    latencies: list[float] = []
+    try:
+        with httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {key}"}) as http, \
+                console.status("retrieval over HTTP..."):  # fmt: skip
+            for i, signature in enumerate(signatures):
+                body = {"target": targets[i % len(targets)], "signature": signature, "k": 20, "limit": 10}
+                t0 = time.perf_counter()
+                response = http.post("/v1/retrieve", json=body)
+                elapsed = (time.perf_counter() - t0) * 1e3
+                response.raise_for_status()
+                if i >= 5:
+                    latencies.append(elapsed)
+    finally:
+        context.__exit__(None, None, None)
+    over_http = percentiles(latencies)
+    return {"http_mode": "uvicorn in-thread, keep-alive client", "http_retrieve_p50_ms": round(over_http["p50"], 3),
+            "http_retrieve_p95_ms": round(over_http["p95"], 3), "http_retrieve_p99_ms": round(over_http["p99"], 3)}  # fmt: skip
+
+
+def save_results(result: dict[str, Any], results_dir: Path) -> Path:
+    """Write the results as results_dir/service_bench_<time>.json and service_bench_latest.json."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    text = json.dumps(result, indent=2, default=str)
+    path = results_dir / f"service_bench_{stamp}.json"
+    path.write_text(text)
+    (results_dir / "service_bench_latest.json").write_text(text)
+    return path
+
+
+def render(result: dict[str, Any], console: Console) -> None:
+    """The results as a table."""
+    from rich.table import Table
+
+    table = Table("metric", "value", title=f"Service benchmark, {result['measurements']:,} measurements")
+    for key in ("attempts", "states", "ingest_seconds", "ingest_attempts_per_s", "retrieve_search",
+                "retrieve_p50_ms", "retrieve_p95_ms", "retrieve_p99_ms", "http_mode", "http_retrieve_p50_ms",
+                "http_retrieve_p95_ms", "http_retrieve_p99_ms", "recall_at_10", "recall_min", "service_rss_mb",
+                "neo4j_rss_mb", "duration_s"):  # fmt: skip
+        if key in result:
+            value = result[key]
+            table.add_row(key, f"{value:,.2f}" if isinstance(value, float) else str(value))
+    console.print(table)
+    for goal, met in result["goals"].items():
+        console.print(f"{'[green]met[/]' if met else '[red]missed[/]'}  {goal}")
+
+
+def main(measurements: int, *, as_json: bool, quick: bool, threads: int, results_dir: str | Path) -> int:
+    """The `kernelgraph bench service` command: run, save, print; the exit code."""
+    from service import settings as settings_module
+    from service.errors import KernelGraphError
+
+    err = Console(stderr=True)
+    options = BenchOptions(measurements=measurements, quick=quick, threads=threads)
+    try:
+        result = run_service_bench(settings_module.get_settings(), options, err)
+    except KernelGraphError as exc:
+        err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        return 1
+    path = save_results(result, Path(results_dir))
+    if as_json:
+        print(json.dumps(result, default=str))
+    else:
+        render(result, Console())
+        Console().print(f"saved {path}")
+    return 0
