@@ -21,16 +21,95 @@ def gpu(
 
 @bench_app.command("service")
 def service(
-    measurements: int = typer.Option(100_000, "--measurements", min=50, help="measurements to generate and ingest"),
+    measurements: int = typer.Option(
+        100_000, "--measurements", min=50, help="measurements to generate and ingest"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
-    quick: bool = typer.Option(False, "--quick", help="fewer retrieval and recall queries (25 instead of 200)"),
+    quick: bool = typer.Option(
+        False, "--quick", help="fewer retrieval and recall queries (25 instead of 200)"
+    ),
     threads: int = typer.Option(2, "--threads", min=1, max=16, help="ingestion threads"),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
 ) -> None:
     """Benchmark the knowledge service: ingestion, retrieval latency (in-process and HTTP), ANN recall@10."""
     from agent.bench.service_bench import main
 
-    raise typer.Exit(main(measurements, as_json=as_json, quick=quick, threads=threads, results_dir=results_dir))
+    raise typer.Exit(
+        main(measurements, as_json=as_json, quick=quick, threads=threads, results_dir=results_dir)
+    )
+
+
+@bench_app.command("ablation")
+def ablation(
+    budget: int = typer.Option(
+        8, "--budget", min=1, max=64, help="K: attempts per arm (memoryless also runs 4K)"
+    ),
+    seeds: int = typer.Option(3, "--seeds", min=1, max=10, help="seeds per arm and task"),
+    quick: bool = typer.Option(False, "--quick", help="4 tasks, K=4, no transfer part (under 5 minutes)"),
+    target: str = typer.Option(
+        "cpu-x86-64-v2", "--target", help="target the held-out tasks are optimized on"
+    ),
+    transfer_from: str = typer.Option(
+        "cpu-x86-64-v4", "--transfer-from", help="target of the transfer experience ('' = skip)"
+    ),
+    tasks: str = typer.Option("", "--tasks", help="comma-separated tasks (default: all CPU tasks)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON report is saved"),
+    docs: bool = typer.Option(False, "--docs", help="also write docs/results.md and docs/img/ablation.png"),
+) -> None:
+    """Matched-compute ablation: experience@K against memoryless@K and @4K, text@K and hybrid@K, held out by family."""
+    import json
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from agent.bench import ablation as study
+    from agent.commands.graph import cli_errors, open_store
+    from agent.targets import get_target
+    from agent.tasks import all_tasks, get_task
+    from service.embeddings import MiniLMEmbedder
+    from service.knowledge import KnowledgeService
+
+    if quick:
+        budget, transfer_from = min(budget, 4), ""
+    chosen = [get_task(t) for t in tasks.split(",") if t] or (
+        [get_task(t) for t in study.QUICK_TASKS] if quick else all_tasks("c")
+    )
+    console = Console(stderr=as_json)
+    command = "kernelgraph bench ablation " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    with open_store() as store, cli_errors():
+        report = study.run_ablation(
+            KnowledgeService(store, MiniLMEmbedder()), target=get_target(target), budget=budget, seeds=seeds,
+            tasks=chosen, transfer_source=get_target(transfer_from) if transfer_from else None,
+            console=console, command=command,
+        )  # fmt: skip
+    path = study.save_json(report, Path(results_dir))
+    if docs:
+        study.plot(
+            report["ablation"], Path("docs/img/ablation.png"), f"Held-out tasks on {target}, K={budget}"
+        )
+        Path("docs/results.md").write_text(study.results_markdown(report, command, "img/ablation.png"))
+    if as_json:
+        print(
+            json.dumps(
+                {k: report["ablation"][k] for k in ("budget", "seeds", "arms")} | {"goals": report["goals"]}
+            )
+        )
+        return
+    from rich.table import Table
+
+    table = Table("arm", "attempts", "geomean speedup", "seed spread", "attempts to 90%", title="Ablation")
+    for name, arm in report["ablation"]["arms"].items():
+        spread = arm["seed_spread"]
+        reach = f"{arm['attempts_to_90pct']:.1f}" if arm["attempts_to_90pct"] is not None else "never"
+        table.add_row(name, str(arm["budget"]), f"{arm['geomean_speedup']:.2f}x",
+                      f"{spread['min']:.2f}-{spread['max']:.2f}x", reach)  # fmt: skip
+    console.print(table)
+    console.print(
+        f"report saved to {path} ({report['wall_s']:.0f} s, {report['measured_variants']} variants measured)"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,45 @@
+"""`kernelgraph bench service` end to end at a tiny size on the real Neo4j."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agent.bench.service_bench import BenchOptions, generate, percentiles
+from agent.cli import app
+from service.settings import Settings
+
+pytestmark = pytest.mark.neo4j
+
+KEYS = {"ingest_attempts_per_s", "retrieve_p50_ms", "retrieve_p95_ms", "recall_at_10", "measurements",
+        "retrieve_p99_ms", "http_retrieve_p95_ms", "service_rss_mb", "neo4j_rss_mb", "goals"}  # fmt: skip
+
+
+def test_generate_reaches_the_measurement_count() -> None:
+    data = generate(BenchOptions(measurements=500))
+    assert 500 <= data.measurements < 500 + 4
+    counted = data.states + sum(1 for a in data.attempts if a.get("child_measurement"))
+    assert counted == data.measurements
+    assert len({a["attempt_key"] for a in data.attempts}) == len(data.attempts)
+    assert percentiles([1.0, 2.0, 3.0, 4.0]) == {"p50": 2.0, "p95": 4.0, "p99": 4.0}
+
+
+def test_bench_service_cli_json(
+    monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings, tmp_path: Path
+) -> None:
+    monkeypatch.setattr("service.settings.get_settings", lambda: neo4j_settings)
+    result = CliRunner().invoke(app, ["bench", "service", "--measurements", "300", "--quick", "--json",
+                                      "--results-dir", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(data) >= KEYS, KEYS - set(data)
+    assert data["measurements"] >= 300
+    assert data["attempts_created"] == data["attempts"]
+    assert data["ingest_attempts_per_s"] > 0
+    assert 0.0 <= data["recall_at_10"] <= 1.0
+    assert data["http_mode"].startswith("uvicorn")
+    assert (tmp_path / "service_bench_latest.json").exists()
+    assert len(list(tmp_path.glob("service_bench_2*.json"))) == 1
