@@ -52,7 +52,8 @@ def retrieve_transforms(
     - `signature`: its normalized counter signature (list of floats in [0, 1], as returned in earlier
       responses), or
     - `counters` + `counter_source`: raw counters (e.g. {"time_ns": ..., "flops": ..., "bytes": ...})
-      and where they came from (e.g. "cpu_timing", "cachegrind", "triton_static"); the service turns
+      and where they came from ("cpu_cachegrind", "cpu_timing", "nvidia_ncu", "nvidia_timing",
+      "nvidia_static" or "kernelbench_timing"); the service turns
       them into a signature using the target's peaks.
     Arguments:
     - `target`: name of the hardware target the kernel runs on (see list_targets).
