@@ -21,3 +21,4 @@ def register_all(app: typer.Typer) -> None:
 
     import_cmd.register(app)
     __import__("agent.commands.agent_cmd", fromlist=["register"]).register(app)
+    __import__("agent.commands.service_cmd", fromlist=["register"]).register(app)

@@ -1,0 +1,251 @@
+"""`kernelgraph optimize` and `kernelgraph demo`: the agent from the terminal.
+
+Both reach the experience graph through `service.client.connect(settings)`: over HTTP when
+KERNELGRAPH_SERVICE_URL is set, else in-process on the configured (or local) Neo4j.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from agent.backends.base import Backend
+    from agent.loop import OptimizeResult
+    from agent.proposers.base import Proposer
+    from service.client import ExperienceClient
+    from service.settings import Settings
+
+console = Console()
+err = Console(stderr=True)
+
+PROPOSERS = ("memoryless", "experience", "text", "hybrid", "llm")
+# The demo: experience from these tasks (seen), then a task it has not seen, same budget both ways.
+DEMO_SEEN = ("matvec", "stencil2d", "transpose")
+DEMO_UNSEEN = "matmul"
+DEMO_NAMESPACE = "demo"
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+def make_backend(name: str, *, quick: bool = True) -> Backend:
+    """The backend by name; `quick` shortens timing (fewer trials), enough for the keep decision."""
+    if name == "c":
+        from agent.backends.c import CBackend
+        from agent.backends.sandbox import TimingPlan
+
+        plan = TimingPlan(warmup=1, min_trials=7, max_trials=40, budget_s=0.6) if quick else TimingPlan()
+        return CBackend(timing=plan)
+    if name == "triton":
+        from agent.backends.triton import TritonBackend
+
+        return TritonBackend()
+    raise _fail(f"unknown backend {name!r}; known: c, triton")
+
+
+def make_proposer(
+    kind: str, client: ExperienceClient, settings: Settings, seed: int, exclude_task: str | None = None
+) -> Proposer:
+    """The proposer by CLI name (the one place that picks a concrete proposer)."""
+    from agent.proposers.experience import ExperienceProposer
+    from agent.proposers.memoryless import MemorylessProposer
+
+    if kind == "memoryless":
+        return MemorylessProposer(seed)
+    if kind in ("experience", "text", "hybrid"):
+        mode = "counters" if kind == "experience" else kind
+        return ExperienceProposer(client, mode=mode, seed=seed, exclude_task=exclude_task)
+    if kind == "llm":
+        import os
+
+        from agent.proposers.llm import LLMProposer
+
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            raise _fail("the llm proposer needs ANTHROPIC_API_KEY in the environment")
+        retriever = ExperienceProposer(client, seed=seed, exclude_task=exclude_task)
+        return LLMProposer.from_settings(settings, retriever=retriever, seed=seed)
+    raise _fail(f"unknown proposer {kind!r}; known: {', '.join(PROPOSERS)}")
+
+
+def _connect(settings: Settings) -> ExperienceClient:
+    from service.client import connect
+    from service.errors import KernelGraphError
+
+    try:
+        return connect(settings)
+    except KernelGraphError as exc:
+        raise _fail(f"cannot reach the experience graph: {exc.message}", 1) from None
+    except Exception as exc:  # the driver's own errors (auth, unreachable) carry no domain type yet
+        raise _fail(f"cannot reach the experience graph: {exc}", 1) from None
+
+
+def result_table(results: list[OptimizeResult], title: str) -> Table:
+    """Baseline, best, speedup and attempts by outcome, one column per run."""
+    table = Table(title=title)
+    table.add_column("")
+    for r in results:
+        table.add_column(f"{r.task} · {r.proposer}", justify="right")
+    rows: list[tuple[str, list[str]]] = [
+        ("baseline", [f"{r.baseline_ns / 1e6:.2f} ms" for r in results]),
+        ("best", [f"{r.best_ns / 1e6:.2f} ms" for r in results]),
+        ("speedup", [f"[bold]{r.speedup:.2f}x[/bold]" for r in results]),
+        ("attempts", [str(r.attempts) for r in results]),
+    ]
+    for outcome in results[0].outcomes if results else {}:
+        rows.append((f"  {outcome}", [str(r.outcomes[outcome]) for r in results]))
+    rows.append(("speedup after each attempt", [" ".join(f"{x:.1f}" for x in r.curve) for r in results]))
+    for label, cells in rows:
+        table.add_row(label, *cells)
+    return table
+
+
+def optimize_cmd(
+    task_name: Annotated[
+        str, typer.Argument(metavar="TASK", help="Task name (see `kernelgraph tasks list`).")
+    ],
+    target_name: Annotated[
+        str, typer.Option("--target", help="Target (see `kernelgraph targets list`).")
+    ] = "cpu-x86-64-v3",
+    budget: Annotated[int, typer.Option("--budget", min=1, max=500, help="Attempts to spend.")] = 10,
+    proposer_kind: Annotated[
+        str, typer.Option("--proposer", help="memoryless | experience | text | hybrid | llm")
+    ] = "experience",
+    backend_name: Annotated[str, typer.Option("--backend", help="c | triton")] = "c",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the proposer's choices.")] = 0,
+    exclude_task: Annotated[
+        str | None, typer.Option("--exclude-task", help="Ignore experience from this task (held-out runs).")
+    ] = None,
+    full_timing: Annotated[
+        bool, typer.Option("--full-timing", help="The backend's full trial counts (slower).")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print exactly one JSON object, no progress.")
+    ] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the best source here.")] = None,
+) -> None:
+    """Optimize one task on one target with a budget of attempts; every attempt lands in the graph."""
+    from agent.loop import OptimizeError, optimize
+    from agent.targets import UnknownTargetError, get_target
+    from agent.tasks import UnknownTaskError, get_task
+    from service.errors import KernelGraphError
+    from service.settings import get_settings
+
+    if proposer_kind not in PROPOSERS:
+        raise _fail(f"unknown proposer {proposer_kind!r}; known: {', '.join(PROPOSERS)}")
+    try:
+        task = get_task(task_name, backend_name)
+        target = get_target(target_name)
+    except (UnknownTaskError, UnknownTargetError) as exc:
+        raise _fail(str(exc)) from None
+    if not target.available:
+        raise _fail(f"target {target.name} is unavailable here: {target.unavailable_reason}")
+    settings = get_settings()
+    backend = make_backend(backend_name, quick=not full_timing)
+    client = _connect(settings)
+    try:
+        proposer = make_proposer(proposer_kind, client, settings, seed, exclude_task)
+        result = optimize(
+            task, backend, target, proposer, client, budget, seed, console=None if as_json else console
+        )
+    except OptimizeError as exc:
+        raise _fail(str(exc), 1) from None
+    except KernelGraphError as exc:
+        raise _fail(f"experience graph: {exc.message}", 1) from None
+    finally:
+        client.close()
+    if out is not None:
+        out.write_text(result.best_source)
+    if as_json:
+        typer.echo(json.dumps({**result.to_json(), "best_source_path": str(out) if out else None}))
+        return
+    console.print(result_table([result], f"{task.name} on {target.name}"))
+    if out is not None:
+        console.print(f"best source written to {out}")
+    if result.unrecorded:
+        err.print(f"[yellow]warning:[/] {result.unrecorded} attempts could not be recorded (see the log)")
+
+
+def demo_cmd(
+    budget: Annotated[int, typer.Option("--budget", min=1, max=100, help="Attempts per run.")] = 8,
+    seen_budget: Annotated[
+        int, typer.Option("--seen-budget", min=1, max=100, help="Attempts per seen task.")
+    ] = 8,
+    target_name: Annotated[str, typer.Option("--target", help="Target to optimize for.")] = "cpu-x86-64-v3",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every proposer.")] = 0,
+) -> None:
+    """Learn from a few tasks, then optimize an unseen one with experience and without, side by side."""
+    from agent.loop import OptimizeError, optimize
+    from agent.proposers.experience import ExperienceProposer
+    from agent.proposers.memoryless import MemorylessProposer
+    from agent.targets import get_target
+    from agent.tasks import get_task
+    from service.errors import KernelGraphError
+    from service.neo4j_local import LocalNeo4j
+    from service.settings import get_settings
+
+    started = time.monotonic()
+    settings = get_settings().model_copy(update={"namespace": DEMO_NAMESPACE})
+    target = get_target(target_name)
+    if not target.available:
+        target = get_target("cpu-x86-64-v2")
+    backend = make_backend("c")
+    client = _connect(settings)
+    unseen = get_task(DEMO_UNSEEN)
+    try:
+        console.rule(f"[bold]1. Building experience on {', '.join(DEMO_SEEN)} ({target.name})")
+        learned = []
+        for i, name in enumerate(DEMO_SEEN):
+            proposer = ExperienceProposer(client, seed=seed + i, exclude_task=DEMO_UNSEEN)
+            learned.append(
+                optimize(
+                    get_task(name), backend, target, proposer, client, seen_budget, seed, console=console
+                )
+            )
+        console.print(result_table(learned, "Experience gathered"))
+        console.rule(f"[bold]2. {DEMO_UNSEEN}, never seen: experience vs memoryless, {budget} attempts each")
+        # exclude_task keeps the comparison honest even when earlier demos already recorded matmul.
+        with_memory = optimize(unseen, backend, target, ExperienceProposer(client, seed=seed, exclude_task=DEMO_UNSEEN),
+                               client, budget, seed, console=console)  # fmt: skip
+        without = optimize(
+            unseen, backend, target, MemorylessProposer(seed), client, budget, seed, console=console
+        )
+    except OptimizeError as exc:
+        raise _fail(str(exc), 1) from None
+    except KernelGraphError as exc:
+        raise _fail(f"experience graph: {exc.message}", 1) from None
+    finally:
+        client.close()
+    console.print(result_table([with_memory, without], f"{DEMO_UNSEEN} (unseen) at {budget} attempts"))
+    console.print(
+        f"experience: [bold]{with_memory.speedup:.2f}x[/bold]   memoryless: [bold]{without.speedup:.2f}x[/bold]   "
+        f"(demo took {time.monotonic() - started:.0f} s)"
+    )
+    browser = LocalNeo4j(settings).browser_url if settings.uses_local_server else settings.effective_neo4j_uri
+    console.rule("[bold]3. Look at what it learned")
+    console.print(
+        f"Neo4j Browser: {browser}  (user {settings.neo4j_user}; password in {settings.neo4j_home / 'password'})"
+    )
+    console.print("Which transforms worked, by access pattern, in this demo:")
+    console.print(
+        f"MATCH (a:Attempt {{namespace: '{DEMO_NAMESPACE}'}})-[:FROM]->(:Kernel)-[:EXHIBITS]->(p:AccessPattern)\n"
+        "RETURN p.name AS pattern, a.transform AS transform, count(*) AS attempts,\n"
+        "       sum(CASE a.outcome WHEN 'kept' THEN 1 ELSE 0 END) AS kept, max(a.speedup) AS best_speedup\n"
+        "ORDER BY pattern, kept DESC;",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("optimize")(optimize_cmd)
+    app.command("demo")(demo_cmd)

@@ -1,0 +1,409 @@
+"""The optimization loop: propose, compile, check, profile, keep or discard, and record every attempt.
+
+`optimize` registers the target (with its measured peaks), measures the baseline, then spends its
+budget of attempts. Each attempt is judged by the backend (compile, the honest evaluator's check,
+a profile interleaved with the current best) and kept only when correct and faster by more than
+`keep_threshold`. Every attempt, failures included with their diagnosis, is recorded through the
+experience client as an `AttemptRecord` whose parent is the current best kernel and its measurement.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from agent.backends.base import Backend
+from agent.proposers.base import (
+    HistoryEntry,
+    Proposal,
+    ProposalContext,
+    Proposer,
+    config_key,
+    describe_config,
+)
+from agent.results import Outcome, ProfileResult
+from agent.targets import Target
+from agent.tasks.base import Config, Task
+from service.client import ExperienceClient
+from service.errors import KernelGraphError
+from service.models import (
+    AppliedTransform,
+    AttemptRecord,
+    HardwareTarget,
+    KernelVariant,
+    Measurement,
+)
+from service.models import Outcome as ServiceOutcome
+
+log = logging.getLogger(__name__)
+
+DEFAULT_KEEP_THRESHOLD = 0.02  # keep only >2% faster, so timing noise is not kept
+MAX_IDLE_STEPS = 3  # stop after this many steps in a row with nothing to propose
+
+
+class OptimizeError(Exception):
+    """The run cannot start (e.g. the baseline itself does not compile, check or run)."""
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One attempt of a run, as recorded."""
+
+    step: int
+    transform: str
+    params: dict[str, Any]
+    outcome: Outcome
+    speedup: float | None  # over the parent (the best at that time), interleaved
+    median_ns: float | None
+    best_ns: float
+    speedup_so_far: float  # baseline / best after this step
+    diagnosis: str
+    rationale: str
+    recorded: bool
+
+
+@dataclass
+class OptimizeResult:
+    task: str
+    target: str
+    proposer: str
+    run_id: str
+    budget: int
+    baseline_ns: float
+    best_ns: float
+    best_source: str
+    best_config: Config | None
+    steps: list[StepReport] = field(default_factory=list)
+    unrecorded: int = 0
+    chained_speedup: float = 1.0  # product of the kept steps' interleaved speedups
+    final_interleaved: bool = False  # baseline_ns and best_ns come from one interleaved profile
+
+    @property
+    def speedup(self) -> float:
+        return self.baseline_ns / self.best_ns
+
+    @property
+    def attempts(self) -> int:
+        return len(self.steps)
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        counts = Counter(s.outcome.value for s in self.steps)
+        return {o.value: counts.get(o.value, 0) for o in Outcome}
+
+    @property
+    def curve(self) -> list[float]:
+        """Speedup over the baseline after each attempt (for budget curves): the product of the kept
+        steps' interleaved speedups, so it never moves with drift between separate measurements."""
+        return [s.speedup_so_far for s in self.steps]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "target": self.target,
+            "proposer": self.proposer,
+            "run_id": self.run_id,
+            "budget": self.budget,
+            "baseline_ns": self.baseline_ns,
+            "best_ns": self.best_ns,
+            "speedup": self.speedup,
+            "attempts": self.attempts,
+            "outcomes": self.outcomes,
+            "curve": self.curve,
+            "final_interleaved": self.final_interleaved,
+            "best_config": dict(self.best_config) if self.best_config is not None else None,
+            "unrecorded": self.unrecorded,
+            "steps": [_step_json(s) for s in self.steps],
+        }
+
+
+def _step_json(s: StepReport) -> dict[str, Any]:
+    return {
+        "step": s.step,
+        "transform": s.transform,
+        "params": s.params,
+        "outcome": s.outcome.value,
+        "speedup": s.speedup,
+        "median_ns": s.median_ns,
+        "speedup_so_far": s.speedup_so_far,
+        "diagnosis": s.diagnosis[:500],
+    }
+
+
+def hardware_target(target: Target) -> HardwareTarget:
+    """The service's model of an agent target, with its measured peaks."""
+    limits = dict(target.limits)
+    return HardwareTarget(
+        name=target.name,
+        kind=target.kind,  # type: ignore[arg-type]
+        arch=target.arch,
+        peak_gflops=target.peak_gflops,
+        peak_gbps=target.peak_gbps,
+        cores=target.cores,
+        isa=target.isa,
+        host=target.host[:256] or None,
+        sm_count=limits.get("sm_count"),
+        smem_per_block_bytes=limits.get("smem_per_block_bytes"),
+        registers_per_sm=limits.get("registers_per_sm"),
+    )
+
+
+def measurement(profile: ProfileResult) -> Measurement:
+    """The service's Measurement of a successful profile, raw counters included."""
+    counters = {k: float(v) for k, v in profile.counters.items() if math.isfinite(v)}
+    return Measurement(
+        median_ns=profile.median_ns,
+        iqr_ns=profile.iqr_ns if math.isfinite(profile.iqr_ns) and profile.iqr_ns >= 0 else None,
+        trials=profile.trials,
+        correct=True,
+        static=profile.static,
+        counter_source=profile.counter_source,  # type: ignore[arg-type]
+        counters=counters,
+        tool_versions={k: v[:128] for k, v in profile.tool_versions.items()},
+    )
+
+
+def _variant(task: Task, backend: str, source: str, label: str) -> KernelVariant:
+    return KernelVariant(task=task.name, backend=backend, source=source, patterns=list(task.patterns)[:8],
+                         family=task.family, variant=label[:512])  # fmt: skip
+
+
+@dataclass
+class _Best:
+    config: Config | None
+    source: str
+    profile: ProfileResult
+    label: str
+
+
+def _judge(
+    task: Task, backend: Backend, target: Target, source: str, parent: _Best
+) -> tuple[Outcome, str, ProfileResult | None]:
+    """(outcome before the keep decision, diagnosis, profile) of one candidate source."""
+    built = backend.compile(task, source, target)
+    if not built.ok:
+        return Outcome.COMPILE_ERROR, built.diagnosis or "compile failed", None
+    checked = backend.check(task, source, target)
+    if not checked.correct:
+        return checked.outcome, checked.reason, None
+    profile = backend.profile(task, source, target, parent_source=parent.source)
+    if profile.outcome != Outcome.KEPT or not math.isfinite(profile.median_ns) or profile.median_ns <= 0:
+        outcome = profile.outcome if profile.outcome != Outcome.KEPT else Outcome.CRASHED
+        return outcome, profile.reason or "profile failed", None
+    return Outcome.KEPT, "", profile
+
+
+def optimize(
+    task: Task,
+    backend: Backend,
+    target: Target,
+    proposer: Proposer,
+    client: ExperienceClient,
+    budget: int,
+    seed: int = 0,
+    *,
+    run_id: str | None = None,
+    keep_threshold: float = DEFAULT_KEEP_THRESHOLD,
+    console: Console | None = None,
+    final_check: bool = True,
+    on_step: Callable[[StepReport], None] | None = None,
+) -> OptimizeResult:
+    """Optimize `task` on `target` with `budget` attempts; every attempt lands in the graph via `client`.
+
+    With `final_check`, the best is finally timed interleaved with the baseline, and that pair gives
+    `baseline_ns`, `best_ns` and `speedup`. `console` shows a progress bar and one line per attempt; None keeps the loop quiet. `seed` names
+    the run (run ids are `<task>-<proposer>-s<seed>-<random>`); proposers carry their own seeds.
+    """
+    run_id = run_id or f"{task.name}-{proposer.name}-s{seed}-{uuid.uuid4().hex[:8]}"
+    client.upsert_targets([hardware_target(target)])
+    baseline_source = task.source(backend.name, task.baseline_config)
+    baseline = _Best(task.baseline_config, baseline_source, _baseline_profile(task, backend, target, baseline_source),
+                     describe_config(task.baseline_config))  # fmt: skip
+    best = baseline
+    result = OptimizeResult(
+        task=task.name, target=target.name, proposer=proposer.name, run_id=run_id, budget=budget,
+        baseline_ns=baseline.profile.median_ns, best_ns=baseline.profile.median_ns,
+        best_source=baseline_source, best_config=task.baseline_config,
+    )  # fmt: skip
+    history: list[HistoryEntry] = []
+    tried: set[str] = {config_key(task.baseline_config)}
+    diagnosis, idle = "", 0
+    progress = _progress(console, f"{task.name} · {proposer.name}", budget)
+    try:
+        for step in range(budget):
+            context = ProposalContext(
+                task=task, backend=backend, target=target, config=best.config, source=best.source,
+                profile=best.profile, history=tuple(history), diagnosis=diagnosis, step=step,
+                run_id=run_id, tried=frozenset(tried),
+            )  # fmt: skip
+            proposal = proposer.propose(context)
+            if proposal is None:
+                idle += 1
+                log.info("%s: nothing to propose at step %d", proposer.name, step)
+                if idle >= MAX_IDLE_STEPS:
+                    break
+                continue
+            idle = 0
+            report, best, entry = _attempt(task, backend, target, client, proposal, best, result, step, run_id,
+                                           proposer.name, keep_threshold)  # fmt: skip
+            tried.add(_proposal_key(proposal))
+            history.append(entry)
+            diagnosis = report.diagnosis
+            result.steps.append(report)
+            if not report.recorded:
+                result.unrecorded += 1
+            if progress is not None and console is not None:
+                progress.advance(progress.task_ids[0])
+                console.print(_step_line(report), highlight=False)
+            if on_step is not None:
+                on_step(report)
+    finally:
+        if progress is not None:
+            progress.stop()
+    if final_check and best is not baseline:
+        _final_measurement(task, backend, target, result, baseline_source)
+    return result
+
+
+def _final_measurement(
+    task: Task, backend: Backend, target: Target, result: OptimizeResult, baseline: str
+) -> None:
+    """Time the best against the baseline interleaved in one process: the reported speedup."""
+    profile = backend.profile(task, result.best_source, target, parent_source=baseline)
+    if profile.outcome == Outcome.KEPT and profile.parent_median_ns and math.isfinite(profile.median_ns):
+        result.baseline_ns, result.best_ns, result.final_interleaved = (
+            profile.parent_median_ns,
+            profile.median_ns,
+            True,
+        )
+    else:  # keep the separate measurements; the chain is in `curve`
+        log.warning("%s: final interleaved measurement failed: %s", task.name, profile.reason)
+
+
+def _baseline_profile(task: Task, backend: Backend, target: Target, source: str) -> ProfileResult:
+    built = backend.compile(task, source, target)
+    if not built.ok:
+        raise OptimizeError(f"{task.name}: the baseline does not compile: {built.diagnosis}")
+    checked = backend.check(task, source, target)
+    if not checked.correct:
+        raise OptimizeError(f"{task.name}: the baseline is not correct ({checked.outcome}): {checked.reason}")
+    profile = backend.profile(task, source, target)
+    if profile.outcome != Outcome.KEPT or not math.isfinite(profile.median_ns):
+        raise OptimizeError(f"{task.name}: the baseline could not be profiled: {profile.reason}")
+    return profile
+
+
+def _proposal_key(proposal: Proposal) -> str:
+    if proposal.source is not None:
+        return "src:" + hashlib.sha256(proposal.source.encode()).hexdigest()
+    return config_key(proposal.config or {})
+
+
+def _attempt(
+    task: Task, backend: Backend, target: Target, client: ExperienceClient, proposal: Proposal, best: _Best,
+    result: OptimizeResult, step: int, run_id: str, agent: str, keep_threshold: float,
+) -> tuple[StepReport, _Best, HistoryEntry]:  # fmt: skip
+    try:
+        source = proposal.render(task, backend.name)
+    except Exception as exc:  # a task that cannot render a proposed config is a compile error of that config
+        source, outcome, diagnosis, profile = (
+            f"/* render failed: {exc} */",
+            Outcome.COMPILE_ERROR,
+            str(exc),
+            None,
+        )
+    else:
+        outcome, diagnosis, profile = _judge(task, backend, target, source, best)
+    speedup: float | None = None
+    new_best = best
+    if profile is not None:
+        parent_ns = profile.parent_median_ns or best.profile.median_ns
+        speedup = parent_ns / profile.median_ns
+        if speedup > 1.0 + keep_threshold:
+            label = describe_config(proposal.config) if proposal.config is not None else f"llm step {step}"
+            new_best = _Best(proposal.config, source, profile, label)
+            result.chained_speedup *= speedup
+            result.best_ns, result.best_source, result.best_config = (
+                profile.median_ns,
+                source,
+                proposal.config,
+            )
+        else:
+            outcome = Outcome.DISCARDED
+            diagnosis = f"correct but not faster: {speedup:.3f}x the current best (threshold {1 + keep_threshold:.2f}x)"
+    record = AttemptRecord(
+        attempt_key=f"{run_id}:{step}",
+        run_id=run_id,
+        agent=agent,
+        target=target.name,
+        parent=_variant(task, backend.name, best.source, best.label),
+        parent_measurement=measurement(best.profile),
+        transform=AppliedTransform(name=proposal.transform, params=_params(proposal.params)),
+        child=_variant(
+            task,
+            backend.name,
+            source,
+            describe_config(proposal.config) if proposal.config else f"step {step}",
+        ),
+        child_measurement=measurement(profile) if profile is not None else None,
+        outcome=ServiceOutcome(outcome.value),
+        speedup=speedup,
+        diagnosis=diagnosis[:8000],
+        rationale=proposal.rationale[:8000],
+    )
+    recorded = True
+    try:
+        client.record_attempt(record)
+    except KernelGraphError as exc:  # the run goes on; the result says how many did not land
+        log.warning("attempt %s was not recorded: %s", record.attempt_key, exc)
+        recorded = False
+    report = StepReport(
+        step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome, speedup=speedup,
+        median_ns=profile.median_ns if profile is not None else None, best_ns=result.best_ns,
+        speedup_so_far=result.chained_speedup, diagnosis=diagnosis, rationale=proposal.rationale,
+        recorded=recorded,
+    )  # fmt: skip
+    entry = HistoryEntry(step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome,
+                         speedup=speedup, config=proposal.config, diagnosis=diagnosis)  # fmt: skip
+    return report, new_best, entry
+
+
+def _params(params: Any) -> dict[str, Any]:
+    return {str(k): v for k, v in dict(params).items() if isinstance(v, int | float | bool | str)}
+
+
+_STYLE = {
+    Outcome.KEPT: "green", Outcome.DISCARDED: "yellow", Outcome.COMPILE_ERROR: "red",
+    Outcome.INCORRECT: "red", Outcome.CRASHED: "red", Outcome.TIMEOUT: "red",
+}  # fmt: skip
+
+
+def _step_line(report: StepReport) -> str:
+    params = ",".join(f"{k}={v}" for k, v in report.params.items())
+    gain = f" {report.speedup:.2f}x" if report.speedup else ""
+    style = _STYLE[report.outcome]
+    return (
+        f"  step {report.step:>2}  {report.transform}{f'({params})' if params else ''}"
+        f"  [{style}]{report.outcome.value}[/{style}]{gain}  best {report.speedup_so_far:.2f}x"
+    )
+
+
+def _progress(console: Console | None, label: str, budget: int) -> Progress | None:
+    if console is None:
+        return None
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, transient=True,
+    )  # fmt: skip
+    progress.add_task(label, total=budget)
+    progress.start()
+    return progress

@@ -1,0 +1,1 @@
+"""Proposers: what picks the next kernel variant (see `base.Proposer`)."""

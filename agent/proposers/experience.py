@@ -1,0 +1,193 @@
+"""The experience proposer: retrieve what worked from similar measured states, then choose by bandit.
+
+Each step it asks the graph (through the client) which transforms worked on kernels whose *counter
+signature* resembles the current kernel's on this target (mode `counters`; mode `text` retrieves by
+source similarity instead and is the comparison baseline). Every applicable transform is an arm of a
+Thompson-sampling bandit: a Beta prior on "this transform gets kept" and a Normal prior on its log
+speedup, both built from the retrieved evidence (attempts, successes, weighted log speedup, weighted
+by how much of it there is), updated with this run's own outcomes. Transforms without evidence keep
+a flat prior, so they are still explored. Within the chosen transform, parameters that appear in the
+evidence's best examples are preferred.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent.proposers.base import (
+    Candidate,
+    HistoryEntry,
+    Proposal,
+    ProposalContext,
+    candidates,
+    finite_counters,
+)
+from agent.results import Outcome
+from service.client import ExperienceClient
+from service.errors import KernelGraphError
+from service.models import RetrievalMode, RetrievedTransform, RetrieveRequest
+
+log = logging.getLogger(__name__)
+
+FAILURE_GAIN = -0.1  # the log "speedup" of an attempt that did not run: it wasted a try
+GAIN_SIGMA = 0.5  # spread of one attempt's log speedup around a transform's mean
+PRIOR_GAIN = 0.05  # mildly optimistic: an untried transform is assumed worth a look
+MAX_EVIDENCE_WEIGHT = 20.0  # evidence never counts for more than this many of this run's own tries
+PREFER_EVIDENCE_PARAMS = 0.8  # probability of taking the evidence's parameters when they apply
+
+
+@dataclass(frozen=True)
+class ArmPosterior:
+    """What the bandit believes about one transform before sampling."""
+
+    transform: str
+    alpha: float  # Beta(alpha, beta) on "kept"
+    beta: float
+    gain_mean: float  # Normal on the log speedup of one attempt
+    gain_sd: float
+    evidence_attempts: int
+
+
+def posterior(
+    transform: str, evidence: RetrievedTransform | None, run: Sequence[HistoryEntry]
+) -> ArmPosterior:
+    """The arm's prior from retrieved evidence, updated with this run's attempts of it."""
+    weight, successes, failures, gain_sum, attempts = 0.0, 0.0, 0.0, 0.0, 0
+    if evidence is not None and evidence.attempts > 0:
+        attempts = evidence.attempts
+        # The service's confidence = W / (W + prior): recover the similarity-weighted count W.
+        conf = min(max(evidence.confidence, 0.0), 0.999)
+        weight = min(conf / (1.0 - conf), MAX_EVIDENCE_WEIGHT, float(evidence.attempts))
+        rate = evidence.success_rate
+        successes, failures = weight * rate, weight * (1.0 - rate)
+        gain_sum = weight * evidence.weighted_log_speedup
+    for entry in run:
+        kept = entry.outcome == Outcome.KEPT
+        successes += 1.0 if kept else 0.0
+        failures += 0.0 if kept else 1.0
+        gain_sum += math.log(entry.speedup) if entry.speedup else FAILURE_GAIN
+        weight += 1.0
+    n = 1.0 + weight  # one pseudo-observation of the optimistic prior
+    return ArmPosterior(
+        transform=transform,
+        alpha=1.0 + successes,
+        beta=1.0 + failures,
+        gain_mean=(PRIOR_GAIN + gain_sum) / n,
+        gain_sd=GAIN_SIGMA / math.sqrt(n),
+        evidence_attempts=attempts,
+    )
+
+
+def sample_value(arm: ArmPosterior, rng: random.Random) -> float:
+    """One Thompson draw: P(kept) times the log speedup (a loss counts fully)."""
+    p = rng.betavariate(arm.alpha, arm.beta)
+    gain = rng.gauss(arm.gain_mean, arm.gain_sd)
+    return p * gain if gain > 0 else gain * (1.0 - p) + (p - 1.0) * 0.01
+
+
+def params_match(params: Mapping[str, Any], example: Mapping[str, Any]) -> bool:
+    """True when the evidence's parameters name the same values for every key they share (>= 1)."""
+    shared = [k for k in params if k in example]
+    return bool(shared) and all(params[k] == example[k] for k in shared)
+
+
+class ExperienceProposer:
+    """Retrieval-guided Thompson sampling over the applicable transforms (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: ExperienceClient,
+        *,
+        mode: RetrievalMode | str = RetrievalMode.COUNTERS,
+        seed: int = 0,
+        exclude_task: str | None = None,
+        k: int = 20,
+    ) -> None:
+        self.client = client
+        self.mode = RetrievalMode(mode)
+        self.rng = random.Random(seed)
+        self.exclude_task = exclude_task
+        self.k = k
+        self.name = "experience" if self.mode is RetrievalMode.COUNTERS else f"experience-{self.mode.value}"
+        self.last_evidence: dict[str, RetrievedTransform] = {}
+        self.last_posteriors: dict[str, ArmPosterior] = {}
+
+    def retrieve(self, context: ProposalContext) -> dict[str, RetrievedTransform]:
+        """The retrieved transforms for the current kernel, by name; empty when retrieval fails."""
+        request: dict[str, Any] = {
+            "target": context.target.name,
+            "mode": self.mode.value,
+            "k": self.k,
+            "limit": 20,
+            "exclude_task": self.exclude_task,
+        }
+        if self.mode in (RetrievalMode.COUNTERS, RetrievalMode.HYBRID):
+            counters = finite_counters(context.profile)
+            if not counters or context.profile is None:
+                return {}
+            request.update(counters=counters, counter_source=context.profile.counter_source)
+        if self.mode in (RetrievalMode.TEXT, RetrievalMode.HYBRID):
+            request["source"] = context.source
+        try:
+            response = self.client.retrieve(RetrieveRequest.model_validate(request))
+        except (KernelGraphError, ValueError) as exc:  # no evidence is a state, not a crash
+            log.warning("retrieval failed (%s); choosing without evidence", exc)
+            return {}
+        return {row.transform: row for row in response.transforms}
+
+    def propose(self, context: ProposalContext) -> Proposal | None:
+        if context.config is None:
+            return None
+        options = candidates(context.task, context.config, context.tried)
+        if not options:
+            return None
+        evidence = self.retrieve(context)
+        self.last_evidence = evidence
+        by_transform: dict[str, list[Candidate]] = defaultdict(list)
+        for option in options:
+            by_transform[option.transform].append(option)
+        history: dict[str, list[HistoryEntry]] = defaultdict(list)
+        for entry in context.history:
+            history[entry.transform].append(entry)
+        arms = {name: posterior(name, evidence.get(name), history[name]) for name in sorted(by_transform)}
+        self.last_posteriors = arms
+        draws = {name: sample_value(arm, self.rng) for name, arm in arms.items()}
+        transform = max(draws, key=lambda name: draws[name])
+        choice, why = self._params(by_transform[transform], evidence.get(transform))
+        arm = arms[transform]
+        found = evidence.get(transform)
+        rationale = (
+            f"{transform}: {arm.evidence_attempts} retrieved attempts"
+            + (
+                f" (success rate {found.success_rate:.2f}, score {found.score:+.3f})"
+                if found
+                else " (no evidence: exploring)"
+            )
+            + f", {len(history[transform])} in this run; Thompson draw {draws[transform]:+.3f}; {why}"
+        )
+        return Proposal(
+            transform=choice.transform,
+            params=dict(choice.params),
+            config=choice.config,
+            rationale=rationale[:2000],
+            evidence=list(found.evidence_attempt_keys[:10]) if found else [],
+        )
+
+    def _params(self, options: list[Candidate], evidence: RetrievedTransform | None) -> tuple[Candidate, str]:
+        """Prefer the parameters of the best example, then those of other good examples."""
+        if evidence is not None and self.rng.random() < PREFER_EVIDENCE_PARAMS:
+            examples: list[Mapping[str, Any]] = []
+            if evidence.best_example and isinstance(evidence.best_example.get("params"), dict):
+                examples.append(evidence.best_example["params"])
+            examples.extend(p for p in evidence.params if isinstance(p, dict))
+            for rank, example in enumerate(examples):
+                for option in options:
+                    if params_match(option.params, example):
+                        return option, f"parameters of evidence example #{rank + 1}"
+        return self.rng.choice(options), "parameters chosen uniformly"

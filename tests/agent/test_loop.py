@@ -1,0 +1,105 @@
+"""The optimization loop on the real C backend and the real Neo4j, through the in-process client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.backends.c import CBackend
+from agent.backends.sandbox import TimingPlan
+from agent.loop import optimize
+from agent.proposers.base import Proposal, ProposalContext
+from agent.proposers.memoryless import MemorylessProposer
+from agent.results import Outcome
+from agent.targets import Target
+from agent.tasks import get_task
+from service.client import InProcessClient
+from service.knowledge import KnowledgeService
+from service.store import GraphStore
+
+QUICK = TimingPlan(warmup=1, min_trials=5, max_trials=15, budget_s=0.4)
+MATMUL_HEAD = "#include <string.h>\nvoid kernel(const float* restrict a, const float* restrict b, float* restrict c, int n) {\n"
+
+
+@pytest.fixture
+def client(store: GraphStore, namespace: str) -> Iterator[InProcessClient]:
+    with InProcessClient(KnowledgeService(store), namespace) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def quick_backend(tmp_path_factory: pytest.TempPathFactory) -> CBackend:
+    cache: Path = tmp_path_factory.mktemp("loop-cache")
+    return CBackend(cache_dir=cache, check_timeout_s=4.0, timing=QUICK, counters=False)
+
+
+def attempts_in_graph(store: GraphStore, namespace: str, run_id: str) -> list[dict[str, object]]:
+    _, rows = store.run_text(
+        "MATCH (a:Attempt {namespace: $ns, run_id: $run}) "
+        "OPTIONAL MATCH (a)-[:RESULTED_IN]->(m:Measurement) "
+        "RETURN a.attempt_key AS key, a.outcome AS outcome, a.diagnosis AS diagnosis, a.transform AS transform, "
+        "m IS NOT NULL AS measured ORDER BY key",
+        {"ns": namespace, "run": run_id},
+        write=False,
+    )
+    return rows
+
+
+def test_memoryless_matmul_doubles_and_records_every_attempt(
+    quick_backend: CBackend, cpu_target: Target, client: InProcessClient, store: GraphStore, namespace: str
+) -> None:
+    result = optimize(
+        get_task("matmul"), quick_backend, cpu_target, MemorylessProposer(seed=3), client, budget=8, seed=3
+    )
+    assert result.attempts == 8
+    assert result.speedup > 2.0, result.to_json()
+    assert sum(result.outcomes.values()) == result.attempts
+    assert len(result.curve) == 8 and result.curve == sorted(result.curve)
+    assert result.unrecorded == 0
+    rows = attempts_in_graph(store, namespace, result.run_id)
+    assert len(rows) == result.attempts
+    assert sorted(r["outcome"] for r in rows) == sorted(s.outcome.value for s in result.steps)
+    assert "void kernel" in result.best_source
+
+
+BAD_SOURCES = {
+    Outcome.COMPILE_ERROR: MATMUL_HEAD + "    int i = 0\n    c[i] = a[i];\n}\n",
+    Outcome.CRASHED: MATMUL_HEAD + "    *(volatile int*)0 = 1;\n}\n",
+    Outcome.TIMEOUT: MATMUL_HEAD + "    for (volatile int i = 0; ; i++) {}\n}\n",
+    Outcome.INCORRECT: MATMUL_HEAD + "    memset(c, 0, sizeof(float) * (size_t)n * n);\n}\n",
+}
+
+
+class ScriptedProposer:
+    """Returns the bad sources in order, then one good config; remembers what it was told."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.script = [
+            Proposal("unroll", {}, source=src, rationale=f"bad: {o}") for o, src in BAD_SOURCES.items()
+        ]
+        self.seen_diagnoses: list[str] = []
+
+    def propose(self, context: ProposalContext) -> Proposal | None:
+        self.seen_diagnoses.append(context.diagnosis)
+        if self.script:
+            return self.script.pop(0)
+        assert context.config is not None
+        return Proposal("parallelize", {}, config={**context.config, "order": "ikj", "parallel": True})
+
+
+def test_bad_proposals_are_recorded_and_the_loop_goes_on(
+    quick_backend: CBackend, cpu_target: Target, client: InProcessClient, store: GraphStore, namespace: str
+) -> None:
+    proposer = ScriptedProposer()
+    result = optimize(get_task("matmul"), quick_backend, cpu_target, proposer, client, budget=5)
+    assert [s.outcome for s in result.steps] == [*BAD_SOURCES, Outcome.KEPT]
+    assert all(s.diagnosis for s in result.steps[:4])
+    assert "expected" in proposer.seen_diagnoses[1]  # the compile error's located diagnosis came back
+    rows = attempts_in_graph(store, namespace, result.run_id)
+    assert [r["outcome"] for r in rows] == [o.value for o in [*BAD_SOURCES, Outcome.KEPT]]
+    assert all(r["diagnosis"] for r in rows[:4]) and not any(r["measured"] for r in rows[:4])
+    assert rows[4]["measured"] and result.speedup > 1.0

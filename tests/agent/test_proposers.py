@@ -1,0 +1,120 @@
+"""Proposers: memoryless never repeats itself; experience follows the evidence and still explores."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from agent.backends.c import CBackend
+from agent.proposers.base import HistoryEntry, ProposalContext, Proposer, candidates, config_key
+from agent.proposers.experience import ExperienceProposer, params_match, posterior
+from agent.proposers.memoryless import MemorylessProposer
+from agent.results import Outcome, ProfileResult
+from agent.targets import Target
+from agent.tasks import get_task
+from service.client import InProcessClient
+from service.knowledge import KnowledgeService
+from service.store import GraphStore
+from tests import factories
+
+TARGET = Target(name="cpu-test", kind="cpu", arch="x86-64-v3", peak_gflops=200.0, peak_gbps=20.0, cores=2,
+                isa="x86-64-v3")  # fmt: skip
+PROFILE = ProfileResult(
+    median_ns=1e6, iqr_ns=1e4, trials=21, counter_source="cpu_timing",
+    counters={"time_ns": 1e6, "flops": 2e6, "bytes": 1e6, "threads": 1.0, "rel_iqr": float("nan")},
+)  # fmt: skip
+
+
+def context(tried: frozenset[str] = frozenset(), history: tuple[HistoryEntry, ...] = ()) -> ProposalContext:
+    task = get_task("matmul")
+    return ProposalContext(
+        task=task, backend=CBackend(), target=TARGET, config=task.baseline_config,
+        source=task.source("c", task.baseline_config), profile=PROFILE, history=history, tried=tried,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def client(store: GraphStore, namespace: str) -> Iterator[InProcessClient]:
+    with InProcessClient(KnowledgeService(store), namespace) as c:
+        c.upsert_targets([factories.target("cpu-test")])
+        yield c
+
+
+def test_proposers_satisfy_the_protocol(client: InProcessClient) -> None:
+    assert isinstance(MemorylessProposer(), Proposer)
+    assert isinstance(ExperienceProposer(client), Proposer)
+
+
+def test_memoryless_is_seeded_and_never_repeats_a_tried_config() -> None:
+    ctx = context()
+    picks = [MemorylessProposer(seed=5).propose(ctx) for _ in range(2)]
+    assert picks[0] == picks[1]
+    tried = {config_key(ctx.task.baseline_config)}
+    proposer = MemorylessProposer(seed=1)
+    while (proposal := proposer.propose(context(frozenset(tried)))) is not None:
+        assert proposal.config is not None
+        key = config_key(proposal.config)
+        assert key not in tried
+        tried.add(key)
+    assert len(tried) == 1 + len(candidates(ctx.task, ctx.task.baseline_config))
+
+
+def test_memoryless_spreads_over_transforms() -> None:
+    proposer = MemorylessProposer(seed=0)
+    names = Counter(p.transform for p in (proposer.propose(context()) for _ in range(120)) if p)
+    task = get_task("matmul")
+    assert set(names) == {c.transform for c in candidates(task, task.baseline_config)}
+
+
+def seed_evidence(client: InProcessClient) -> None:
+    """parallelize worked from this state again and again; unroll and tile did not."""
+    rows = []
+    for i in range(6):
+        rows.append(factories.attempt(f"prior:{i}", "parallelize", speedup=1.9, child_source=f"/* p{i} */"))
+        rows[-1]["transform"]["params"] = {}
+    for i in range(3):
+        rows.append(factories.attempt(f"prior:u{i}", "unroll", speedup=0.9, outcome="discarded",
+                                      child_source=f"/* u{i} */"))  # fmt: skip
+        rows.append(factories.attempt(f"prior:t{i}", "tile", speedup=None, outcome="compile_error",
+                                      child_source=f"/* t{i} */"))  # fmt: skip
+    client.record_attempts(rows)
+
+
+def test_experience_prefers_what_the_evidence_favours_yet_explores(client: InProcessClient) -> None:
+    seed_evidence(client)
+    proposer = ExperienceProposer(client, seed=11)
+    picks = Counter()
+    for _ in range(30):
+        proposal = proposer.propose(context())
+        assert proposal is not None
+        picks[proposal.transform] += 1
+    assert proposer.last_evidence["parallelize"].successes == 6
+    assert picks.most_common(1)[0][0] == "parallelize" and picks["parallelize"] >= 12, picks
+    no_evidence = {"interchange", "vectorize", "change_layout"}
+    assert sum(picks[t] for t in no_evidence) >= 1, picks  # untried transforms are still explored
+    assert picks["tile"] + picks["unroll"] < picks["parallelize"]
+
+
+def test_run_outcomes_update_the_belief() -> None:
+    fresh = posterior("tile", None, [])
+    failed = posterior(
+        "tile", None, [HistoryEntry(i, "tile", {}, Outcome.COMPILE_ERROR, None, None) for i in range(3)]
+    )
+    won = posterior("tile", None, [HistoryEntry(0, "tile", {}, Outcome.KEPT, 2.0, None)])
+    assert failed.gain_mean < fresh.gain_mean < won.gain_mean
+    assert failed.beta > fresh.beta and won.alpha > fresh.alpha
+
+
+def test_params_of_the_best_example_are_preferred() -> None:
+    assert params_match({"tile": 32}, {"tile": 32, "factor": 4})
+    assert not params_match({"tile": 64}, {"tile": 32})
+    assert not params_match({"tile": 64}, {"factor": 4})
+
+
+def test_text_mode_without_an_embedder_still_proposes(client: InProcessClient) -> None:
+    proposer = ExperienceProposer(client, mode="text", seed=0)
+    assert proposer.name == "experience-text"
+    proposal = proposer.propose(context())
+    assert proposal is not None and proposal.config is not None and proposer.last_evidence == {}
