@@ -46,6 +46,7 @@ from service.models import Outcome as ServiceOutcome
 
 log = logging.getLogger(__name__)
 
+STATIC_ONLY = "compiled and correct; static metrics recorded, not timed (no GPU here to time it)"
 DEFAULT_KEEP_THRESHOLD = 0.02  # keep only >2% faster, so timing noise is not kept
 MAX_IDLE_STEPS = 3  # stop after this many steps in a row with nothing to propose
 
@@ -92,6 +93,12 @@ class OptimizeResult:
         return self.baseline_ns / self.best_ns
 
     @property
+    def static_only(self) -> bool:
+        """Nothing could be timed (a GPU target on a machine without one): attempts were compiled,
+        checked in the interpreter and recorded with static metrics, and none was kept."""
+        return not math.isfinite(self.baseline_ns)
+
+    @property
     def attempts(self) -> int:
         return len(self.steps)
 
@@ -113,9 +120,10 @@ class OptimizeResult:
             "proposer": self.proposer,
             "run_id": self.run_id,
             "budget": self.budget,
-            "baseline_ns": self.baseline_ns,
-            "best_ns": self.best_ns,
-            "speedup": self.speedup,
+            "static_only": self.static_only,
+            "baseline_ns": _finite_or_none(self.baseline_ns),
+            "best_ns": _finite_or_none(self.best_ns),
+            "speedup": _finite_or_none(self.speedup),
             "attempts": self.attempts,
             "outcomes": self.outcomes,
             "curve": self.curve,
@@ -124,6 +132,10 @@ class OptimizeResult:
             "unrecorded": self.unrecorded,
             "steps": [_step_json(s) for s in self.steps],
         }
+
+
+def _finite_or_none(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def _step_json(s: StepReport) -> dict[str, Any]:
@@ -160,9 +172,10 @@ def hardware_target(target: Target) -> HardwareTarget:
 def measurement(profile: ProfileResult) -> Measurement:
     """The service's Measurement of a successful profile, raw counters included."""
     counters = {k: float(v) for k, v in profile.counters.items() if math.isfinite(v)}
+    timed = not profile.static
     return Measurement(
-        median_ns=profile.median_ns,
-        iqr_ns=profile.iqr_ns if math.isfinite(profile.iqr_ns) and profile.iqr_ns >= 0 else None,
+        median_ns=profile.median_ns if timed else None,
+        iqr_ns=profile.iqr_ns if timed and math.isfinite(profile.iqr_ns) and profile.iqr_ns >= 0 else None,
         trials=profile.trials,
         correct=True,
         static=profile.static,
@@ -196,6 +209,8 @@ def _judge(
     if not checked.correct:
         return checked.outcome, checked.reason, None
     profile = backend.profile(task, source, target, parent_source=parent.source)
+    if profile.outcome == Outcome.KEPT and profile.static:
+        return Outcome.DISCARDED, STATIC_ONLY, profile
     if profile.outcome != Outcome.KEPT or not math.isfinite(profile.median_ns) or profile.median_ns <= 0:
         outcome = profile.outcome if profile.outcome != Outcome.KEPT else Outcome.CRASHED
         return outcome, profile.reason or "profile failed", None
@@ -297,8 +312,11 @@ def _baseline_profile(task: Task, backend: Backend, target: Target, source: str)
     if not checked.correct:
         raise OptimizeError(f"{task.name}: the baseline is not correct ({checked.outcome}): {checked.reason}")
     profile = backend.profile(task, source, target)
+    if profile.outcome == Outcome.KEPT and profile.static:
+        return profile  # compile-only target (no GPU): variants are explored and recorded, not timed
     if profile.outcome != Outcome.KEPT or not math.isfinite(profile.median_ns):
-        raise OptimizeError(f"{task.name}: the baseline could not be profiled: {profile.reason}")
+        reason = profile.reason or f"{profile.outcome.value}, no runtime measured"
+        raise OptimizeError(f"{task.name}: the baseline could not be profiled: {reason}")
     return profile
 
 
@@ -325,7 +343,7 @@ def _attempt(
         outcome, diagnosis, profile = _judge(task, backend, target, source, best)
     speedup: float | None = None
     new_best = best
-    if profile is not None:
+    if profile is not None and not profile.static:
         parent_ns = profile.parent_median_ns or best.profile.median_ns
         speedup = parent_ns / profile.median_ns
         if speedup > 1.0 + keep_threshold:
@@ -368,7 +386,7 @@ def _attempt(
         recorded = False
     report = StepReport(
         step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome, speedup=speedup,
-        median_ns=profile.median_ns if profile is not None else None, best_ns=result.best_ns,
+        median_ns=profile.median_ns if profile is not None and not profile.static else None, best_ns=result.best_ns,
         speedup_so_far=result.chained_speedup, diagnosis=diagnosis, rationale=proposal.rationale,
         recorded=recorded,
     )  # fmt: skip

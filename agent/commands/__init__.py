@@ -6,19 +6,17 @@ import typer
 
 
 def register_all(app: typer.Typer) -> None:
-    """Attach every command group; each area's module owns its commands (add one line per module)."""
-    from agent.commands import bench, graph, kernels, triton_cmd
+    """Attach every area's commands to the app (each module's `register` adds its own)."""
+    from agent.commands import (
+        agent_cmd,
+        bench,
+        browser_cmd,
+        graph,
+        import_cmd,
+        kernels,
+        service_cmd,
+        triton_cmd,
+    )
 
-    graph.register(app)
-
-    triton_cmd.register(app)
-    bench.register(app)
-    kernels.register(app)
-    from agent.commands import browser_cmd
-
-    browser_cmd.register(app)
-    from agent.commands import import_cmd
-
-    import_cmd.register(app)
-    __import__("agent.commands.agent_cmd", fromlist=["register"]).register(app)
-    __import__("agent.commands.service_cmd", fromlist=["register"]).register(app)
+    for module in (graph, kernels, triton_cmd, agent_cmd, bench, import_cmd, service_cmd, browser_cmd):
+        module.register(app)

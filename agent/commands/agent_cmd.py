@@ -94,10 +94,11 @@ def result_table(results: list[OptimizeResult], title: str) -> Table:
     table.add_column("")
     for r in results:
         table.add_column(f"{r.task} · {r.proposer}", justify="right")
+    untimed = "not timed (no GPU)"
     rows: list[tuple[str, list[str]]] = [
-        ("baseline", [f"{r.baseline_ns / 1e6:.2f} ms" for r in results]),
-        ("best", [f"{r.best_ns / 1e6:.2f} ms" for r in results]),
-        ("speedup", [f"[bold]{r.speedup:.2f}x[/bold]" for r in results]),
+        ("baseline", [untimed if r.static_only else f"{r.baseline_ns / 1e6:.2f} ms" for r in results]),
+        ("best", [untimed if r.static_only else f"{r.best_ns / 1e6:.2f} ms" for r in results]),
+        ("speedup", [untimed if r.static_only else f"[bold]{r.speedup:.2f}x[/bold]" for r in results]),
         ("attempts", [str(r.attempts) for r in results]),
     ]
     for outcome in results[0].outcomes if results else {}:

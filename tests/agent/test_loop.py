@@ -103,3 +103,29 @@ def test_bad_proposals_are_recorded_and_the_loop_goes_on(
     assert [r["outcome"] for r in rows] == [o.value for o in [*BAD_SOURCES, Outcome.KEPT]]
     assert all(r["diagnosis"] for r in rows[:4]) and not any(r["measured"] for r in rows[:4])
     assert rows[4]["measured"] and result.speedup > 1.0
+
+
+def test_triton_without_a_gpu_records_static_attempts_and_keeps_nothing(
+    client: InProcessClient, store: GraphStore, namespace: str
+) -> None:
+    import torch
+
+    from agent.backends.triton import TritonBackend
+    from agent.targets import get_target
+
+    if torch.cuda.is_available():
+        pytest.skip("with a GPU the Triton path is timed for real")
+    result = optimize(get_task("softmax", "triton"), TritonBackend(), get_target("cuda-sm90"),
+                      MemorylessProposer(seed=1), client, budget=2, seed=1)  # fmt: skip
+    assert result.static_only and result.to_json()["speedup"] is None
+    assert result.outcomes["kept"] == 0 and result.attempts == 2
+    _, rows = store.run_text(
+        "MATCH (a:Attempt {namespace: $ns, run_id: $run})-[:RESULTED_IN]->(m:Measurement) "
+        "RETURN m.static AS static, m.median_ns AS median, m.counter_source AS source, "
+        "m.signature_missing AS missing, a.outcome AS outcome",
+        {"ns": namespace, "run": result.run_id}, write=False,
+    )  # fmt: skip
+    assert len(rows) == 2
+    for row in rows:
+        assert row["static"] is True and row["median"] is None and row["source"] == "nvidia_static"
+        assert "register_pressure" not in row["missing"] and row["outcome"] == "discarded"
