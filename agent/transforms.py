@@ -24,6 +24,7 @@ class Transform(StrEnum):
     SPLIT_REDUCTION = "split_reduction"
     PRIVATIZE = "privatize"
     STRENGTH_REDUCE = "strength_reduce"
+    NONTEMPORAL = "nontemporal"
 
     @property
     def description(self) -> str:
@@ -43,4 +44,5 @@ _DESCRIPTIONS: dict[Transform, str] = {
     Transform.SPLIT_REDUCTION: "Use several independent accumulators to break the add latency chain.",
     Transform.PRIVATIZE: "Give each thread or lane a private copy of a shared output, merged at the end.",
     Transform.STRENGTH_REDUCE: "Replace an expensive operation (divide) by a cheaper one (multiply).",
+    Transform.NONTEMPORAL: "Write a streamed output with non-temporal stores that bypass the cache.",
 }

@@ -45,6 +45,10 @@ class TimingPlan:
     target_rel_iqr: float = 0.02  # ... or as soon as the spread is this tight
 
 
+# Enough for keep decisions and the studies: the 20-trial floor, capped at about a second per pair.
+FAST_TIMING = TimingPlan(warmup=2, min_trials=20, max_trials=60, budget_s=1.0)
+
+
 def child_env(threads: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_", "KMP_"))}
     env.update(

@@ -379,6 +379,7 @@ def run_ablation(
 ) -> dict[str, Any]:
     """Run the whole study against `knowledge` (a KnowledgeService) and return the report."""
     from agent.backends.c import CBackend
+    from agent.backends.sandbox import FAST_TIMING
     from agent.targets import host_identity
     from service.client import InProcessClient
 
@@ -387,7 +388,7 @@ def run_ablation(
     run = f"ablation-{timestamp().lower()}"
     experience = InProcessClient(knowledge, f"{run}-experience")
     scratch = InProcessClient(knowledge, f"{run}-arms")
-    backend = MemoBackend(CBackend())
+    backend = MemoBackend(CBackend(timing=FAST_TIMING))
     plan = AblationPlan(list(tasks), target, budget, seeds, transfer_source=transfer_source)
 
     say(

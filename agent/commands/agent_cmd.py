@@ -38,12 +38,12 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def make_backend(name: str, *, quick: bool = True) -> Backend:
-    """The backend by name; `quick` shortens timing (fewer trials), enough for the keep decision."""
+    """The backend by name; `quick` caps the trials (still 20 at least: the evaluator's floor) and the time."""
     if name == "c":
         from agent.backends.c import CBackend
-        from agent.backends.sandbox import TimingPlan
+        from agent.backends.sandbox import FAST_TIMING, TimingPlan
 
-        plan = TimingPlan(warmup=1, min_trials=7, max_trials=40, budget_s=0.6) if quick else TimingPlan()
+        plan = FAST_TIMING if quick else TimingPlan()
         return CBackend(timing=plan)
     if name == "triton":
         from agent.backends.triton import TritonBackend

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import C_PRELUDE, f32, par_simd, rng, turn_on
+from agent.tasks._common import (
+    f32,
+    nt_fence,
+    nt_store,
+    omp_for,
+    parallelize,
+    prelude,
+    rng,
+    schedule,
+    set_knob,
+    turn_on,
+    vloop,
+)
 from agent.tasks.base import Arrays, Config, Task
 from agent.transforms import Transform
 
@@ -23,24 +35,42 @@ def reference(inputs: Arrays) -> Arrays:
 
 
 def render_c(config: Config) -> str:
-    def loop(stmt: str) -> str:
-        return par_simd(config) + f"    for (long i = 0; i < n; i++) {stmt}\n"
-
+    block = int(config.get("block", 0))
     if config["fuse"]:
-        body = loop(
-            "{ float t = 1.5f * x[i] + z[i]; t = t > 0.0f ? t : 0.0f; y[i] = t * x[i] - 0.5f * z[i]; }"
+        passes = [
+            ("t", "{ float t = 1.5f * x[i] + z[i]; t = t > 0.0f ? t : 0.0f; ", "t * x[i] - 0.5f * z[i]")
+        ]
+    else:
+        passes = [
+            ("", "", "1.5f * x[i] + z[i]"),
+            ("", "", "y[i] > 0.0f ? y[i] : 0.0f"),
+            ("", "", "y[i] * x[i]"),
+            ("", "", "y[i] - 0.5f * z[i]"),
+        ]
+
+    def stmt(k: int) -> str:
+        tmp, pre, value = passes[k]
+        last = k == len(passes) - 1
+        store = nt_store(config, "y[i]", value) if last else f"y[i] = {value};"
+        return f"{pre}{store} }}" if tmp else store
+
+    if block:
+        # Cache blocking: all passes over one block before the next, so passes 2..4 re-read cache.
+        inner = "".join(vloop(config, "i", "b", "e", stmt(k), pad="        ") for k in range(len(passes)))
+        body = (
+            omp_for(config) + f"    for (long b = 0; b < n; b += {block}) {{\n"
+            f"        long e = b + {block} < n ? b + {block} : n;\n" + inner + "    }\n"
         )
     else:
-        body = (
-            loop("y[i] = 1.5f * x[i] + z[i];")
-            + loop("y[i] = y[i] > 0.0f ? y[i] : 0.0f;")
-            + loop("y[i] = y[i] * x[i];")
-            + loop("y[i] = y[i] - 0.5f * z[i];")
+        body = "".join(
+            vloop(config, "i", "0", "n", stmt(k), parallel=bool(config["parallel"]))
+            for k in range(len(passes))
         )
     return (
-        C_PRELUDE + f"/* elementwise {dict(config)} */\n"
+        prelude(config) + f"/* elementwise {dict(config)} */\n"
         "void kernel(const float* restrict x, const float* restrict z, float* restrict y, int n) {\n"
         + body
+        + nt_fence(config)
         + "}\n"
     )
 
@@ -57,11 +87,23 @@ def task() -> Task:
         reference=reference,
         flops=lambda x: 6.0 * x["x"].size,
         bytes_moved=lambda x: 12.0 * x["x"].size,
-        baseline_config={"fuse": False, "simd": False, "parallel": False},
+        baseline_config={
+            "fuse": False,
+            "block": 0,
+            "simd": False,
+            "unroll": 1,
+            "stream": False,
+            "parallel": False,
+            "schedule": "static",
+        },
         transforms=(
             turn_on(Transform.FUSE, "fuse"),
+            set_knob(Transform.BLOCK_FOR_CACHE, "block", (4096, 65536, 0)),
             turn_on(Transform.VECTORIZE, "simd"),
-            turn_on(Transform.PARALLELIZE, "parallel"),
+            set_knob(Transform.UNROLL, "unroll", (4, 1)),
+            turn_on(Transform.NONTEMPORAL, "stream"),
+            parallelize(),
+            schedule(),
         ),
         render={"c": render_c},
         sizes=lambda x: {"n": x["x"].size},

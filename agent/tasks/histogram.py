@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import C_PRELUDE, f32, rng, set_knob
+from agent.tasks._common import C_PRELUDE, SCHEDULES, f32, rng, schedule_of, set_knob, turn_on
 from agent.tasks.base import Arrays, Config, Task
 from agent.transforms import Transform
 
@@ -26,38 +26,72 @@ def reference(inputs: Arrays) -> Arrays:
 def render_c(config: Config) -> str:
     copies = int(config["copies"])
     strategy = config["parallel"]
-    idx = "(int)(x[i] * 256.0f)"
-    if copies > 1:
-        local = (
-            f"    int part[{copies}][256];\n    memset(part, 0, sizeof(part));\n"
-            f"    long m = n - n % {copies};\n"
-            + ("    #pragma omp for schedule(static)\n" if strategy == "private" else "")
-            + f"    for (long i = 0; i < m; i += {copies}) {{\n"
-            + "".join(f"        part[{c}][(int)(x[i + {c}] * 256.0f)]++;\n" for c in range(copies))
-            + "    }\n"
-            + ("    #pragma omp single nowait\n" if strategy == "private" else "")
-            + "    for (long i = m; i < n; i++) part[0][(int)(x[i] * 256.0f)]++;\n"
-            f"    for (int c = 0; c < {copies}; c++) for (int b = 0; b < 256; b++) mine[b] += part[c][b];\n"
+    stride = 256 + 16 if config.get("pad") else 256  # padded copies do not alias each other in L1
+    sched = schedule_of(config)
+    omp_loop = f"    #pragma omp for schedule({sched})\n" if strategy == "private" else ""
+    if strategy == "atomic":
+        omp_loop = f"    #pragma omp parallel for schedule({sched})\n"
+    inc = "    #pragma omp atomic\n" if strategy == "atomic" else ""
+    if config.get("simd"):
+        # Compute a chunk of bin indices with SIMD first, then do the scattered increments.
+        idx = "bin[q]"
+        head, tail = (
+            "        int bin[16];\n        #pragma omp simd\n"
+            "        for (int q = 0; q < 16; q++) bin[q] = (int)(x[i + q] * 256.0f);\n",
+            "",
+        )
+        step = 16
+    else:
+        idx, head, tail, step = "", "", "", 1
+    base = f"    long m = n - n % {step * copies};\n"
+    if step == 16:
+        incs = "".join(
+            f"        for (int q = {c}; q < 16; q += {copies}) {{\n    {inc}        part[{c} * {stride} + {idx}]++;\n        }}\n"
+            for c in range(copies)
         )
     else:
-        local = (
-            "    #pragma omp for schedule(static)\n" if strategy == "private" else ""
-        ) + f"    for (long i = 0; i < n; i++) mine[{idx}]++;\n"
+        incs = "".join(
+            f"        {{\n    {inc}        part[{c} * {stride} + (int)(x[i + {c}] * 256.0f)]++;\n        }}\n"
+            for c in range(copies)
+        )
+    loop = (
+        base
+        + omp_loop
+        + f"    for (long i = 0; i < m; i += {step * copies if step == 1 else 16}) {{\n"
+        + head
+        + incs
+        + tail
+        + "    }\n"
+    )
+    rest = "    for (long i = m; i < n; i++) part[(int)(x[i] * 256.0f)]++;\n"
+    merge = f"    for (int c = 0; c < {copies}; c++) for (int b = 0; b < 256; b++) hist[b] += part[c * {stride} + b];\n"
     if strategy == "private":
         body = (
             "    memset(hist, 0, sizeof(int) * 256);\n"
-            "    #pragma omp parallel\n    {\n    int mine[256];\n    memset(mine, 0, sizeof(mine));\n"
-            + local
-            + "    #pragma omp critical\n    for (int b = 0; b < 256; b++) hist[b] += mine[b];\n    }\n"
-        )
-    elif strategy == "atomic":
-        body = (
-            "    memset(hist, 0, sizeof(int) * 256);\n"
-            "    #pragma omp parallel for schedule(static)\n"
-            f"    for (long i = 0; i < n; i++) {{\n        #pragma omp atomic\n        hist[{idx}]++;\n    }}\n"
+            "    #pragma omp parallel\n    {\n"
+            f"    int part[{copies * stride}];\n    memset(part, 0, sizeof(part));\n"
+            + loop
+            + "    #pragma omp single nowait\n"
+            + rest
+            + "    #pragma omp critical\n"
+            + merge
+            + "    }\n"
         )
     else:
-        body = "    int* mine = hist;\n    memset(hist, 0, sizeof(int) * 256);\n" + local
+        static = "static " if strategy == "atomic" else ""
+        decl = (
+            f"    int* part = calloc({copies * stride}, sizeof(int));\n"
+            if static
+            else f"    int part[{copies * stride}];\n    memset(part, 0, sizeof(part));\n"
+        )
+        body = (
+            "    memset(hist, 0, sizeof(int) * 256);\n"
+            + decl
+            + loop
+            + rest
+            + merge
+            + ("    free(part);\n" if static else "")
+        )
     return (
         C_PRELUDE + f"/* histogram {dict(config)} */\n"
         "void kernel(const float* restrict x, int* restrict hist, int n) {\n" + body + "}\n"
@@ -76,10 +110,13 @@ def task() -> Task:
         reference=reference,
         flops=lambda x: float(x["x"].size),
         bytes_moved=lambda x: 4.0 * x["x"].size,
-        baseline_config={"parallel": "none", "copies": 1},
+        baseline_config={"parallel": "none", "schedule": "static", "copies": 1, "pad": False, "simd": False},
         transforms=(
             set_knob(Transform.PARALLELIZE, "parallel", ("private", "atomic")),
-            set_knob(Transform.PRIVATIZE, "copies", (4, 1)),
+            set_knob(Transform.SCHEDULE, "schedule", SCHEDULES, requires=lambda c: c["parallel"] != "none"),
+            set_knob(Transform.PRIVATIZE, "copies", (4, 2, 8, 1)),
+            turn_on(Transform.CHANGE_LAYOUT, "pad", requires=lambda c: c["copies"] > 1),
+            turn_on(Transform.VECTORIZE, "simd"),
         ),
         render={"c": render_c},
         sizes=lambda x: {"n": x["x"].size},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import C_PRELUDE, f32, omp_for, rng, simd, turn_on
+from agent.tasks._common import C_PRELUDE, f32, omp_for, parallelize, rng, schedule, set_knob, turn_on, vloop
 from agent.tasks.base import Arrays, Config, Task
 from agent.transforms import Transform
 
@@ -34,20 +34,38 @@ def render_c(config: Config) -> str:
     if config["fuse"]:
         stats = (
             "        float s = 0.0f, q = 0.0f;\n"
-            + simd(config, "+:s,q")
-            + "        for (int j = 0; j < c; j++) { s += xr[j]; q += xr[j] * xr[j]; }\n"
-            "        float mean = s / c;\n        float var = q / c - mean * mean;\n"
+            + vloop(
+                config,
+                "j",
+                "0",
+                "c",
+                "{ s += xr[j]; q += xr[j] * xr[j]; }",
+                reduction="+:s,q",
+                pad="        ",
+            )
+            + "        float mean = s / c;\n        float var = q / c - mean * mean;\n"
         )
     else:
         stats = (
             "        float s = 0.0f;\n"
-            + simd(config, "+:s")
-            + "        for (int j = 0; j < c; j++) s += xr[j];\n"
-            "        float mean = s / c, q = 0.0f;\n"
-            + simd(config, "+:q")
-            + "        for (int j = 0; j < c; j++) { float d = xr[j] - mean; q += d * d; }\n"
-            "        float var = q / c;\n"
+            + vloop(config, "j", "0", "c", "s += xr[j];", reduction="+:s", pad="        ")
+            + "        float mean = s / c, q = 0.0f;\n"
+            + vloop(
+                config,
+                "j",
+                "0",
+                "c",
+                "{ float d = xr[j] - mean; q += d * d; }",
+                reduction="+:q",
+                pad="        ",
+            )
+            + "        float var = q / c;\n"
         )
+    if config["recip"]:
+        head = f"        float rstd = 1.0f / sqrtf(var + {EPS}f);\n"
+        value = "(xr[j] - mean) * rstd * gamma[j] + beta[j]"
+    else:  # naive: a square root and a divide per element
+        head, value = "", f"(xr[j] - mean) / sqrtf(var + {EPS}f) * gamma[j] + beta[j]"
     return (
         C_PRELUDE + f"/* layernorm {dict(config)} */\n"
         "void kernel(const float* restrict x, const float* restrict gamma, const float* restrict beta,\n"
@@ -56,10 +74,9 @@ def render_c(config: Config) -> str:
         + "    for (int i = 0; i < r; i++) {\n"
         "        const float* xr = x + (long)i * c;\n        float* yr = y + (long)i * c;\n"
         + stats
-        + f"        float rstd = 1.0f / sqrtf(var + {EPS}f);\n"
-        + simd(config)
-        + "        for (int j = 0; j < c; j++) yr[j] = (xr[j] - mean) * rstd * gamma[j] + beta[j];\n"
-        "    }\n}\n"
+        + head
+        + vloop(config, "j", "0", "c", f"yr[j] = {value};", pad="        ")
+        + "    }\n}\n"
     )
 
 
@@ -75,11 +92,21 @@ def task() -> Task:
         reference=reference,
         flops=lambda x: 8.0 * x["x"].size,
         bytes_moved=lambda x: 8.0 * x["x"].size,
-        baseline_config={"fuse": False, "simd": False, "parallel": False},
+        baseline_config={
+            "fuse": False,
+            "simd": False,
+            "unroll": 1,
+            "recip": False,
+            "parallel": False,
+            "schedule": "static",
+        },
         transforms=(
             turn_on(Transform.FUSE, "fuse"),
             turn_on(Transform.VECTORIZE, "simd"),
-            turn_on(Transform.PARALLELIZE, "parallel"),
+            set_knob(Transform.UNROLL, "unroll", (4, 8, 1)),
+            turn_on(Transform.STRENGTH_REDUCE, "recip"),
+            parallelize(),
+            schedule(),
         ),
         render={"c": render_c},
         sizes=lambda x: {"r": x["x"].shape[0], "c": x["x"].shape[1]},

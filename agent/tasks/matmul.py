@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from agent.tasks._common import C_PRELUDE, f32, omp_for, rng, set_knob, simd, turn_on, unroll
+from agent.tasks._common import (
+    C_PRELUDE,
+    f32,
+    omp_for,
+    parallelize,
+    rng,
+    schedule,
+    set_knob,
+    simd,
+    turn_on,
+    unroll,
+)
 from agent.tasks.base import Arrays, Config, Task
 from agent.transforms import Transform
 
-N_FULL, N_SMALL = 384, 72  # 72 is not a multiple of any tile: edge handling gets checked
+N_FULL, N_SMALL = 300, 72  # 72 is not a multiple of any tile: edge handling gets checked
 
 
 def make_inputs(seed: int, small: bool) -> Arrays:
@@ -84,7 +95,15 @@ def render_c(config: Config) -> str:
     )
 
 
-BASELINE: Config = {"order": "ijk", "tile": 0, "layout": "row", "unroll": 1, "simd": False, "parallel": False}
+BASELINE: Config = {
+    "order": "ijk",
+    "tile": 0,
+    "layout": "row",
+    "unroll": 1,
+    "simd": False,
+    "parallel": False,
+    "schedule": "static",
+}
 BEST_KNOWN: Config = {
     "order": "ikj",
     "tile": 64,
@@ -92,6 +111,7 @@ BEST_KNOWN: Config = {
     "unroll": 4,
     "simd": True,
     "parallel": True,
+    "schedule": "static",
 }
 
 
@@ -100,7 +120,7 @@ def task() -> Task:
         name="matmul",
         family="dense-matmul",
         patterns=("dense-2d", "reuse-blocked", "row-major-stream", "column-stride"),
-        description="C = A @ B for square fp32 matrices (n=384; small n=72).",
+        description="C = A @ B for square fp32 matrices (n=300; small n=72).",
         dtype="float32",
         make_inputs=make_inputs,
         output_shapes=lambda x: {"c": x["a"].shape},
@@ -110,10 +130,11 @@ def task() -> Task:
         baseline_config=BASELINE,
         transforms=(
             set_knob(Transform.INTERCHANGE, "order", ("ikj", "ijk")),
-            set_knob(Transform.TILE, "tile", (32, 64, 0)),
+            set_knob(Transform.TILE, "tile", (64, 16, 128, 0)),
             set_knob(Transform.UNROLL, "unroll", (4, 1)),
             turn_on(Transform.VECTORIZE, "simd"),
-            turn_on(Transform.PARALLELIZE, "parallel"),
+            parallelize(),
+            schedule(),
             set_knob(Transform.CHANGE_LAYOUT, "layout", ("transposed", "row")),
         ),
         render={"c": render_c},

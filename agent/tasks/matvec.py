@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-from agent.tasks._common import C_PRELUDE, f32, omp_for, par_simd, rng, set_knob, simd, turn_on
+from agent.tasks._common import (
+    C_PRELUDE,
+    f32,
+    omp_for,
+    par_simd,
+    parallelize,
+    rng,
+    schedule,
+    set_knob,
+    simd,
+    turn_on,
+    vloop,
+)
 from agent.tasks.base import Arrays, Config, Task
 from agent.transforms import Transform
 
-FULL, SMALL = (4096, 2048), (67, 45)
+FULL, SMALL = (6144, 2048), (67, 45)
 
 
 def make_inputs(seed: int, small: bool) -> Arrays:
@@ -32,21 +44,42 @@ def render_c(config: Config) -> str:
             + par_simd(config)
             + "        for (int i = 0; i < m; i++) y[i] += a[(long)i * n + j] * xj;\n    }\n}\n"
         )
-    if int(config["acc"]) == 4:
+    acc, rows = int(config["acc"]), int(config["rows"])
+    if rows > 1:
+        # Register tiling: `rows` rows at once share each load of x.
+        names = [f"s{r}" for r in range(rows)]
         dot = (
-            "        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;\n        const int n4 = n - n % 4;\n"
-            + simd(config, "+:s0,s1,s2,s3")
-            + "        for (int k = 0; k < n4; k += 4) {\n"
-            "            s0 += row[k] * x[k]; s1 += row[k + 1] * x[k + 1];\n"
-            "            s2 += row[k + 2] * x[k + 2]; s3 += row[k + 3] * x[k + 3];\n        }\n"
-            "        float s = (s0 + s1) + (s2 + s3);\n"
-            "        for (int k = n4; k < n; k++) s += row[k] * x[k];\n"
+            f"        float {', '.join(v + ' = 0.0f' for v in names)};\n"
+            + "".join(f"        const float* row{r} = a + (long)(i + {r}) * n;\n" for r in range(rows))
+            + simd(config, "+:" + ",".join(names))
+            + "        for (int k = 0; k < n; k++) { float xk = x[k]; "
+            + " ".join(f"s{r} += row{r}[k] * xk;" for r in range(rows))
+            + " }\n"
+            + "".join(f"        y[i + {r}] = s{r};\n" for r in range(rows))
+        )
+        return (
+            head
+            + f"    const int mm = m - m % {rows};\n"
+            + omp_for(config)
+            + f"    for (int i = 0; i < mm; i += {rows}) {{\n"
+            + dot
+            + "    }\n    for (int i = mm; i < m; i++) {\n        float s = 0.0f;\n"
+            "        for (int k = 0; k < n; k++) s += a[(long)i * n + k] * x[k];\n        y[i] = s;\n    }\n}\n"
+        )
+    if acc > 1:
+        names = [f"s{k}" for k in range(acc)]
+        dot = (
+            f"        float {', '.join(v + ' = 0.0f' for v in names)};\n        const int nm = n - n % {acc};\n"
+            + simd(config, "+:" + ",".join(names))
+            + f"        for (int k = 0; k < nm; k += {acc}) {{ "
+            + " ".join(f"s{q} += row[k + {q}] * x[k + {q}];" for q in range(acc))
+            + " }\n"
+            f"        float s = {' + '.join(names)};\n"
+            "        for (int k = nm; k < n; k++) s += row[k] * x[k];\n"
         )
     else:
-        dot = (
-            "        float s = 0.0f;\n"
-            + simd(config, "+:s")
-            + "        for (int k = 0; k < n; k++) s += row[k] * x[k];\n"
+        dot = "        float s = 0.0f;\n" + vloop(
+            config, "k", "0", "n", "s += row[k] * x[k];", reduction="+:s", pad="        "
         )
     return (
         head
@@ -57,24 +90,59 @@ def render_c(config: Config) -> str:
     )
 
 
+def _row_only(config: Config) -> bool:
+    return bool(config["order"] == "row")
+
+
 def task() -> Task:
     return Task(
         name="matvec",
         family="dense-matvec",
         patterns=("row-major-stream", "row-reduction", "broadcast-vector"),
-        description="y = A @ x, A is 4096x2048 fp32 (small 67x45).",
+        description="y = A @ x, A is 6144x2048 fp32 (small 67x45).",
         dtype="float32",
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": (x["a"].shape[0],)},
         reference=reference,
         flops=lambda x: 2.0 * x["a"].size,
         bytes_moved=lambda x: 4.0 * (x["a"].size + x["x"].size + x["a"].shape[0]),
-        baseline_config={"order": "row", "acc": 1, "simd": False, "parallel": False},
+        baseline_config={
+            "order": "row",
+            "acc": 1,
+            "rows": 1,
+            "unroll": 1,
+            "simd": False,
+            "parallel": False,
+            "schedule": "static",
+        },
         transforms=(
-            set_knob(Transform.INTERCHANGE, "order", ("col", "row")),
-            set_knob(Transform.SPLIT_REDUCTION, "acc", (4, 1), requires=lambda c: c["order"] == "row"),
+            set_knob(
+                Transform.INTERCHANGE,
+                "order",
+                ("col", "row"),
+                requires=lambda c: (c["acc"], c["rows"], c["unroll"]) == (1, 1, 1),
+            ),
+            set_knob(
+                Transform.SPLIT_REDUCTION,
+                "acc",
+                (4, 8, 1),
+                requires=lambda c: _row_only(c) and (c["rows"], c["unroll"]) == (1, 1),
+            ),
+            set_knob(
+                Transform.TILE,
+                "rows",
+                (4, 2, 1),
+                requires=lambda c: _row_only(c) and (c["acc"], c["unroll"]) == (1, 1),
+            ),
+            set_knob(
+                Transform.UNROLL,
+                "unroll",
+                (4, 1),
+                requires=lambda c: _row_only(c) and (c["acc"], c["rows"]) == (1, 1),
+            ),
             turn_on(Transform.VECTORIZE, "simd"),
-            turn_on(Transform.PARALLELIZE, "parallel"),
+            parallelize(),
+            schedule(),
         ),
         render={"c": render_c},
         sizes=lambda x: {"m": x["a"].shape[0], "n": x["a"].shape[1]},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import C_PRELUDE, f32, par_simd, rng, set_knob, turn_on
+from agent.tasks._common import C_PRELUDE, f32, par_simd, parallelize, rng, schedule, set_knob, turn_on, vloop
 from agent.tasks.base import Arrays, Config, Task
 from agent.transforms import Transform
 
@@ -20,18 +20,20 @@ def reference(inputs: Arrays) -> Arrays:
 
 
 def render_c(config: Config) -> str:
-    if int(config["acc"]) == 4:
+    acc = int(config["acc"])
+    if acc > 1:
+        names = [f"s{k}" for k in range(acc)]
+        red = "+:" + ",".join(names)
+        adds = " ".join(f"{v} += x[i + {k}];" for k, v in enumerate(names))
         body = (
-            "    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;\n    long m = n - n % 4;\n"
-            + par_simd(config, "+:s0,s1,s2,s3")
-            + "    for (long i = 0; i < m; i += 4) { s0 += x[i]; s1 += x[i + 1]; s2 += x[i + 2]; s3 += x[i + 3]; }\n"
-            "    double s = (s0 + s1) + (s2 + s3);\n    for (long i = m; i < n; i++) s += x[i];\n"
+            f"    double {', '.join(v + ' = 0.0' for v in names)};\n    long m = n - n % {acc};\n"
+            + par_simd(config, red)
+            + f"    for (long i = 0; i < m; i += {acc}) {{ {adds} }}\n"
+            f"    double s = {' + '.join(names)};\n    for (long i = m; i < n; i++) s += x[i];\n"
         )
     else:
-        body = (
-            "    double s = 0.0;\n"
-            + par_simd(config, "+:s")
-            + "    for (long i = 0; i < n; i++) s += x[i];\n"
+        body = "    double s = 0.0;\n" + vloop(
+            config, "i", "0", "n", "s += x[i];", reduction="+:s", parallel=bool(config["parallel"])
         )
     return (
         C_PRELUDE + f"/* reduction {dict(config)} */\n"
@@ -53,11 +55,13 @@ def task() -> Task:
         reference=reference,
         flops=lambda x: float(x["x"].size),
         bytes_moved=lambda x: 4.0 * x["x"].size,
-        baseline_config={"acc": 1, "simd": False, "parallel": False},
+        baseline_config={"acc": 1, "unroll": 1, "simd": False, "parallel": False, "schedule": "static"},
         transforms=(
-            set_knob(Transform.SPLIT_REDUCTION, "acc", (4, 1)),
+            set_knob(Transform.SPLIT_REDUCTION, "acc", (4, 2, 8, 16, 1), requires=lambda c: c["unroll"] == 1),
+            set_knob(Transform.UNROLL, "unroll", (4, 8, 1), requires=lambda c: c["acc"] == 1),
             turn_on(Transform.VECTORIZE, "simd"),
-            turn_on(Transform.PARALLELIZE, "parallel"),
+            parallelize(),
+            schedule(),
         ),
         render={"c": render_c},
         sizes=lambda x: {"n": x["x"].size},

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import C_PRELUDE, f32, omp_for, rng, set_knob, simd, turn_on
+from agent.tasks._common import (
+    C_PRELUDE,
+    f32,
+    omp_for,
+    parallelize,
+    rng,
+    schedule,
+    set_knob,
+    simd,
+    turn_on,
+    vloop,
+)
 from agent.tasks.base import Arrays, Config, Task
 from agent.transforms import Transform
 
@@ -25,34 +36,29 @@ def reference(inputs: Arrays) -> Arrays:
 
 
 def render_c(config: Config) -> str:
-    if int(config["acc"]) == 4:
+    acc = int(config["acc"])
+    if acc > 1:
+        names = [f"q{k}" for k in range(acc)]
+        adds = " ".join(f"{v} += xr[j + {k}] * xr[j + {k}];" for k, v in enumerate(names))
         ssq = (
-            "        float q0 = 0.0f, q1 = 0.0f, q2 = 0.0f, q3 = 0.0f;\n        const int c4 = c - c % 4;\n"
-            + simd(config, "+:q0,q1,q2,q3")
-            + "        for (int j = 0; j < c4; j += 4) {\n"
-            "            q0 += xr[j] * xr[j]; q1 += xr[j + 1] * xr[j + 1];\n"
-            "            q2 += xr[j + 2] * xr[j + 2]; q3 += xr[j + 3] * xr[j + 3];\n        }\n"
-            "        float q = (q0 + q1) + (q2 + q3);\n"
-            "        for (int j = c4; j < c; j++) q += xr[j] * xr[j];\n"
+            f"        float {', '.join(v + ' = 0.0f' for v in names)};\n        const int cm = c - c % {acc};\n"
+            + simd(config, "+:" + ",".join(names))
+            + f"        for (int j = 0; j < cm; j += {acc}) {{ {adds} }}\n"
+            f"        float q = {' + '.join(names)};\n"
+            "        for (int j = cm; j < c; j++) q += xr[j] * xr[j];\n"
         )
     else:
-        ssq = (
-            "        float q = 0.0f;\n"
-            + simd(config, "+:q")
-            + "        for (int j = 0; j < c; j++) q += xr[j] * xr[j];\n"
+        ssq = "        float q = 0.0f;\n" + vloop(
+            config, "j", "0", "c", "q += xr[j] * xr[j];", reduction="+:q", pad="        "
         )
-    if config["recip"]:
-        scale = (
-            f"        float inv = 1.0f / sqrtf(q / c + {EPS}f);\n"
-            + simd(config)
-            + "        for (int j = 0; j < c; j++) yr[j] = xr[j] * inv * w[j];\n"
-        )
-    else:
-        scale = (
-            f"        float rms = sqrtf(q / c + {EPS}f);\n"
-            + simd(config)
-            + "        for (int j = 0; j < c; j++) yr[j] = xr[j] / rms * w[j];\n"
-        )
+    recip = config["recip"]
+    if recip == "reciprocal":
+        head, value = f"        float inv = 1.0f / sqrtf(q / c + {EPS}f);\n", "xr[j] * inv * w[j]"
+    elif recip == "hoist":
+        head, value = f"        float rms = sqrtf(q / c + {EPS}f);\n", "xr[j] / rms * w[j]"
+    else:  # naive: the square root and the divide in the inner loop
+        head, value = "", f"xr[j] / sqrtf(q / c + {EPS}f) * w[j]"
+    scale = head + vloop(config, "j", "0", "c", f"yr[j] = {value};", pad="        ")
     return (
         C_PRELUDE + f"/* rmsnorm {dict(config)} */\n"
         "void kernel(const float* restrict x, const float* restrict w, float* restrict y, int r, int c) {\n"
@@ -77,12 +83,21 @@ def task() -> Task:
         reference=reference,
         flops=lambda x: 4.0 * x["x"].size,
         bytes_moved=lambda x: 8.0 * x["x"].size,
-        baseline_config={"acc": 1, "simd": False, "recip": False, "parallel": False},
+        baseline_config={
+            "acc": 1,
+            "simd": False,
+            "unroll": 1,
+            "recip": "none",
+            "parallel": False,
+            "schedule": "static",
+        },
         transforms=(
-            set_knob(Transform.SPLIT_REDUCTION, "acc", (4, 1)),
+            set_knob(Transform.SPLIT_REDUCTION, "acc", (4, 8, 1)),
             turn_on(Transform.VECTORIZE, "simd"),
-            turn_on(Transform.STRENGTH_REDUCE, "recip"),
-            turn_on(Transform.PARALLELIZE, "parallel"),
+            set_knob(Transform.UNROLL, "unroll", (4, 1)),
+            set_knob(Transform.STRENGTH_REDUCE, "recip", ("reciprocal", "hoist")),
+            parallelize(),
+            schedule(),
         ),
         render={"c": render_c},
         sizes=lambda x: {"r": x["x"].shape[0], "c": x["x"].shape[1]},

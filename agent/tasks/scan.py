@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import C_PRELUDE, f32, rng, set_knob, turn_on, unroll
+from agent.tasks._common import C_PRELUDE, f32, parallelize, rng, set_knob, turn_on, unroll
 from agent.tasks.base import Arrays, Config, Task
 from agent.transforms import Transform
 
@@ -19,17 +19,50 @@ def reference(inputs: Arrays) -> Arrays:
     return {"y": np.cumsum(inputs["x"].astype("f8")).astype("f4")}
 
 
+def _local_scan(config: Config, lo: str, hi: str, pad: str) -> str:
+    """Scan x[lo:hi) into y, starting from double `s` (updated). With lanes > 1 each block of `lanes`
+    values is scanned in float off the carried chain, so only one double add per block is serial."""
+    lanes = int(config["lanes"])
+    if lanes <= 1:
+        return unroll(config) + f"{pad}for (long i = {lo}; i < {hi}; i++) {{ s += x[i]; y[i] = (float)s; }}\n"
+    return (
+        f"{pad}long i = {lo};\n" + unroll(config) + f"{pad}for (; i + {lanes} <= {hi}; i += {lanes}) {{\n"
+        f"{pad}    float loc[{lanes}]; float p = 0.0f;\n"
+        f"{pad}    for (int u = 0; u < {lanes}; u++) {{ p += x[i + u]; loc[u] = p; }}\n"
+        f"{pad}    for (int u = 0; u < {lanes}; u++) y[i + u] = (float)(s + loc[u]);\n"
+        f"{pad}    s += p;\n{pad}}}\n"
+        f"{pad}for (; i < {hi}; i++) {{ s += x[i]; y[i] = (float)s; }}\n"
+    )
+
+
 def render_c(config: Config) -> str:
     if not config["parallel"]:
-        body = (
-            "    double s = 0.0;\n"
-            + unroll(config)
-            + "    for (long i = 0; i < n; i++) { s += x[i]; y[i] = (float)s; }\n"
-        )
+        body = "    double s = 0.0;\n" + _local_scan(config, "0", "n", "    ")
     else:
         block = int(config["block"]) or 0
         step = f"{block}L" if block else "(long)n"
-        # Two passes per block: each thread scans its slice, then adds the sums of the slices before it.
+        pad = "            "
+        if config["fuse"]:
+            # Reduce-then-scan: pass 1 only sums each slice (reads x), pass 2 scans from the right offset.
+            passes = (
+                f"{pad}double s = 0.0;\n"
+                f"{pad}for (long i = lo; i < hi; i++) s += x[i];\n"
+                f"{pad}sums[t] = s;\n{pad}#pragma omp barrier\n"
+                f"{pad}s = carry;\n{pad}for (int k = 0; k < t; k++) s += sums[k];\n"
+                + "            {\n"
+                + _local_scan(config, "lo", "hi", pad + "    ")
+                + "            }\n"
+            )
+        else:
+            # Scan-then-add: each thread scans its slice, then adds the sums of the slices before it.
+            passes = (
+                f"{pad}double s = 0.0;\n            {{\n"
+                + _local_scan(config, "lo", "hi", pad + "    ")
+                + "            }\n"
+                f"{pad}sums[t] = s;\n{pad}#pragma omp barrier\n"
+                f"{pad}double off = carry;\n{pad}for (int k = 0; k < t; k++) off += sums[k];\n"
+                f"{pad}if (t > 0 || carry != 0.0) for (long i = lo; i < hi; i++) y[i] = (float)(y[i] + off);\n"
+            )
         body = (
             "    double carry = 0.0;\n    double sums[257];\n"
             f"    for (long start = 0; start < n; start += {step}) {{\n"
@@ -37,15 +70,9 @@ def render_c(config: Config) -> str:
             "        #pragma omp parallel\n        {\n"
             "            int t = omp_get_thread_num(), T = omp_get_num_threads();\n"
             "            if (T > 256) T = 256;\n"
-            "            long lo = start + len * t / T, hi = start + len * (t + 1) / T;\n"
-            "            double s = 0.0;\n"
-            + unroll(config)
-            + "            for (long i = lo; i < hi; i++) { s += x[i]; y[i] = (float)s; }\n"
-            "            sums[t] = s;\n            #pragma omp barrier\n"
-            "            double off = carry;\n            for (int k = 0; k < t; k++) off += sums[k];\n"
-            "            float foff = (float)off;\n"
-            "            if (t > 0 || carry != 0.0) for (long i = lo; i < hi; i++) y[i] += foff;\n"
-            "            #pragma omp barrier\n"
+            "            long lo = t < T ? start + len * t / T : start + len, hi = t < T ? start + len * (t + 1) / T : lo;\n"
+            + passes
+            + "            #pragma omp barrier\n"
             "            #pragma omp single\n            { for (int k = 0; k < T; k++) carry += sums[k]; }\n"
             "        }\n    }\n"
         )
@@ -67,11 +94,18 @@ def task() -> Task:
         reference=reference,
         flops=lambda x: float(x["x"].size),
         bytes_moved=lambda x: 8.0 * x["x"].size,
-        baseline_config={"parallel": False, "block": 0, "unroll": 1},
+        baseline_config={"parallel": False, "block": 0, "fuse": False, "lanes": 1, "unroll": 1},
         transforms=(
-            turn_on(Transform.PARALLELIZE, "parallel"),
-            set_knob(Transform.BLOCK_FOR_CACHE, "block", (65536, 0), requires=lambda c: bool(c["parallel"])),
-            set_knob(Transform.UNROLL, "unroll", (4, 1)),
+            parallelize(),
+            set_knob(
+                Transform.BLOCK_FOR_CACHE,
+                "block",
+                (65536, 4096, 1 << 20, 0),
+                requires=lambda c: bool(c["parallel"]),
+            ),
+            turn_on(Transform.FUSE, "fuse", requires=lambda c: bool(c["parallel"])),
+            set_knob(Transform.SPLIT_REDUCTION, "lanes", (8, 4, 16, 1)),
+            set_knob(Transform.UNROLL, "unroll", (4, 8, 1)),
         ),
         render={"c": render_c},
         sizes=lambda x: {"n": x["x"].size},

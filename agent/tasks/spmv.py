@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import C_PRELUDE, f32, rng, set_knob, simd, turn_on
+from agent.tasks._common import (
+    C_PRELUDE,
+    SCHEDULES,
+    f32,
+    parallelize,
+    rng,
+    schedule,
+    schedule_of,
+    set_knob,
+    simd,
+    turn_on,
+    vloop,
+)
 from agent.tasks.base import Arrays, Config, Task
 from agent.transforms import Transform
 
-FULL, SMALL = 150_000, 523
+FULL, SMALL = 300_000, 523
 STRUCTURE_SEED = 424242  # the sparsity pattern is fixed; values and x change with the seed
 
 
@@ -44,29 +56,28 @@ def reference(inputs: Arrays) -> Arrays:
 
 def render_c(config: Config) -> str:
     par = config["parallel"]
-    pragma = f"#pragma omp parallel for schedule({par}, 64)\n" if par != "none" else ""
-    if par == "static":
-        pragma = "#pragma omp parallel for schedule(static)\n"
-    if int(config["acc"]) == 4:
+    pragma = f"#pragma omp parallel for schedule({schedule_of(config)})\n" if par else ""
+    acc = int(config["acc"])
+    if acc > 1:
+        names = [f"s{k}" for k in range(acc)]
         dot = (
-            "        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;\n        const int hi4 = hi - (hi - lo) % 4;\n"
-            + simd(config, "+:s0,s1,s2,s3")
-            + "        for (int k = lo; k < hi4; k += 4) {\n"
-            "            s0 += values[k] * x[col_idx[k]]; s1 += values[k + 1] * x[col_idx[k + 1]];\n"
-            "            s2 += values[k + 2] * x[col_idx[k + 2]]; s3 += values[k + 3] * x[col_idx[k + 3]];\n"
-            "        }\n        float s = (s0 + s1) + (s2 + s3);\n"
-            "        for (int k = hi4; k < hi; k++) s += values[k] * x[col_idx[k]];\n"
+            f"        float {', '.join(v + ' = 0.0f' for v in names)};\n        const int hm = hi - (hi - lo) % {acc};\n"
+            + simd(config, "+:" + ",".join(names))
+            + f"        for (int k = lo; k < hm; k += {acc}) {{ "
+            + " ".join(f"s{q} += values[k + {q}] * x[col_idx[k + {q}]];" for q in range(acc))
+            + " }\n"
+            f"        float s = {' + '.join(names)};\n"
+            "        for (int k = hm; k < hi; k++) s += values[k] * x[col_idx[k]];\n"
         )
     else:
-        dot = (
-            "        float s = 0.0f;\n"
-            + simd(config, "+:s")
-            + "        for (int k = lo; k < hi; k++) s += values[k] * x[col_idx[k]];\n"
+        dot = "        float s = 0.0f;\n" + vloop(
+            config, "k", "lo", "hi", "s += values[k] * x[col_idx[k]];", reduction="+:s", pad="        "
         )
     return (
         C_PRELUDE + f"/* spmv {dict(config)} */\n"
         "void kernel(const float* restrict values, const int* restrict col_idx, const int* restrict row_ptr,\n"
         "            const float* restrict x, float* restrict y, int rows, int nnz) {\n"
+        "    (void)nnz;\n"
         + pragma
         + "    for (int i = 0; i < rows; i++) {\n        int lo = row_ptr[i], hi = row_ptr[i + 1];\n"
         + dot
@@ -79,28 +90,19 @@ def task() -> Task:
         name="spmv_csr",
         family="gather",
         patterns=("gather", "indirect-index", "load-imbalance", "row-reduction"),
-        description="y = A @ x for a 150000-row CSR matrix with skewed row lengths (small 523 rows).",
+        description="y = A @ x for a 300000-row CSR matrix with skewed row lengths (small 523 rows).",
         dtype="float32",
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": (x["row_ptr"].size - 1,)},
         reference=reference,
         flops=lambda x: 2.0 * x["values"].size,
         bytes_moved=lambda x: 12.0 * x["values"].size + 12.0 * x["x"].size,
-        baseline_config={"parallel": "none", "acc": 1, "simd": False},
+        baseline_config={"parallel": False, "schedule": "static", "acc": 1, "unroll": 1, "simd": False},
         transforms=(
-            set_knob(
-                Transform.PARALLELIZE,
-                "parallel",
-                ("static", "dynamic"),
-                requires=lambda c: c["parallel"] == "none",
-            ),
-            set_knob(
-                Transform.SCHEDULE,
-                "parallel",
-                ("dynamic", "static"),
-                requires=lambda c: c["parallel"] != "none",
-            ),
-            set_knob(Transform.SPLIT_REDUCTION, "acc", (4, 1)),
+            parallelize(),
+            schedule((*SCHEDULES, "static,64", "dynamic,256")),
+            set_knob(Transform.SPLIT_REDUCTION, "acc", (4, 2, 1), requires=lambda c: c["unroll"] == 1),
+            set_knob(Transform.UNROLL, "unroll", (4, 8, 1), requires=lambda c: c["acc"] == 1),
             turn_on(Transform.VECTORIZE, "simd"),
         ),
         render={"c": render_c},

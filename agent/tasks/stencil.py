@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from agent.tasks._common import C_PRELUDE, f32, omp_for, rng, set_knob, simd, turn_on
+from agent.tasks._common import (
+    f32,
+    nt_fence,
+    nt_store,
+    omp_for,
+    parallelize,
+    prelude,
+    rng,
+    schedule,
+    set_knob,
+    simd,
+    turn_on,
+    vloop,
+)
 from agent.tasks.base import Arrays, Config, Task
 from agent.transforms import Transform
 
-FULL, SMALL = (2048, 2048), (41, 53)
+FULL, SMALL = (2048, 1024), (41, 53)
 
 
 def make_inputs(seed: int, small: bool) -> Arrays:
@@ -22,9 +35,11 @@ def reference(inputs: Arrays) -> Arrays:
 
 
 def render_c(config: Config) -> str:
-    point = (
-        "v[(long)i * w + j] = 0.2f * (u[(long)i * w + j] + u[(long)(i - 1) * w + j] + u[(long)(i + 1) * w + j]"
-        " + u[(long)i * w + j - 1] + u[(long)i * w + j + 1]);\n"
+    point = nt_store(
+        config,
+        "v[(long)i * w + j]",
+        "0.2f * (u[(long)i * w + j] + u[(long)(i - 1) * w + j] + u[(long)(i + 1) * w + j]"
+        " + u[(long)i * w + j - 1] + u[(long)i * w + j + 1])",
     )
     tile = int(config["tile"])
     if config["order"] == "col":
@@ -34,6 +49,7 @@ def render_c(config: Config) -> str:
             + simd(config)
             + "    for (int i = 1; i < h - 1; i++)\n        "
             + point
+            + "\n"
         )
     elif tile:
         sweep = (
@@ -41,27 +57,23 @@ def render_c(config: Config) -> str:
             f"    for (int jj = 1; jj < w - 1; jj += {tile})\n"
             f"    for (int i = ii; i < ii + {tile} && i < h - 1; i++) {{\n"
             f"        int jend = jj + {tile} < w - 1 ? jj + {tile} : w - 1;\n"
-            + simd(config)
-            + "        for (int j = jj; j < jend; j++)\n            "
-            + point
+            + vloop(config, "j", "jj", "jend", point, pad="        ")
             + "    }\n"
         )
     else:
         sweep = (
             omp_for(config)
             + "    for (int i = 1; i < h - 1; i++) {\n"
-            + simd(config)
-            + "        for (int j = 1; j < w - 1; j++)\n            "
-            + point
+            + vloop(config, "j", "1", "w - 1", point, pad="        ")
             + "    }\n"
         )
     return (
-        C_PRELUDE + f"/* stencil {dict(config)} */\n"
+        prelude(config) + f"/* stencil {dict(config)} */\n"
         "void kernel(const float* restrict u, float* restrict v, int h, int w) {\n"
         "    memcpy(v, u, sizeof(float) * (size_t)w);\n"
         "    memcpy(v + (long)(h - 1) * w, u + (long)(h - 1) * w, sizeof(float) * (size_t)w);\n"
         "    for (int i = 1; i < h - 1; i++) { v[(long)i * w] = u[(long)i * w];"
-        " v[(long)i * w + w - 1] = u[(long)i * w + w - 1]; }\n" + sweep + "}\n"
+        " v[(long)i * w + w - 1] = u[(long)i * w + w - 1]; }\n" + sweep + nt_fence(config) + "}\n"
     )
 
 
@@ -70,19 +82,35 @@ def task() -> Task:
         name="stencil2d",
         family="stencil",
         patterns=("stencil-2d", "neighbor-reuse", "row-major-stream"),
-        description="One 5-point Jacobi sweep over a 2048x2048 fp32 grid (small 41x53).",
+        description="One 5-point Jacobi sweep over a 2048x1024 fp32 grid (small 41x53).",
         dtype="float32",
         make_inputs=make_inputs,
         output_shapes=lambda x: {"v": x["u"].shape},
         reference=reference,
         flops=lambda x: 5.0 * x["u"].size,
         bytes_moved=lambda x: 8.0 * x["u"].size,
-        baseline_config={"order": "row", "tile": 0, "simd": False, "parallel": False},
+        baseline_config={
+            "order": "col",
+            "tile": 0,
+            "simd": False,
+            "unroll": 1,
+            "stream": False,
+            "parallel": False,
+            "schedule": "static",
+        },
         transforms=(
-            set_knob(Transform.INTERCHANGE, "order", ("col", "row")),
-            set_knob(Transform.TILE, "tile", (64, 256, 0), requires=lambda c: c["order"] == "row"),
+            set_knob(
+                Transform.INTERCHANGE,
+                "order",
+                ("row", "col"),
+                requires=lambda c: c["tile"] == 0 and c["unroll"] == 1,
+            ),
+            set_knob(Transform.TILE, "tile", (64, 16, 256, 0), requires=lambda c: c["order"] == "row"),
+            set_knob(Transform.UNROLL, "unroll", (4, 1), requires=lambda c: c["order"] == "row"),
             turn_on(Transform.VECTORIZE, "simd"),
-            turn_on(Transform.PARALLELIZE, "parallel"),
+            turn_on(Transform.NONTEMPORAL, "stream"),
+            parallelize(),
+            schedule(),
         ),
         render={"c": render_c},
         sizes=lambda x: {"h": x["u"].shape[0], "w": x["u"].shape[1]},

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import C_PRELUDE, f32, omp_for, rng, set_knob, turn_on
+from agent.tasks._common import (
+    f32,
+    nt_fence,
+    nt_store,
+    omp_for,
+    parallelize,
+    prelude,
+    rng,
+    schedule,
+    set_knob,
+    turn_on,
+)
 from agent.tasks.base import Arrays, Config, Task
 from agent.transforms import Transform
 
-FULL, SMALL = (2048, 2048), (70, 45)
+FULL, SMALL = (1536, 1536), (70, 45)
 
 
 def make_inputs(seed: int, small: bool) -> Arrays:
@@ -21,7 +32,7 @@ def render_c(config: Config) -> str:
     read_major = config["order"] == "read"
     outer, inner = ("i", "j") if read_major else ("j", "i")
     lim = {"i": "r", "j": "c"}
-    body = "b[(long)j * r + i] = a[(long)i * c + j];\n"
+    body = nt_store(config, "b[(long)j * r + i]", "a[(long)i * c + j]") + "\n"
     if tile:
         loops = (
             omp_for(config)
@@ -38,8 +49,11 @@ def render_c(config: Config) -> str:
             f"    for (int {inner} = 0; {inner} < {lim[inner]}; {inner}++)\n        " + body
         )
     return (
-        C_PRELUDE + f"/* transpose {dict(config)} */\n"
-        "void kernel(const float* restrict a, float* restrict b, int r, int c) {\n" + loops + "}\n"
+        prelude(config) + f"/* transpose {dict(config)} */\n"
+        "void kernel(const float* restrict a, float* restrict b, int r, int c) {\n"
+        + loops
+        + nt_fence(config)
+        + "}\n"
     )
 
 
@@ -48,18 +62,26 @@ def task() -> Task:
         name="transpose",
         family="transpose",
         patterns=("row-major-stream", "column-stride", "data-movement"),
-        description="B = A^T for a 2048x2048 fp32 matrix (small 70x45).",
+        description="B = A^T for a 1536x1536 fp32 matrix (small 70x45).",
         dtype="float32",
         make_inputs=make_inputs,
         output_shapes=lambda x: {"b": x["a"].shape[::-1]},
         reference=lambda x: {"b": np.ascontiguousarray(x["a"].T)},
         flops=lambda x: 0.0,
         bytes_moved=lambda x: 8.0 * x["a"].size,
-        baseline_config={"order": "read", "tile": 0, "parallel": False},
+        baseline_config={
+            "order": "read",
+            "tile": 0,
+            "stream": False,
+            "parallel": False,
+            "schedule": "static",
+        },
         transforms=(
-            set_knob(Transform.TILE, "tile", (16, 32, 64, 0)),
+            set_knob(Transform.TILE, "tile", (32, 8, 16, 64, 128, 256, 0)),
             set_knob(Transform.INTERCHANGE, "order", ("write", "read")),
-            turn_on(Transform.PARALLELIZE, "parallel"),
+            turn_on(Transform.NONTEMPORAL, "stream"),
+            parallelize(),
+            schedule(),
         ),
         render={"c": render_c},
         sizes=lambda x: {"r": x["a"].shape[0], "c": x["a"].shape[1]},

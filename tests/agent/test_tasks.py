@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from agent.backends.c import CBackend
 from agent.targets import Target
 from agent.tasks import UnknownTaskError, all_tasks, get_task
+from agent.tasks._common import count_configs
 from agent.tasks.base import Config, Task
 from agent.transforms import Transform
 
@@ -24,20 +26,9 @@ def _params(spec_params: Mapping[str, tuple[Any, ...]]) -> Iterator[dict[str, An
         yield dict(zip(keys, values, strict=True))
 
 
-def _reachable(task: Task, depth: int = 2) -> list[Config]:
-    seen = {repr(sorted(task.baseline_config.items())): task.baseline_config}
-    frontier = [task.baseline_config]
-    for _ in range(depth):
-        nxt = []
-        for config in frontier:
-            for spec in task.transforms:
-                for params in _params(spec.params):
-                    new = spec.apply(config, params)
-                    if new is not None and repr(sorted(new.items())) not in seen:
-                        seen[repr(sorted(new.items()))] = new
-                        nxt.append(new)
-        frontier = nxt
-    return list(seen.values())
+def _reachable(task: Task) -> list[Config]:
+    """Every config reachable from the baseline by any sequence of transforms (BFS), baseline first."""
+    return count_configs(task.baseline_config, task.transforms)
 
 
 def _everything(task: Task) -> Config:
@@ -68,7 +59,8 @@ def test_transforms_apply_or_return_none(task: Task) -> None:
     vocabulary = {str(t) for t in Transform}
     assert {s.name for s in task.transforms} <= vocabulary
     configs = _reachable(task)
-    assert 4 <= len(configs) <= 200
+    # Big enough that K=8 random attempts rarely find the best config, small enough to study.
+    assert 50 <= len(configs) <= 350, f"{task.name}: {len(configs)} reachable configs"
     for config in configs:
         for spec in task.transforms:
             for params in _params(spec.params):
@@ -90,3 +82,25 @@ def test_baseline_and_transformed_pass_check(task: Task, backend: CBackend, cpu_
     for config in (task.baseline_config, _everything(task)):
         result = backend.check(task, task.source("c", config), cpu_target)
         assert result.correct, f"{task.name} {dict(config)}: {result.outcome} {result.reason}"
+
+
+@pytest.mark.parametrize("task", TASKS, ids=NAMES)
+def test_random_reachable_configs_pass_check(task: Task, backend: CBackend, cpu_target: Target) -> None:
+    """A seeded sample of reachable configs compiles without warnings and is correct on small inputs."""
+    configs = _reachable(task)[1:]
+    for config in random.Random(f"sample-{task.name}").sample(configs, 5):
+        source = task.source("c", config)
+        built = backend.compile(task, source, cpu_target)
+        assert built.ok and not built.diagnostics, f"{task.name} {dict(config)}: {built.diagnosis}"
+        result = backend.check(task, source, cpu_target)
+        assert result.correct, f"{task.name} {dict(config)}: {result.outcome} {result.reason}"
+
+
+def reachable_counts() -> dict[str, int]:
+    """Reachable configs per task: `python -m tests.agent.test_tasks` prints them."""
+    return {t.name: len(_reachable(t)) for t in TASKS}
+
+
+if __name__ == "__main__":
+    for name, count in reachable_counts().items():
+        print(f"{name:20s} {count}")
