@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Protocol
+from typing import Any, Protocol
 
 EMBEDDING_DIM = 384
 EMBEDDING_MODEL = "all-MiniLM-L6-v2"
@@ -26,7 +26,7 @@ class MiniLMEmbedder:
     dimension = EMBEDDING_DIM
 
     def __init__(self) -> None:
-        self._model = None
+        self._model: Any = None
         self._lock = threading.Lock()
 
     def _load(self):  # type: ignore[no-untyped-def]

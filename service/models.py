@@ -151,7 +151,14 @@ class Measurement(Strict):
     def measurement_id(self, kernel_id: str, target: str) -> str:
         # Content, not time: a replay without `taken_at` must map to the stored measurement.
         return content_id(
-            "measurement", kernel_id, target, self.median_ns, self.iqr_ns, self.trials, self.counters, self.static
+            "measurement",
+            kernel_id,
+            target,
+            self.median_ns,
+            self.iqr_ns,
+            self.trials,
+            self.counters,
+            self.static,
         )
 
 
@@ -202,7 +209,9 @@ class RetrieveRequest(Strict):
     k: Annotated[int, Field(ge=1, le=200)] = 20
     limit: Annotated[int, Field(ge=1, le=100)] = 10
     exclude_task: Name | None = None  # held-out evaluation: ignore experience from this task
-    exclude_tasks: Annotated[list[Name], Field(max_length=64)] = Field(default_factory=list)  # e.g. a whole family
+    exclude_tasks: Annotated[list[Name], Field(max_length=64)] = Field(
+        default_factory=list
+    )  # e.g. a whole family
 
     @property
     def excluded_tasks(self) -> list[str]:

@@ -125,7 +125,7 @@ class GraphStore:
         routing = RoutingControl.WRITE if write else RoutingControl.READ
         with mapped_errors():
             records, _, keys = self.driver.execute_query(
-                neo4j.Query(text),  # type: ignore[arg-type]  # user text by design: the cypher command
+                neo4j.Query(text),  # user text by design: the cypher command
                 params,
                 database_=self.database,
                 routing_=routing,

@@ -43,7 +43,11 @@ def neo4j_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setting
 
         home = tmp_path_factory.mktemp("kernelgraph-home")
         settings = Settings(
-            data_home=home, bolt_port=_free_port(), http_port=_free_port(), neo4j_heap="1g", neo4j_pagecache="256m"
+            data_home=home,
+            bolt_port=_free_port(),
+            http_port=_free_port(),
+            neo4j_heap="1g",
+            neo4j_pagecache="256m",
         )
         server = LocalNeo4j(settings)
         server.start()

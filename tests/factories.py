@@ -16,7 +16,9 @@ def kernel(task: str = "matmul", source: str = "void kernel(void) {}", **overrid
     return {"task": task, "backend": "c", "source": source, "patterns": ["dense-matmul"], **overrides}
 
 
-def measurement(median_ns: float = 1e6, signature: list[float] | None = None, **overrides: Any) -> dict[str, Any]:
+def measurement(
+    median_ns: float = 1e6, signature: list[float] | None = None, **overrides: Any
+) -> dict[str, Any]:
     return {
         "median_ns": median_ns, "iqr_ns": median_ns * 0.01, "trials": 21, "correct": True,
         "counter_source": "cpu_timing", "counters": {"time_ns": median_ns, "flops": 2e6, "bytes": 1e6},

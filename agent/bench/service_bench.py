@@ -252,7 +252,8 @@ def recall_at_k(
     recalls: list[float] = []
     index_ms: list[float] = []
     exact_ms: list[float] = []
-    exact_extra = index_extra = {"exclude_tasks": []}
+    exact_extra: dict[str, Any] = {"exclude_tasks": []}
+    index_extra = exact_extra
     for signature in signatures:
         t0 = time.perf_counter()
         exact = store.read("nearest_states_by_signature_exact", signature=signature, k=RECALL_K,
@@ -337,9 +338,9 @@ def run_service_bench(
         )  # fmt: skip
         del data, batches
 
-        states = store.read("count_explored_states", namespaces=[namespace], limit=EXACT_SEARCH_MAX_STATES + 1)[0][
-            "states"
-        ]
+        states = store.read(
+            "count_explored_states", namespaces=[namespace], limit=EXACT_SEARCH_MAX_STATES + 1
+        )[0]["states"]
         result["retrieve_search"] = "exact" if states <= EXACT_SEARCH_MAX_STATES else "vector index"
         queries = options.query_count
         signatures = _query_signatures(rng, queries + 5)

@@ -161,10 +161,16 @@ def _jsonable(value: Any) -> Any:
 
 def cypher(
     query: Annotated[str | None, typer.Argument(help="One Cypher statement.")] = None,
-    file: Annotated[Path | None, typer.Option("--file", "-f", help="Run a .cypher file (e.g. cypher/x.cypher).")] = None,
-    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="NAME=VALUE (VALUE as JSON if it parses).")] = None,
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="Run a .cypher file (e.g. cypher/x.cypher).")
+    ] = None,
+    param: Annotated[
+        list[str] | None, typer.Option("--param", "-p", help="NAME=VALUE (VALUE as JSON if it parses).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON.")] = False,
-    write: Annotated[bool, typer.Option("--write/--read", help="Route as a write (default) or a read.")] = True,
+    write: Annotated[
+        bool, typer.Option("--write/--read", help="Route as a write (default) or a read.")
+    ] = True,
 ) -> None:
     """Run one Cypher statement against the configured server, like cypher-shell."""
     if (query is None) == (file is None):
@@ -182,7 +188,9 @@ def cypher(
         return
     table = Table(*keys)
     for row in rows:
-        table.add_row(*(json.dumps(row[k], default=str) if not isinstance(row[k], str) else row[k] for k in keys))
+        table.add_row(
+            *(json.dumps(row[k], default=str) if not isinstance(row[k], str) else row[k] for k in keys)
+        )
     console.print(table)
     console.print(f"[dim]{len(rows)} row(s)[/]")
 

@@ -112,9 +112,13 @@ def test_record_then_replay_writes_nothing(http: httpx.Client, keys: Keys, store
     assert lineage.status_code == 200
     steps = lineage.json()["steps"]
     assert [s["transform"] for s in steps] == [None, "unroll"]  # the kernel itself, then its parent
-    board = http.get("/v1/leaderboard", params={"pattern": "dense-matmul"}, headers=bearer(keys.reader)).json()
+    board = http.get(
+        "/v1/leaderboard", params={"pattern": "dense-matmul"}, headers=bearer(keys.reader)
+    ).json()
     assert [(r["transform"], r["attempts"], r["kept"]) for r in board["rows"]] == [("unroll", 1, 1)]
-    evidence = http.post("/v1/evidence", json={"attempt_keys": ["run-1:0"]}, headers=bearer(keys.reader)).json()
+    evidence = http.post(
+        "/v1/evidence", json={"attempt_keys": ["run-1:0"]}, headers=bearer(keys.reader)
+    ).json()
     assert evidence["attempts"][0]["child_kernel_id"] == first.json()["child_kernel_id"]
 
 
@@ -205,7 +209,9 @@ def test_a_reader_of_one_namespace_never_sees_another(
                            headers=reader), 404)  # fmt: skip
     assert_error(http.get(f"/v1/kernels/{b_child}/lineage", headers=reader), 404, "kernel_id")
     assert "secret-transform" not in http.get("/v1/leaderboard", headers=reader).text
-    assert http.post("/v1/evidence", json={"attempt_keys": ["b:0", "b:1"]}, headers=reader).json() == {"attempts": []}
+    assert http.post("/v1/evidence", json={"attempt_keys": ["b:0", "b:1"]}, headers=reader).json() == {
+        "attempts": []
+    }
     # Naming the other namespace is refused outright, by query parameter or header.
     for params, headers in (({"namespace": other.namespace}, reader),
                             ({}, {**reader, "X-KernelGraph-Namespace": other.namespace})):  # fmt: skip

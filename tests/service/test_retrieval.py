@@ -16,7 +16,9 @@ pytestmark = pytest.mark.neo4j
 
 MEMORY_BOUND = [0.05, 0.9, 0.2, 0.1, 0.3, 0.6, 0.5, 0.1, 0.0, 0.5, 0.0, 0.9]
 COMPUTE_BOUND = [0.9, 0.1, 0.8, 0.9, 0.01, 0.01, 1.0, 0.8, 0.0, 0.5, 0.0, 0.9]
-QUERY_SOURCE = "void kernel(const float* x, float* y, int n) { for (int i = 0; i < n; i++) y[i] = expf(x[i]); }"
+QUERY_SOURCE = (
+    "void kernel(const float* x, float* y, int n) { for (int i = 0; i < n; i++) y[i] = expf(x[i]); }"
+)
 
 
 @pytest.fixture(scope="module")
@@ -24,15 +26,21 @@ def embedder() -> MiniLMEmbedder:
     return MiniLMEmbedder()
 
 
-def _attempts_from(prefix: str, parent_source: str, signature: list[float], wins: str, loses: str) -> list[dict]:
+def _attempts_from(
+    prefix: str, parent_source: str, signature: list[float], wins: str, loses: str
+) -> list[dict]:
     records = []
     for index, (transform, speedup) in enumerate(((wins, 2.0), (loses, 0.8), (wins, 1.8))):
         records.append(
             factories.attempt(
-                f"{prefix}:{index}", transform=transform, speedup=speedup,
-                outcome="kept" if speedup > 1 else "discarded", parent_source=parent_source,
-                child_source=f"{parent_source} /* {transform} {index} */", parent_signature=signature,
-            )  # fmt: skip
+                f"{prefix}:{index}",
+                transform=transform,
+                speedup=speedup,
+                outcome="kept" if speedup > 1 else "discarded",
+                parent_source=parent_source,
+                child_source=f"{parent_source} /* {transform} {index} */",
+                parent_signature=signature,
+            )
         )
     return records
 
@@ -61,7 +69,9 @@ def test_counters_and_text_modes_find_different_evidence(
     by_counters = knowledge.retrieve(
         [namespace], {"target": "cpu-test", "mode": "counters", "signature": query_signature, "k": 3}
     )
-    by_text = knowledge.retrieve([namespace], {"target": "cpu-test", "mode": "text", "source": QUERY_SOURCE, "k": 3})
+    by_text = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "mode": "text", "source": QUERY_SOURCE, "k": 3}
+    )
 
     assert by_counters.transforms[0].transform == "vectorize"
     assert by_text.transforms[0].transform == "unroll"
@@ -71,7 +81,9 @@ def test_counters_and_text_modes_find_different_evidence(
         for r in knowledge.record_attempts(namespace, group)  # replays: returns the stored ids
     }
     assert set(by_counters.transforms[0].evidence_measurement_ids) == expected_evidence
-    assert set(by_counters.transforms[0].evidence_attempt_keys) == {f"mem{i}:{j}" for i in range(3) for j in (0, 2)}
+    assert set(by_counters.transforms[0].evidence_attempt_keys) == {
+        f"mem{i}:{j}" for i in range(3) for j in (0, 2)
+    }
     top = by_counters.transforms[0]
     assert top.successes == top.attempts == 6 and top.same_target_attempts == 6
     assert math.isclose(top.weighted_log_speedup, (math.log(2.0) + math.log(1.8)) / 2, rel_tol=0.05)
@@ -81,7 +93,9 @@ def test_counters_and_text_modes_find_different_evidence(
 def test_retrieval_by_raw_counters_and_held_out_task(store: GraphStore, namespace: str) -> None:
     knowledge = KnowledgeService(store)
     knowledge.upsert_targets(namespace, [factories.target()])
-    knowledge.record_attempts(namespace, _attempts_from("a", "void kernel(void) {}", MEMORY_BOUND, "tile", "fuse"))
+    knowledge.record_attempts(
+        namespace, _attempts_from("a", "void kernel(void) {}", MEMORY_BOUND, "tile", "fuse")
+    )
     counters = {"time_ns": 1e6, "flops": 1e6, "bytes": 1.8e7, "instructions": 1e7, "d1_miss_rate": 0.3,
                 "ll_miss_rate": 0.6, "threads": 1}  # fmt: skip
     response = knowledge.retrieve(
@@ -103,7 +117,10 @@ def test_transfer_returns_the_constructed_rank_correlations(store: GraphStore, n
     records = []
     for i in range(5):
         parent = f"void kernel_{i}(void) {{}}"
-        for transform, on_a, on_b in (("fuse", agrees_a[i], agrees_b[i]), ("split_k", reverses_a[i], reverses_b[i])):
+        for transform, on_a, on_b in (
+            ("fuse", agrees_a[i], agrees_b[i]),
+            ("split_k", reverses_a[i], reverses_b[i]),
+        ):
             for target, speedup in (("gpu-a", on_a), ("gpu-b", on_b)):
                 records.append(factories.attempt(
                     f"{target}-{transform}:{i}", transform=transform, speedup=speedup, target_name=target,

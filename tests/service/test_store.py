@@ -31,7 +31,9 @@ def counts(store: GraphStore, namespace: str) -> tuple[int, int]:
         "MATCH (n {namespace: $ns}) RETURN count(n) AS c", ns=namespace, database_=store.database
     ).records[0]["c"]
     rels = store.driver.execute_query(
-        "MATCH (n {namespace: $ns})-[r]-() RETURN count(DISTINCT r) AS c", ns=namespace, database_=store.database
+        "MATCH (n {namespace: $ns})-[r]-() RETURN count(DISTINCT r) AS c",
+        ns=namespace,
+        database_=store.database,
     ).records[0]["c"]
     return nodes, rels
 
@@ -48,9 +50,18 @@ def test_migrations_apply_twice_and_record_each_version_once(store: GraphStore) 
 
 
 def test_constraints_cover_every_label_and_both_vector_indexes_exist(store: GraphStore) -> None:
-    constraints = store.driver.execute_query("SHOW CONSTRAINTS YIELD labelsOrTypes, type", database_=store.database)
+    constraints = store.driver.execute_query(
+        "SHOW CONSTRAINTS YIELD labelsOrTypes, type", database_=store.database
+    )
     unique_labels = {r["labelsOrTypes"][0] for r in constraints.records if r["type"] == "UNIQUENESS"}
-    assert {"HardwareTarget", "Kernel", "AccessPattern", "Transform", "Measurement", "Attempt"} <= unique_labels
+    assert {
+        "HardwareTarget",
+        "Kernel",
+        "AccessPattern",
+        "Transform",
+        "Measurement",
+        "Attempt",
+    } <= unique_labels
     vectors = store.driver.execute_query(
         "SHOW VECTOR INDEXES YIELD name, state, options", database_=store.database
     ).records
@@ -61,7 +72,9 @@ def test_constraints_cover_every_label_and_both_vector_indexes_exist(store: Grap
     assert all(r["state"] == "ONLINE" for r in vectors)
 
 
-def test_attempt_round_trip_with_lineage(knowledge: KnowledgeService, store: GraphStore, namespace: str) -> None:
+def test_attempt_round_trip_with_lineage(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
     first = factories.attempt("run-1:0", child_source="void kernel(void) { /* v1 */ }")
     second = factories.attempt(
         "run-1:1", transform="tile", parent_source=first["child"]["source"],
@@ -79,7 +92,12 @@ def test_attempt_round_trip_with_lineage(knowledge: KnowledgeService, store: Gra
         ns=namespace, database_=store.database,
     ).records  # fmt: skip
     assert len(row) == 1
-    assert (row[0]["t"], row[0]["h"], row[0]["ap"], row[0]["outcome"]) == ("tile", "cpu-test", "dense-matmul", "kept")
+    assert (row[0]["t"], row[0]["h"], row[0]["ap"], row[0]["outcome"]) == (
+        "tile",
+        "cpu-test",
+        "dense-matmul",
+        "kept",
+    )
     assert math.isclose(row[0]["child_ns"], 1e6 / 1.5)
     assert len(row[0]["signature"]) == SIGNATURE_DIM
     lineage = store.driver.execute_query(
@@ -149,7 +167,9 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize(("path", "value", "field"), BAD_INPUTS, ids=[f"{p}={str(v)[:20]}" for p, v, _ in BAD_INPUTS])
+@pytest.mark.parametrize(
+    ("path", "value", "field"), BAD_INPUTS, ids=[f"{p}={str(v)[:20]}" for p, v, _ in BAD_INPUTS]
+)
 def test_bad_input_names_the_field_and_writes_nothing(
     knowledge: KnowledgeService, store: GraphStore, namespace: str, path: str, value: Any, field: str
 ) -> None:
