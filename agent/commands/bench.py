@@ -41,11 +41,19 @@ def service(
 
 @bench_app.command("ablation")
 def ablation(
-    budget: int = typer.Option(
-        8, "--budget", min=1, max=64, help="K: attempts per arm (memoryless also runs 4K)"
+    budget: int | None = typer.Option(
+        None,
+        "--budget",
+        min=1,
+        max=64,
+        help="K: attempts per arm, memoryless also runs 4K (default 6; 3 with --quick)",
     ),
-    seeds: int = typer.Option(3, "--seeds", min=1, max=10, help="seeds per arm and task"),
-    quick: bool = typer.Option(False, "--quick", help="4 tasks, K=4, no transfer part (under 5 minutes)"),
+    seeds: int | None = typer.Option(
+        None, "--seeds", min=1, max=10, help="seeds per arm and task (default 3; 2 with --quick)"
+    ),
+    quick: bool = typer.Option(
+        False, "--quick", help="3 tasks, K=3, 2 seeds, no transfer part (under 5 minutes)"
+    ),
     target: str = typer.Option(
         "cpu-x86-64-v2", "--target", help="target the held-out tasks are optimized on"
     ),
@@ -72,8 +80,10 @@ def ablation(
     from service.embeddings import MiniLMEmbedder
     from service.knowledge import KnowledgeService
 
+    budget = budget or (3 if quick else 6)
+    seeds = seeds or (2 if quick else 3)
     if quick:
-        budget, transfer_from = min(budget, 4), ""
+        transfer_from = ""
     chosen = [get_task(t) for t in tasks.split(",") if t] or (
         [get_task(t) for t in study.QUICK_TASKS] if quick else all_tasks("c")
     )
