@@ -5,7 +5,9 @@
 // so a transform seen once on a far state is shrunk towards zero.
 // Parameters: $neighbours (list of {measurement_id, score}), $namespaces, $target, $other_target_weight,
 //   $failure_log_speedup, $prior_weight, $limit.
-// Returns: one row per transform with every score component, the best example, and evidence ids.
+// Returns: one row per transform with every score component, the best example, evidence ids, and
+// `by_params`: the same figures per parameter setting (best first), so a proposer can tell a good
+// setting of a transform from a harmful one.
 // :param neighbours => [{measurement_id: 'abc', score: 0.9}]
 // :param namespaces => ['demo']
 // :param target => 'cpu-native'
@@ -20,21 +22,37 @@ MATCH (a:Attempt)-[:FROM_STATE]->(m)
 WITH a, m, neighbour.score AS similarity,
      neighbour.score * CASE WHEN m.target = $target THEN 1.0 ELSE $other_target_weight END AS weight,
      coalesce(a.log_speedup, $failure_log_speedup) AS gain
-ORDER BY gain DESC
-WITH a.transform AS transform,
+// First per (transform, parameter setting)...
+WITH a.transform AS transform, a.params_json AS params,
      count(a) AS attempts,
      sum(CASE WHEN a.outcome = 'kept' THEN 1 ELSE 0 END) AS successes,
      sum(weight * gain) AS weighted_gain,
      sum(weight) AS total_weight,
-     avg(similarity) AS mean_similarity,
+     sum(similarity) AS similarity_sum,
      sum(CASE WHEN m.target = $target THEN 1 ELSE 0 END) AS same_target_attempts,
      max(a.speedup) AS best_speedup,
-     collect(DISTINCT m.measurement_id) AS evidence_measurement_ids,
+     collect(DISTINCT m.measurement_id) AS measurement_ids,
      collect(a.attempt_key) AS attempt_keys,
      collect({attempt_key: a.attempt_key, params: a.params_json, speedup: a.speedup, outcome: a.outcome,
-              task: m.task, target: m.target, similarity: similarity}) AS examples
+              task: m.task, target: m.target, similarity: similarity, gain: gain}) AS examples
+ORDER BY transform, weighted_gain / total_weight DESC
+// ...then per transform, keeping the per-setting figures.
+WITH transform,
+     sum(attempts) AS attempts,
+     sum(successes) AS successes,
+     sum(weighted_gain) AS weighted_gain,
+     sum(total_weight) AS total_weight,
+     sum(similarity_sum) / sum(attempts) AS mean_similarity,
+     sum(same_target_attempts) AS same_target_attempts,
+     max(best_speedup) AS best_speedup,
+     collect({params: params, attempts: attempts, successes: successes, weight: total_weight,
+              weighted_log_speedup: weighted_gain / total_weight}) AS by_params,
+     reduce(ids = [], group IN collect(measurement_ids) | ids + [i IN group WHERE NOT i IN ids]) AS evidence_measurement_ids,
+     reduce(keys = [], group IN collect(attempt_keys) | keys + group) AS attempt_keys,
+     reduce(best = null, group IN collect(examples) |
+       reduce(b = best, x IN group | CASE WHEN b IS NULL OR x.gain > b.gain THEN x ELSE b END)) AS best_example
 WITH transform, attempts, successes, total_weight, mean_similarity, same_target_attempts, best_speedup,
-     evidence_measurement_ids, attempt_keys, examples,
+     by_params, evidence_measurement_ids, attempt_keys, best_example,
      weighted_gain / total_weight AS weighted_log_speedup,
      total_weight / (total_weight + $prior_weight) AS confidence
 RETURN transform,
@@ -48,8 +66,9 @@ RETURN transform,
        same_target_attempts,
        attempts - same_target_attempts AS other_target_attempts,
        best_speedup,
-       examples[0] AS best_example,
-       [x IN examples[..5] | x.params] AS params,
+       best_example {.attempt_key, .params, .speedup, .outcome, .task, .target, .similarity} AS best_example,
+       [p IN by_params[..5] | p.params] AS params,
+       by_params,
        evidence_measurement_ids,
        attempt_keys[..50] AS evidence_attempt_keys
 ORDER BY score DESC, attempts DESC

@@ -223,6 +223,16 @@ class RetrieveRequest(Strict):
         return Measurement._signature_shape(value)
 
 
+class ParamEvidence(BaseModel):
+    """How one parameter setting of a transform fared from the neighbouring states."""
+
+    params: dict[str, Any]
+    attempts: int
+    successes: int
+    weight: float  # sum of similarity x target weight over its attempts
+    weighted_log_speedup: float
+
+
 class RetrievedTransform(BaseModel):
     transform: str
     score: float
@@ -237,6 +247,7 @@ class RetrievedTransform(BaseModel):
     best_speedup: float | None
     best_example: dict[str, Any] | None
     params: list[dict[str, Any]]
+    by_params: list[ParamEvidence] = Field(default_factory=list)
     evidence_measurement_ids: list[str]
     evidence_attempt_keys: list[str]
 

@@ -6,8 +6,10 @@ source similarity instead and is the comparison baseline). Every applicable tran
 Thompson-sampling bandit: a Beta prior on "this transform gets kept" and a Normal prior on its log
 speedup, both built from the retrieved evidence (attempts, successes, weighted log speedup, weighted
 by how much of it there is), updated with this run's own outcomes. Transforms without evidence keep
-a flat prior, so they are still explored. Within the chosen transform, parameters that appear in the
-evidence's best examples are preferred.
+a flat prior, so they are still explored. Parameters are chosen the same way one level down: each
+applicable setting is drawn from its own evidence (`by_params`: a setting seen to be harmful on
+similar states, such as a fine-grained dynamic schedule, is avoided; one seen to help is preferred),
+and a transform is valued by the best setting still open to it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from agent.proposers.base import (
 from agent.results import Outcome
 from service.client import ExperienceClient
 from service.errors import KernelGraphError
-from service.models import RetrievalMode, RetrievedTransform, RetrieveRequest
+from service.models import ParamEvidence, RetrievalMode, RetrievedTransform, RetrieveRequest
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +41,7 @@ FAILURE_GAIN = -0.1  # the log "speedup" of an attempt that did not run: it wast
 GAIN_SIGMA = 0.5  # spread of one attempt's log speedup around a transform's mean
 PRIOR_GAIN = 0.05  # mildly optimistic: an untried transform is assumed worth a look
 MAX_EVIDENCE_WEIGHT = 20.0  # evidence never counts for more than this many of this run's own tries
-PREFER_EVIDENCE_PARAMS = 0.8  # probability of taking the evidence's parameters when they apply
+MIN_SETTING_WEIGHT = 0.5  # a parameter setting needs this much similarity-weighted evidence to stand alone
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,35 @@ def sample_value(arm: ArmPosterior, rng: random.Random) -> float:
     p = rng.betavariate(arm.alpha, arm.beta)
     gain = rng.gauss(arm.gain_mean, arm.gain_sd)
     return p * gain if gain > 0 else gain * (1.0 - p) + (p - 1.0) * 0.01
+
+
+def setting_evidence(options: Sequence[Candidate], evidence: RetrievedTransform) -> RetrievedTransform:
+    """The transform's evidence narrowed to its best parameter setting that is still open to us.
+
+    The transform-level figures average every setting tried, harmful ones included; since the
+    parameters are then chosen from the evidence too, the transform is worth what its best open
+    setting is worth. Falls back to the transform-level evidence when no setting has enough weight.
+    """
+    best: ParamEvidence | None = None
+    for group in evidence.by_params:
+        if group.weight < MIN_SETTING_WEIGHT or not any(
+            params_match(o.params, group.params) for o in options
+        ):
+            continue
+        if best is None or group.weighted_log_speedup > best.weighted_log_speedup:
+            best = group
+    if best is None:
+        return evidence
+    confidence = best.weight / (best.weight + 1.0)
+    return evidence.model_copy(
+        update={
+            "attempts": best.attempts,
+            "successes": best.successes,
+            "success_rate": best.successes / best.attempts,
+            "weighted_log_speedup": best.weighted_log_speedup,
+            "confidence": confidence,
+        }
+    )
 
 
 def params_match(params: Mapping[str, Any], example: Mapping[str, Any]) -> bool:
@@ -155,7 +186,12 @@ class ExperienceProposer:
         history: dict[str, list[HistoryEntry]] = defaultdict(list)
         for entry in context.history:
             history[entry.transform].append(entry)
-        arms = {name: posterior(name, evidence.get(name), history[name]) for name in sorted(by_transform)}
+        narrowed = {
+            name: setting_evidence(by_transform[name], evidence[name])
+            for name in by_transform
+            if name in evidence
+        }
+        arms = {name: posterior(name, narrowed.get(name), history[name]) for name in sorted(by_transform)}
         self.last_posteriors = arms
         draws = {name: sample_value(arm, self.rng) for name, arm in arms.items()}
         transform = max(draws, key=lambda name: draws[name])
@@ -180,14 +216,20 @@ class ExperienceProposer:
         )
 
     def _params(self, options: list[Candidate], evidence: RetrievedTransform | None) -> tuple[Candidate, str]:
-        """Prefer the parameters of the best example, then those of other good examples."""
-        if evidence is not None and self.rng.random() < PREFER_EVIDENCE_PARAMS:
-            examples: list[Mapping[str, Any]] = []
-            if evidence.best_example and isinstance(evidence.best_example.get("params"), dict):
-                examples.append(evidence.best_example["params"])
-            examples.extend(p for p in evidence.params if isinstance(p, dict))
-            for rank, example in enumerate(examples):
-                for option in options:
-                    if params_match(option.params, example):
-                        return option, f"parameters of evidence example #{rank + 1}"
-        return self.rng.choice(options), "parameters chosen uniformly"
+        """Thompson sampling over the transform's open settings, each from its own evidence."""
+        groups = evidence.by_params if evidence is not None else []
+        best_draw, best_option, best_weight = -math.inf, options[0], 0.0
+        for option in options:
+            matching = [g for g in groups if params_match(option.params, g.params)]
+            weight = sum(g.weight for g in matching)
+            gain = sum(g.weight * g.weighted_log_speedup for g in matching)
+            n = 1.0 + weight
+            draw = self.rng.gauss((PRIOR_GAIN + gain) / n, GAIN_SIGMA / math.sqrt(n))
+            if draw > best_draw:
+                best_draw, best_option, best_weight = draw, option, weight
+        why = (
+            f"parameters drawn from {best_weight:.1f} weight of evidence for this setting"
+            if best_weight > 0
+            else "parameters without evidence (exploring)"
+        )
+        return best_option, why

@@ -8,14 +8,15 @@ from collections.abc import Iterator
 import pytest
 
 from agent.backends.c import CBackend
-from agent.proposers.base import HistoryEntry, ProposalContext, Proposer, candidates, config_key
-from agent.proposers.experience import ExperienceProposer, params_match, posterior
+from agent.proposers.base import Candidate, HistoryEntry, ProposalContext, Proposer, candidates, config_key
+from agent.proposers.experience import ExperienceProposer, params_match, posterior, setting_evidence
 from agent.proposers.memoryless import MemorylessProposer
 from agent.results import Outcome, ProfileResult
 from agent.targets import Target
 from agent.tasks import get_task
 from service.client import InProcessClient
 from service.knowledge import KnowledgeService
+from service.models import ParamEvidence, RetrievedTransform
 from service.store import GraphStore
 from tests import factories
 
@@ -107,7 +108,32 @@ def test_run_outcomes_update_the_belief() -> None:
     assert failed.beta > fresh.beta and won.alpha > fresh.alpha
 
 
-def test_params_of_the_best_example_are_preferred() -> None:
+def _schedule_evidence() -> RetrievedTransform:
+    settings = [ParamEvidence(params={"schedule": "static"}, attempts=4, successes=4, weight=3.0,
+                              weighted_log_speedup=0.6),
+                ParamEvidence(params={"schedule": "dynamic,1"}, attempts=4, successes=0, weight=3.0,
+                              weighted_log_speedup=-2.0)]  # fmt: skip
+    return RetrievedTransform(
+        transform="schedule", score=-0.5, attempts=8, successes=4, success_rate=0.5, weighted_log_speedup=-0.7,
+        confidence=0.86, mean_similarity=0.9, same_target_attempts=8, other_target_attempts=0, best_speedup=1.8,
+        best_example=None, params=[], by_params=settings, evidence_measurement_ids=[], evidence_attempt_keys=[],
+    )  # fmt: skip
+
+
+def test_settings_seen_to_hurt_are_avoided_and_the_transform_is_valued_by_its_best_setting() -> None:
+    options = [Candidate("schedule", {"schedule": value}, {"schedule": value})
+               for value in ("static", "dynamic,1", "guided")]  # fmt: skip
+    proposer = ExperienceProposer(client=None, seed=5)  # type: ignore[arg-type]  # no retrieval in this test
+    picks = Counter(proposer._params(options, _schedule_evidence())[0].params["schedule"] for _ in range(200))
+    assert picks["dynamic,1"] == 0, picks
+    assert picks["static"] > picks["guided"] > 0, picks  # the unseen setting is still explored
+    narrowed = setting_evidence(options, _schedule_evidence())
+    assert narrowed.weighted_log_speedup == pytest.approx(0.6) and narrowed.success_rate == 1.0
+    only_bad_open = setting_evidence(options[1:2], _schedule_evidence())
+    assert only_bad_open.weighted_log_speedup == pytest.approx(-2.0)
+
+
+def test_parameters_match_on_the_keys_they_share() -> None:
     assert params_match({"tile": 32}, {"tile": 32, "factor": 4})
     assert not params_match({"tile": 64}, {"tile": 32})
     assert not params_match({"tile": 64}, {"factor": 4})

@@ -142,3 +142,24 @@ def test_spearman_handles_ties_and_degenerate_input() -> None:
     assert spearman([1, 2, 2, 3], [1, 2, 2, 3]) == pytest.approx(1.0)
     assert spearman([1, 1, 1], [1, 2, 3]) is None
     assert spearman([1, 2], [2, 1]) is None
+
+
+def test_each_parameter_setting_keeps_its_own_evidence(store: GraphStore, namespace: str) -> None:
+    knowledge = KnowledgeService(store)
+    knowledge.upsert_targets(namespace, [factories.target()])
+    records = []
+    for index, (schedule, speedup) in enumerate((("static", 2.0), ("dynamic,1", 0.25), ("static", 1.8))):
+        record = factories.attempt(f"p:{index}", transform="schedule", speedup=speedup,
+                                   outcome="kept" if speedup > 1 else "discarded",
+                                   child_source=f"/* {schedule} {index} */", parent_signature=MEMORY_BOUND)  # fmt: skip
+        record["transform"]["params"] = {"schedule": schedule}
+        records.append(record)
+    knowledge.record_attempts(namespace, records)
+    row = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": MEMORY_BOUND}).transforms[0]
+    assert [p.params for p in row.by_params] == [{"schedule": "static"}, {"schedule": "dynamic,1"}]
+    static, dynamic = row.by_params
+    assert (static.attempts, static.successes, dynamic.attempts, dynamic.successes) == (2, 2, 1, 0)
+    assert static.weighted_log_speedup == pytest.approx((math.log(2.0) + math.log(1.8)) / 2)
+    assert dynamic.weighted_log_speedup == pytest.approx(math.log(0.25))
+    assert row.best_example is not None and row.best_example["params"] == {"schedule": "static"}
+    assert row.best_speedup == pytest.approx(2.0)
