@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 # Retrieval knobs; docs/retrieval.md explains each.
 EXACT_SEARCH_MAX_STATES = 1_000  # up to this, exact scoring of every state is cheap and beats the index
-OVERFETCH = 10  # index candidates fetched per wanted neighbour, before namespace/task filtering
+OVERFETCH = 5  # index candidates fetched per wanted neighbour, before namespace/task filtering
 MAX_FETCH_K = 2_000
 OTHER_TARGET_WEIGHT = 0.7  # evidence from another target counts, but less
 FAILURE_LOG_SPEEDUP = -0.1  # a failed attempt (no runtime) costs a little: it wasted a try
@@ -74,6 +74,7 @@ class KnowledgeService:
     def __init__(self, store: GraphStore, embedder: Embedder | None = None) -> None:
         self.store = store
         self.embedder = embedder
+        self._large: set[tuple[str, ...]] = set()  # namespace sets past exact-search size
 
     # ---- targets ---------------------------------------------------------------------------------
     def upsert_targets(self, namespace: str, targets: Sequence[HardwareTarget | dict[str, Any]]) -> list[str]:
@@ -293,10 +294,7 @@ class KnowledgeService:
     def _nearest_by_signature(
         self, namespaces: list[str], signature: list[float], req: RetrieveRequest
     ) -> list[dict[str, Any]]:
-        states = self.store.read(
-            "count_explored_states", namespaces=namespaces, limit=EXACT_SEARCH_MAX_STATES + 1
-        )[0]["states"]
-        if states <= EXACT_SEARCH_MAX_STATES:
+        if self._small(namespaces):
             return self.store.read(
                 "nearest_states_by_signature_exact",
                 signature=signature, k=req.k, namespaces=namespaces, exclude_tasks=req.excluded_tasks,
@@ -306,6 +304,18 @@ class KnowledgeService:
             signature=signature, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,
             namespaces=namespaces, exclude_tasks=req.excluded_tasks,
         )  # fmt: skip
+
+    def _small(self, namespaces: list[str]) -> bool:
+        """Few enough explored states for exact scoring? A large verdict is kept: nothing is ever deleted."""
+        key = tuple(sorted(namespaces))
+        if key in self._large:
+            return False
+        states = self.store.read(
+            "count_explored_states", namespaces=namespaces, limit=EXACT_SEARCH_MAX_STATES + 1
+        )[0]["states"]
+        if states > EXACT_SEARCH_MAX_STATES:
+            self._large.add(key)
+        return states <= EXACT_SEARCH_MAX_STATES
 
     def _nearest_by_source(
         self, namespaces: list[str], source: str, req: RetrieveRequest
