@@ -450,7 +450,12 @@ def _retrieved(row: dict[str, Any]) -> RetrievedTransform:
         best = {**best, "params": json.loads(best["params"])}
     by_params = [{**p, "params": json.loads(p["params"])} for p in row["by_params"]]
     return RetrievedTransform(
-        **{**row, "best_example": best, "params": [json.loads(p) for p in row["params"]], "by_params": by_params}
+        **{
+            **row,
+            "best_example": best,
+            "params": [json.loads(p) for p in row["params"]],
+            "by_params": by_params,
+        }
     )
 
 

@@ -258,8 +258,10 @@ def plot(summary: dict[str, Any], path: Path, title: str) -> None:
     for name, arm in summary["arms"].items():
         xs = list(range(1, len(arm["curve"]) + 1))
         # memoryless@K is the first K attempts of memoryless@4K (same seeds): dashed, on top, so both show.
-        style = {"linestyle": "--", "zorder": 3} if name == "memoryless@K" else {}
-        (line,) = ax.plot(xs, arm["curve"], label=f"{name} ({arm['geomean_speedup']:.2f}x)", linewidth=2, **style)
+        style: dict[str, Any] = {"linestyle": "--", "zorder": 3} if name == "memoryless@K" else {}
+        (line,) = ax.plot(
+            xs, arm["curve"], label=f"{name} ({arm['geomean_speedup']:.2f}x)", linewidth=2, **style
+        )
         ax.fill_between(xs, arm["curve_min"], arm["curve_max"], color=line.get_color(), alpha=0.15)
     ax.axvline(summary["budget"], color="grey", linestyle=":", linewidth=1)
     ax.set_xlabel("attempts")
