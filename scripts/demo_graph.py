@@ -35,23 +35,24 @@ TASKS: dict[str, tuple[str, ...]] = {
     "matmul": ("dense-2d", "reuse-blocked", "row-major-stream", "column-stride"),
 }
 
-# transform -> (params, mean log-speedup on memory-bound rows, on matmul); GPU and CPU menus.
+# transform (shared vocabulary, agent/transforms.py) -> (params, mean log-speedup on memory-bound rows,
+# on matmul); GPU and CPU menus.
 GPU_TRANSFORMS: dict[str, tuple[dict[str, Any], float, float]] = {
-    "fuse_passes": ({"passes": 2}, 0.45, -0.05),
-    "vectorize_loads": ({"width": 4}, 0.25, 0.10),
-    "one_row_per_program": ({"block": 1}, 0.30, -0.20),
-    "tune_num_warps": ({"num_warps": 8}, 0.10, 0.15),
-    "block_tile": ({"bm": 128, "bn": 128, "bk": 32}, -0.30, 0.70),
-    "software_pipeline": ({"stages": 3}, -0.05, 0.35),
-    "use_tensor_cores": ({"dtype": "bf16"}, -0.40, 0.90),
+    "fuse": ({"passes": 2}, 0.45, -0.05),
+    "vectorize": ({"width": 4}, 0.25, 0.10),
+    "schedule": ({"block": 1}, 0.30, -0.20),
+    "parallelize": ({"num_warps": 8}, 0.10, 0.15),
+    "tile": ({"bm": 128, "bn": 128, "bk": 32}, -0.30, 0.70),
+    "unroll": ({"stages": 3}, -0.05, 0.35),
+    "change_layout": ({"dtype": "bf16"}, -0.40, 0.90),
 }
 CPU_TRANSFORMS: dict[str, tuple[dict[str, Any], float, float]] = {
-    "fuse_passes": ({"passes": 2}, 0.40, -0.05),
-    "simd_vectorize": ({"width": 16}, 0.35, 0.30),
+    "fuse": ({"passes": 2}, 0.40, -0.05),
+    "vectorize": ({"width": 16}, 0.35, 0.30),
     "unroll": ({"factor": 4}, 0.08, 0.12),
-    "loop_interchange": ({"order": "ikj"}, -0.05, 0.60),
-    "cache_block": ({"tile": 64}, -0.10, 0.55),
-    "openmp_parallel": ({"threads": 2}, 0.30, 0.45),
+    "interchange": ({"order": "ikj"}, -0.05, 0.60),
+    "block_for_cache": ({"tile": 64}, -0.10, 0.55),
+    "parallelize": ({"threads": 2}, 0.30, 0.45),
 }
 FAILURE_KINDS = ("compile_error", "incorrect", "crashed", "timeout")
 
@@ -125,7 +126,7 @@ def build_attempts(rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, 
                     "rationale": f"{name} on a {'memory' if memory_bound else 'compute'}-bound {task}",
                 }  # fmt: skip
                 failure = rng.random() < (
-                    0.25 if name in ("use_tensor_cores", "software_pipeline", "cache_block") else 0.1
+                    0.25 if name in ("change_layout", "unroll", "block_for_cache") else 0.1
                 )
                 if failure:
                     kind = rng.choice(FAILURE_KINDS)
