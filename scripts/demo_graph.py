@@ -1,4 +1,5 @@
-"""Seed a small, realistic experience graph (namespace `demo`) for the docs' tour and screenshots.
+"""Seed a small, realistic experience graph (namespace `tour`, apart from the `demo` namespace of `kernelgraph demo`, so its synthetic
+GPU attempts never become experience for a real run) for the docs' tour and screenshots.
 
 Two GPU targets (sm90, sm80) and two CPU targets; row-reduction tasks (softmax, rmsnorm, layernorm)
 and matmul; chains of transforms where each kept child becomes the next parent, with failures mixed in.
@@ -15,7 +16,7 @@ from typing import Any
 
 from service.knowledge import KnowledgeService
 
-NAMESPACE = "demo"
+NAMESPACE = "tour"
 
 TARGETS: list[dict[str, Any]] = [
     {"name": "h100-sm90", "kind": "cuda", "arch": "sm90", "peak_gflops": 60000.0, "peak_gbps": 3350.0,
@@ -103,7 +104,7 @@ def build_attempts(rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, 
         ]
         for task, patterns in TASKS.items():
             memory_bound = task != "matmul"
-            run_id = f"demo-{target['name']}-{task}"
+            run_id = f"tour-{target['name']}-{task}"
             steps: list[str] = []
             parent = {"task": task, "backend": backend, "source": _source(task, backend, steps),
                       "patterns": list(patterns), "variant": "naive"}  # fmt: skip
@@ -119,7 +120,7 @@ def build_attempts(rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, 
                 child = {"task": task, "backend": backend, "source": _source(task, backend, child_steps),
                          "patterns": list(patterns), "variant": "+".join(child_steps)}  # fmt: skip
                 attempt: dict[str, Any] = {
-                    "attempt_key": f"{run_id}:{step}", "run_id": run_id, "agent": "demo-agent",
+                    "attempt_key": f"{run_id}:{step}", "run_id": run_id, "agent": "tour-agent",
                     "target": target["name"], "parent": parent,
                     "parent_measurement": _measurement(rng, median, _signature(rng, memory_bound, progress), gpu),
                     "transform": {"name": name, "params": params}, "child": child,
@@ -157,7 +158,7 @@ def seed(knowledge: KnowledgeService, namespace: str = NAMESPACE) -> DemoGraph:
     for start in range(0, len(attempts), 50):
         results.extend(knowledge.record_attempts(namespace, attempts[start : start + 50]))
     by_key = {r.attempt_key: r for r in results}
-    chain = [a for a in attempts if a["run_id"] == "demo-h100-sm90-softmax" and a["outcome"] == "kept"]
+    chain = [a for a in attempts if a["run_id"] == "tour-h100-sm90-softmax" and a["outcome"] == "kept"]
     lineage_kernel = by_key[chain[-1]["attempt_key"]].child_kernel_id if chain else results[0].child_kernel_id
     return DemoGraph(namespace, lineage_kernel, len(attempts))
 

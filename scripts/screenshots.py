@@ -1,6 +1,6 @@
 """Screenshots of the real Neo4j Browser for docs/exploring.md, so they stay true as the product changes.
 
-Starts (or reuses) the configured local server, applies the schema, seeds the `demo` namespace
+Starts (or reuses) the configured local server, applies the schema, seeds the `tour` namespace
 (scripts/demo_graph.py), then drives headless Chromium over the DevTools protocol: loads
 docs/kernelgraph.grass, logs in, and for each question of the tour runs the `:param` block of a
 cypher/ file followed by the file itself, exactly as a user would paste them, and saves a PNG under
