@@ -227,12 +227,6 @@ class KnowledgeService:
             else [],
         }
 
-    def require_kernel(self, namespaces: Sequence[str], kernel_id: str) -> None:
-        if not self.store.read("kernel_exists", namespaces=list(namespaces), kernel_id=kernel_id):
-            raise NotFound(
-                f"no kernel {kernel_id!r} in namespace(s) {', '.join(namespaces)}", field="kernel_id"
-            )
-
     # ---- retrieval -------------------------------------------------------------------------------
     def retrieve(
         self, namespaces: Sequence[str], request: RetrieveRequest | dict[str, Any]
@@ -240,7 +234,10 @@ class KnowledgeService:
         """Transforms that worked from measured states like the given one, ranked, with their evidence."""
         req = request if isinstance(request, RetrieveRequest) else validate(RetrieveRequest, request)
         spaces = list(namespaces)
-        signature = self._request_signature(spaces, req)
+        target = self.targets(spaces, [req.target]).get(req.target)
+        if target is None:
+            raise NotFound(f"unknown target {req.target!r}", field="target")
+        signature = self._request_signature(req, target)
         neighbours: dict[str, float] = {}
         if req.mode in (RetrievalMode.COUNTERS, RetrievalMode.HYBRID):
             if signature is None:
@@ -279,16 +276,13 @@ class KnowledgeService:
             transforms=transforms,
         )
 
-    def _request_signature(self, namespaces: list[str], req: RetrieveRequest) -> list[float] | None:
+    def _request_signature(self, req: RetrieveRequest, target: dict[str, Any]) -> list[float] | None:
         if req.signature is not None:
             return list(req.signature)
         if req.counters is None:
             return None
         if req.counter_source is None:
             raise InvalidInput("`counter_source` is required with raw `counters`", field="counter_source")
-        target = self.targets(namespaces, [req.target]).get(req.target)
-        if target is None:
-            raise InvalidInput(f"unknown target {req.target!r}", field="target")
         return list(compute_signature(req.counter_source, req.counters, peaks_of(target)).vector)
 
     def _nearest_by_signature(

@@ -80,9 +80,6 @@ class QueryRegistry:
         except KeyError:
             raise QueryError(f"no query named {name!r} in {CYPHER_DIR}") from None
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self.queries.values())
-
 
 @lru_cache(maxsize=1)
 def registry() -> QueryRegistry:

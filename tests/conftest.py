@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from service.settings import Settings
+from tests.prerequisites import unavailable
 
 
 def _free_port() -> int:
@@ -62,7 +63,7 @@ def neo4j_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setting
         with Neo4jContainer("neo4j:5.26-community", password="kernelgraph-test") as container:
             yield Settings(neo4j_uri=container.get_connection_url(), neo4j_password="kernelgraph-test")
         return
-    pytest.skip("no Neo4j: set KERNELGRAPH_NEO4J_URI, install Java 17 + Maven, or run a Docker engine")
+    unavailable("no Neo4j: set KERNELGRAPH_NEO4J_URI, install Java 17 + Maven, or run a Docker engine")
 
 
 @pytest.fixture(scope="session")

@@ -8,13 +8,14 @@ import pytest
 
 from agent.backends.c import CBackend
 from agent.targets import Target, get_target
+from tests.prerequisites import unavailable
 
 
 @pytest.fixture(scope="session")
 def cpu_target() -> Target:
     target = get_target("cpu-x86-64-v2")
     if not target.available:
-        pytest.skip(f"x86-64-v2 unavailable: {target.unavailable_reason}")
+        unavailable(f"x86-64-v2 is unavailable: {target.unavailable_reason}")
     return target
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from agent.backends.base import Backend
 from agent.backends.c import CBackend, parse_diagnostics
 from agent.backends.sandbox import TimingPlan
@@ -13,6 +11,7 @@ from agent.results import Outcome
 from agent.targets import Target, get_target
 from agent.tasks import get_task
 from agent.tasks.matmul import BASELINE, BEST_KNOWN
+from tests.prerequisites import unavailable
 
 SIGNATURE_COUNTERS = {
     "time_ns", "flops", "bytes", "gflops", "gbps", "arithmetic_intensity", "threads",
@@ -83,7 +82,7 @@ def test_cachegrind_uses_v3_build_for_avx512(c_cache: Path) -> None:
     from agent.counters import cachegrind_counters, valgrind_version
 
     if not valgrind_version():
-        pytest.skip("valgrind not installed")
+        unavailable("valgrind is not installed")
     target = get_target("cpu-x86-64-v4", measure=False)
     task = get_task("reduction")
     report = cachegrind_counters(task, task.source("c", {"acc": 4, "simd": True, "parallel": True}), target)
@@ -95,7 +94,7 @@ def test_cachegrind_uses_v3_build_for_avx512(c_cache: Path) -> None:
 def test_matmul_best_config_beats_naive_by_2x(c_cache: Path) -> None:
     target = get_target("cpu-x86-64-v3")
     if not target.available:
-        pytest.skip("x86-64-v3 unavailable")
+        unavailable(f"x86-64-v3 is unavailable: {target.unavailable_reason}")
     task = get_task("matmul")
     profiler = CBackend(cache_dir=c_cache, counters=False, timing=TimingPlan(warmup=1, budget_s=1.0))
     result = profiler.profile(

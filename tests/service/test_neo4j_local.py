@@ -13,11 +13,15 @@ from service.neo4j_local import LocalNeo4j
 from service.settings import Settings
 from service.store import open_driver
 from tests.conftest import _free_port
+from tests.prerequisites import unavailable
 
-pytestmark = [
-    pytest.mark.neo4j,
-    pytest.mark.skipif(not (shutil.which("java") and shutil.which("mvn")), reason="needs Java 17 and Maven"),
-]
+pytestmark = pytest.mark.neo4j
+
+
+@pytest.fixture(autouse=True)
+def _java_and_maven() -> None:
+    if not (shutil.which("java") and shutil.which("mvn")):
+        unavailable("the local server needs Java 17 and Maven")
 
 
 def _count_marker(settings: Settings) -> int:

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from service.embeddings import MiniLMEmbedder
+from service.errors import NotFound
 from service.knowledge import KnowledgeService, spearman
 from service.signature import SIGNATURE_DIM
 from service.store import GraphStore
@@ -103,6 +104,9 @@ def test_retrieval_by_raw_counters_and_held_out_task(store: GraphStore, namespac
     )
     assert response.signature is not None and len(response.signature) == SIGNATURE_DIM
     assert response.transforms[0].transform == "tile"
+    with pytest.raises(NotFound) as unknown:
+        knowledge.retrieve([namespace], {"target": "no-such-target", "signature": MEMORY_BOUND})
+    assert unknown.value.field == "target"
     held_out = knowledge.retrieve(
         [namespace], {"target": "cpu-test", "signature": MEMORY_BOUND, "exclude_task": "matmul"}
     )

@@ -9,7 +9,6 @@ from pydantic import BaseModel
 from pydantic import Field as PydanticField
 
 from service.api.deps import KnowledgeDep, ReadNamespaces
-from service.errors import NotFound
 from service.models import LineageStep, Name, RetrieveRequest, RetrieveResponse, Strict, TransferResponse
 
 router = APIRouter(tags=["experience"])
@@ -43,8 +42,6 @@ def retrieve(
     `counters` (nearest signatures), `text` (nearest kernel sources; needs `source`) or `hybrid`.
     `k` neighbours are aggregated into at most `limit` transforms. Unknown target: 404.
     """
-    if not knowledge.targets(namespaces, [request.target]):
-        raise NotFound(f"unknown target {request.target!r}", field="target")
     return knowledge.retrieve(namespaces, request)
 
 
