@@ -15,7 +15,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -292,6 +294,58 @@ class LocalNeo4j:
         (self.home / "run" / "neo4j.pid").unlink(missing_ok=True)
         return True
 
+    # ---- backup and upgrade ------------------------------------------------------------------------
+    def dump(self, destination: Path) -> Path:
+        """Write the graph database to `destination` (a .dump file) with `neo4j-admin database dump`.
+
+        Community edition dumps offline only: a running server is stopped for the dump and started
+        again afterwards. Returns the dump file."""
+        destination = destination.expanduser().resolve()
+        if destination.is_dir():
+            destination = destination / f"{self.settings.neo4j_database}.dump"
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        with self._offline(), _tempdir(destination.parent) as staging:
+            self._admin("dump", f"--to-path={staging}")
+            shutil.move(staging / f"{self.settings.neo4j_database}.dump", destination)
+        return destination
+
+    def load(self, dump_file: Path) -> None:
+        """Replace the graph database with `dump_file` (from `dump`), then apply nothing else: run
+        `kernelgraph schema apply` afterwards to bring a graph of an older release up to date."""
+        dump_file = dump_file.expanduser().resolve()
+        if not dump_file.is_file():
+            raise LocalServerError(f"no dump file at {dump_file}", field="dump_file")
+        self.install()
+        self.write_conf()
+        with self._offline(), _tempdir(dump_file.parent) as staging:
+            # neo4j-admin reads <database>.dump from a directory.
+            os.symlink(dump_file, staging / f"{self.settings.neo4j_database}.dump")
+            self._admin("load", f"--from-path={staging}", "--overwrite-destination=true")
+
+    @contextlib.contextmanager
+    def _offline(self) -> Iterator[None]:
+        was_running = self.status().running
+        if was_running:
+            log.info("stopping Neo4j for an offline dump/load")
+            self.stop()
+        try:
+            yield
+        finally:
+            if was_running:
+                self.start()
+
+    def _admin(self, action: str, *args: str) -> None:
+        if not self.password_file.exists():
+            self.ensure_password()  # a fresh data home: the server needs its password before first start
+        result = subprocess.run(
+            self._java(ADMIN, "database", action, self.settings.neo4j_database, *args),
+            capture_output=True, text=True, env=self._env(), check=False, cwd=self.home,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise LocalServerError(
+                f"neo4j-admin database {action} failed: {(result.stdout + result.stderr).strip()[-600:]}"
+            )
+
     def log_tail(self, lines: int = 30) -> str:
         chunks = []
         for name in ("console.log", "neo4j.log", "debug.log"):
@@ -300,6 +354,13 @@ class LocalNeo4j:
                 text = path.read_text(errors="replace").splitlines()[-lines:]
                 chunks.append(f"--- {path} ---\n" + "\n".join(text))
         return "\n".join(chunks) or f"(no logs under {self.home / 'logs'})"
+
+
+@contextlib.contextmanager
+def _tempdir(near: Path) -> Iterator[Path]:
+    """A scratch directory on the same file system as `near`, so the final move is a rename."""
+    with tempfile.TemporaryDirectory(dir=near, prefix=".kernelgraph-") as name:
+        yield Path(name)
 
 
 def _reap(pid: int) -> None:

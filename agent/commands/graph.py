@@ -108,6 +108,34 @@ def neo4j_logs(lines: Annotated[int, typer.Option("-n", help="Lines per log file
     console.print(_server().log_tail(lines), highlight=False, markup=False)
 
 
+@neo4j_app.command("dump")
+def neo4j_dump(
+    to: Annotated[Path, typer.Option("--to", help="Dump file (or directory) to write.")] = Path(
+        "kernelgraph.dump"
+    ),
+) -> None:
+    """Back the graph up with neo4j-admin (offline: a running server is stopped and restarted)."""
+    server = _server()
+    with cli_errors(), console.status("Dumping the graph..."):
+        written = server.dump(to)
+    console.print(f"graph dumped to {written} ({written.stat().st_size / 1e6:.1f} MB)")
+
+
+@neo4j_app.command("load")
+def neo4j_load(
+    dump_file: Annotated[Path, typer.Argument(metavar="FILE", help="A dump written by `neo4j dump`.")],
+    force: Annotated[bool, typer.Option("--force", help="Required: the current graph is replaced.")] = False,
+) -> None:
+    """Replace the graph with a dump (offline), then bring it up to date with `kernelgraph schema apply`."""
+    if not force:
+        raise fail(f"loading {dump_file} replaces the current graph; rerun with --force (back it up first "
+                   "with `kernelgraph neo4j dump`)")  # fmt: skip
+    server = _server()
+    with cli_errors(), console.status("Loading the dump..."):
+        server.load(dump_file)
+    console.print(f"graph loaded from {dump_file}; next: `kernelgraph schema apply` to upgrade it")
+
+
 @schema_app.command("apply")
 def schema_apply() -> None:
     """Apply pending migrations in order (applying twice changes nothing)."""

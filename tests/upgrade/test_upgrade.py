@@ -1,0 +1,112 @@
+"""Users keep their graphs across releases: a graph written by an earlier release, loaded from its dump
+and upgraded with `schema apply`, answers retrieve, lineage and transfer as that release did.
+
+Each folder under tests/fixtures/graphs/ was written by scripts/upgrade_fixture.py from the release it
+names (answers.json says which commit)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service import migrate
+from service.embeddings import MiniLMEmbedder
+from service.knowledge import KnowledgeService
+from service.neo4j_local import LocalNeo4j
+from service.settings import Settings
+from service.store import GraphStore, open_driver
+from tests.prerequisites import unavailable
+from tests.upgrade.questions import ask, same_answer
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "graphs"
+RELEASES = sorted(path.name for path in FIXTURES.iterdir() if (path / "graph.dump").exists())
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Upgraded:
+    server: LocalNeo4j
+    knowledge: KnowledgeService
+    recorded: dict[str, Any]
+
+
+@pytest.fixture(scope="module", params=RELEASES)
+def upgraded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upgraded]:
+    """A server of its own (loading replaces its only database), holding the release's graph, upgraded."""
+    if not (shutil.which("java") and shutil.which("mvn")):
+        unavailable("the upgrade test loads a dump into a local Neo4j: it needs Java 17 and Maven")
+    release = FIXTURES / request.param
+    settings = Settings(data_home=tmp_path_factory.mktemp(f"upgrade-{request.param}"), bolt_port=_free_port(),
+                        http_port=_free_port(), neo4j_heap="512m", neo4j_pagecache="128m")  # fmt: skip
+    server = LocalNeo4j(settings)
+    server.load(release / "graph.dump")
+    server.start()
+    driver = open_driver(settings)
+    try:
+        store = GraphStore(driver, settings.neo4j_database)
+        migrate.apply(store)
+        recorded = json.loads((release / "answers.json").read_text())
+        yield Upgraded(server, KnowledgeService(store, MiniLMEmbedder()), recorded)
+    finally:
+        driver.close()
+        server.stop()
+
+
+def test_upgrade_applies_every_pending_migration_and_a_second_apply_changes_nothing(
+    upgraded: Upgraded,
+) -> None:
+    states = migrate.status(upgraded.knowledge.store)
+    assert states and all(state.applied for state in states)
+    assert migrate.apply(upgraded.knowledge.store) == []
+
+
+def test_upgraded_graph_answers_as_the_release_that_wrote_it(upgraded: Upgraded) -> None:
+    knowledge = upgraded.knowledge
+    questions = upgraded.recorded["questions"]
+    assert {q["call"] for q in questions} == {"retrieve", "lineage", "transfer"}
+    assert any(q["call"] == "retrieve" and q["answer"] for q in questions), (
+        "the fixture must hold real answers"
+    )
+    differing = [
+        (q["call"], q.get("request", q.get("kernel_id")), q["answer"], answer)
+        for q in questions
+        if not same_answer(q["answer"], answer := ask(knowledge, q))
+    ]
+    assert not differing, (
+        f"{len(differing)} of {len(questions)} answers changed after the upgrade: {differing[:2]}"
+    )
+
+
+def test_dump_and_load_round_trip_keep_the_graph(upgraded: Upgraded, tmp_path: Path) -> None:
+    """`kernelgraph neo4j dump` of the upgraded graph (server stopped and restarted around it) loads into
+    a fresh server with the same nodes."""
+    knowledge = upgraded.knowledge
+    count = "MATCH (n) RETURN labels(n)[0] AS label, count(*) AS n ORDER BY label"
+    _, before = knowledge.store.run_text(count, {}, write=False)
+    settings = Settings(data_home=tmp_path / "copy", bolt_port=_free_port(), http_port=_free_port(),
+                        neo4j_heap="512m", neo4j_pagecache="128m")  # fmt: skip
+    dump = upgraded.server.dump(tmp_path / "copy.dump")
+    assert upgraded.server.status().running, "dump restarts a server it stopped"
+    copy = LocalNeo4j(settings)
+    copy.load(dump)
+    copy.start()
+    try:
+        with open_driver(settings) as driver:
+            _, after = GraphStore(driver, settings.neo4j_database).run_text(count, {}, write=False)
+    finally:
+        copy.stop()
+    assert before and after == before
