@@ -21,8 +21,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check service agent tests
-	$(BIN)/ruff format --check service agent tests
+	$(BIN)/ruff check service agent client tests scripts kernelgraph/__init__.py
+	$(BIN)/ruff format --check service agent client tests scripts kernelgraph/__init__.py
+	$(BIN)/lint-imports  # the seams: pyproject.toml [tool.importlinter]
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

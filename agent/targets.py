@@ -15,51 +15,21 @@ import platform
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from kernelgraph.agent.target import Target, UnknownTargetError
+from kernelgraph.agent.targets_cuda import CUDA_TARGETS, cuda_target_names
+from kernelgraph.client.settings import get_settings
+
+__all__ = ["Target", "UnknownTargetError", "all_targets", "default_target", "get_target", "target_names"]
 
 log = logging.getLogger(__name__)
 
 PEAKS_FILE = "peaks.json"
 PROBE_VERSION = 1
-
-
-class UnknownTargetError(KeyError):
-    """No target by that name; the message lists the known names."""
-
-    def __init__(self, name: str, known: list[str]) -> None:
-        self.name, self.known = name, known
-        super().__init__(name)
-
-    def __str__(self) -> str:
-        return f"unknown target {self.name!r}; known: {', '.join(self.known)}"
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where a kernel is compiled for and run. `limits` holds kind-specific facts (e.g. sm, smem)."""
-
-    name: str
-    kind: str  # "cpu" | "cuda"
-    arch: str  # gcc -march value, or "sm_90" for CUDA
-    cflags: tuple[str, ...] = ()
-    peak_gflops: float | None = None  # fp32, all cores
-    peak_gbps: float | None = None
-    cores: int | None = None
-    isa: str | None = None  # CPU: the march level the signature normalises against
-    host: str = ""
-    available: bool = True
-    unavailable_reason: str = ""
-    limits: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def ridge_flop_per_byte(self) -> float | None:
-        if not self.peak_gflops or not self.peak_gbps:
-            return None
-        return self.peak_gflops / self.peak_gbps
 
 
 # name -> (march, vector width in fp32 lanes, cpuinfo flags the level needs)
@@ -75,8 +45,8 @@ CPU_LEVELS: dict[str, tuple[str, int, frozenset[str]]] = {
 
 
 def data_home() -> Path:
-    """`KERNELGRAPH_DATA_HOME`, default ~/.local/share/kernelgraph (read at call time, not import)."""
-    return Path(os.environ.get("KERNELGRAPH_DATA_HOME") or Path.home() / ".local/share/kernelgraph")
+    """The settings' data home (KERNELGRAPH_DATA_HOME or .env), where measured peaks are cached."""
+    return get_settings().home
 
 
 def host_cores() -> int:
@@ -247,16 +217,12 @@ def _cpu_target(name: str, *, measure: bool) -> Target:
 
 
 def target_names() -> list[str]:
-    from agent.targets_cuda import cuda_target_names  # CUDA targets: datasheet peaks, no probing
-
     return list(CPU_LEVELS) + cuda_target_names()
 
 
 def get_target(name: str, *, measure: bool = True) -> Target:
     """The target called `name`; with `measure`, peaks are filled (probing once per host)."""
     if name not in CPU_LEVELS:
-        from agent.targets_cuda import CUDA_TARGETS
-
         if name in CUDA_TARGETS:
             return CUDA_TARGETS[name]
         raise UnknownTargetError(name, target_names())

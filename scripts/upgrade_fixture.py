@@ -23,18 +23,18 @@ sys.path[:0] = [str(REPO), str(REPO / "scripts")]
 
 from demo_graph import seed as seed_tour  # noqa: E402
 
-from agent.commands.agent_cmd import make_backend  # noqa: E402
-from agent.loop import optimize  # noqa: E402
-from agent.proposers.experience import ExperienceProposer  # noqa: E402
-from agent.targets import get_target  # noqa: E402
-from agent.tasks import get_task  # noqa: E402
-from service import migrate  # noqa: E402
-from service.client import InProcessClient  # noqa: E402
-from service.embeddings import MiniLMEmbedder  # noqa: E402
-from service.knowledge import KnowledgeService  # noqa: E402
-from service.neo4j_local import LocalNeo4j  # noqa: E402
-from service.settings import Settings  # noqa: E402
-from service.store import GraphStore, open_driver  # noqa: E402
+from kernelgraph.agent.commands.agent_cmd import make_backend  # noqa: E402
+from kernelgraph.agent.loop import optimize  # noqa: E402
+from kernelgraph.agent.proposers.experience import ExperienceProposer  # noqa: E402
+from kernelgraph.agent.targets import get_target  # noqa: E402
+from kernelgraph.agent.tasks import get_task  # noqa: E402
+from kernelgraph.client.settings import Settings  # noqa: E402
+from kernelgraph.service import migrate  # noqa: E402
+from kernelgraph.service.embeddings import MiniLMEmbedder  # noqa: E402
+from kernelgraph.service.inprocess import InProcessClient  # noqa: E402
+from kernelgraph.service.knowledge import KnowledgeService  # noqa: E402
+from kernelgraph.service.neo4j_local import LocalNeo4j  # noqa: E402
+from kernelgraph.service.store import GraphStore, open_driver  # noqa: E402
 from tests.upgrade.questions import ask  # noqa: E402
 
 RUN_NAMESPACE = "upgrade-run"

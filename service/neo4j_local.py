@@ -21,13 +21,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.errors import LocalServerError
-from service.settings import Settings
+from kernelgraph import resource
+from kernelgraph.client.errors import LocalServerError
+from kernelgraph.client.settings import Settings
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-POM = REPO_ROOT / "docker" / "neo4j" / "pom.xml"
+POM = resource("docker", "neo4j", "pom.xml")
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 LAUNCHER = "org.neo4j.server.startup.Neo4jCommand"
 ADMIN = "org.neo4j.server.startup.Neo4jAdminCommand"
@@ -73,7 +73,7 @@ class LocalNeo4j:
         self.settings = settings
         self.home = settings.neo4j_home
         # Jars are shared by every data home (the user's server and throw-away test servers alike).
-        self.lib = settings.cache_dir.expanduser() / f"neo4j-{pom_version()}" / "lib"
+        self.lib = settings.cache_path / f"neo4j-{pom_version()}" / "lib"
         self.conf = self.home / "conf"
         self.pid_file = self.home / "run" / "kernelgraph-launcher.pid"
         self.password_file = self.home / "password"

@@ -14,9 +14,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, LiteralString, cast
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-CYPHER_DIR = REPO_ROOT / "cypher"
-SCHEMA_DIR = REPO_ROOT / "schema"
+from kernelgraph import resource
+
+CYPHER_DIR = resource("cypher")
+SCHEMA_DIR = resource("schema")
 
 _STRING_OR_COMMENT = re.compile(r"//[^\n]*|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")

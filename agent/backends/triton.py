@@ -28,12 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from agent.evaluator import DEFAULT_SEEDS
-from agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
-from agent.tasks.base import Arrays, Task
+from kernelgraph import PACKAGE_ROOT
+from kernelgraph.agent.evaluator import DEFAULT_SEEDS
+from kernelgraph.agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
+from kernelgraph.agent.tasks.base import Arrays, Task
+from kernelgraph.client.settings import get_settings
 
 CACHE_VERSION = 1
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 _RESOURCE = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 
 
@@ -160,7 +161,7 @@ class TritonBackend:
         Runs on the GPU only when one matching the target is present (or `device="cuda"`), else in
         Triton's interpreter on CPU with the task's small shapes.
         """
-        from agent import evaluator
+        from kernelgraph.agent import evaluator
 
         device = self._device_for(target)
 
@@ -261,8 +262,7 @@ class TritonBackend:
 
 
 def _default_cache_dir() -> Path:
-    root = os.environ.get("KERNELGRAPH_CACHE_DIR") or os.path.join(tempfile.gettempdir(), "kernelgraph-cache")
-    return Path(root) / "triton"
+    return get_settings().cache_path / "triton"
 
 
 @functools.cache
@@ -349,9 +349,10 @@ def _compile_result(response: Mapping[str, Any], entry: Path) -> CompileResult:
 
 
 def _run_worker(request: dict[str, Any], timeout_s: float, interpret: bool) -> dict[str, Any]:
-    """Run one request in a fresh `python -m agent.backends.triton` process; errors come back as data."""
+    """Run one request in a fresh `python -m kernelgraph.agent.backends.triton` process; errors come back as data."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH")) if p)
+    # The worker imports kernelgraph from where this process did (a checkout or site-packages).
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT.parent), env.get("PYTHONPATH")) if p)
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     if interpret:
         env["TRITON_INTERPRET"] = "1"  # must be set before triton is imported: hence a fresh process
@@ -361,7 +362,7 @@ def _run_worker(request: dict[str, Any], timeout_s: float, interpret: bool) -> d
         req, resp = Path(tmp) / "request.pkl", Path(tmp) / "response.pkl"
         request = {**request, "tmp": tmp}
         req.write_bytes(pickle.dumps(request))
-        cmd = [sys.executable, "-m", "agent.backends.triton", str(req), str(resp)]
+        cmd = [sys.executable, "-m", "kernelgraph.agent.backends.triton", str(req), str(resp)]
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
         except subprocess.TimeoutExpired:
@@ -539,7 +540,7 @@ def _worker_run(request: Mapping[str, Any]) -> dict[str, Any]:
         return {"error": f"source failed to load: {diag['message']} (line {diag['line']})"}
     import torch
 
-    from agent.evaluator import OutputSpec, digest, fresh_output
+    from kernelgraph.agent.evaluator import OutputSpec, digest, fresh_output
 
     device = "cuda" if request["device"] == "cuda" else "cpu"
     specs = [OutputSpec(name, tuple(shape), dtype) for name, shape, dtype in request["outputs"]]
@@ -623,7 +624,15 @@ def _ncu_counters(request: Mapping[str, Any]) -> dict[str, float]:
     tmp = Path(request["tmp"])
     once = tmp / "once.pkl"
     once.write_bytes(pickle.dumps({**request, "op": "once"}))
-    cmd = ["ncu", "--csv", "--metrics", ",".join(NCU_METRICS), sys.executable, "-m", "agent.backends.triton"]
+    cmd = [
+        "ncu",
+        "--csv",
+        "--metrics",
+        ",".join(NCU_METRICS),
+        sys.executable,
+        "-m",
+        "kernelgraph.agent.backends.triton",
+    ]
     try:
         proc = subprocess.run(
             [*cmd, str(once), str(tmp / "once-out.pkl")], capture_output=True, text=True, timeout=300

@@ -6,19 +6,18 @@ import os
 import sys
 import webbrowser
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated
 from urllib.parse import quote, urlsplit
 
 import typer
 from rich.console import Console
 
-from service.settings import Settings, get_settings
+from kernelgraph import resource
+from kernelgraph.client.settings import Settings, get_settings
 
 console = Console()
 
-REPO_ROOT = Path(__file__).resolve().parent.parent.parent
-STYLE_FILE = REPO_ROOT / "docs" / "kernelgraph.grass"
+STYLE_FILE = resource("docs", "kernelgraph.grass")
 HOSTED_BROWSER = "https://browser.neo4j.io/"
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -21,17 +20,18 @@ from neo4j import Driver
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.auth import KeyAuthenticator
-from service.errors import (
+from kernelgraph.client.errors import (
     InvalidInput,
     KernelGraphError,
     PayloadTooLarge,
     Retryable,
     UnsupportedMediaType,
 )
-from service.knowledge import KnowledgeService
-from service.settings import Settings
-from service.store import GraphStore, open_driver
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.api.state import ServiceState
+from kernelgraph.service.auth import KeyAuthenticator
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore, open_driver
 
 log = logging.getLogger(__name__)
 
@@ -39,17 +39,6 @@ log = logging.getLogger(__name__)
 # may make the process hold in memory.
 MAX_BODY_BYTES = 32 * 1024 * 1024
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-
-
-@dataclass
-class ServiceState:
-    """What the lifespan builds once per process and every request shares."""
-
-    settings: Settings
-    driver: Driver
-    store: GraphStore
-    knowledge: KnowledgeService
-    authenticator: KeyAuthenticator
 
 
 def error_body(exc: KernelGraphError) -> dict[str, Any]:
@@ -169,8 +158,8 @@ def create_app(
     settings: Settings, *, driver: Driver | None = None, max_body_bytes: int = MAX_BODY_BYTES
 ) -> FastAPI:
     """The service app. With `driver`, the caller owns it; otherwise the lifespan opens and closes one."""
-    from service.api.routes import attempts, experience, health, targets
-    from service.embeddings import MiniLMEmbedder
+    from kernelgraph.service.api.routes import attempts, experience, health, targets
+    from kernelgraph.service.embeddings import MiniLMEmbedder
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from service.knowledge import KnowledgeService
+from kernelgraph.service.knowledge import KnowledgeService
 
 
 def ask(knowledge: KnowledgeService, question: dict[str, Any]) -> Any:

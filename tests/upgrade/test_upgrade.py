@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from service import migrate
-from service.embeddings import MiniLMEmbedder
-from service.knowledge import KnowledgeService
-from service.neo4j_local import LocalNeo4j
-from service.settings import Settings
-from service.store import GraphStore, open_driver
+from kernelgraph.client.settings import Settings
+from kernelgraph.service import migrate
+from kernelgraph.service.embeddings import MiniLMEmbedder
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.neo4j_local import LocalNeo4j
+from kernelgraph.service.store import GraphStore, open_driver
 from tests.prerequisites import unavailable
 from tests.upgrade.questions import ask, same_answer
 

@@ -1,8 +1,7 @@
-"""How an agent reaches the experience graph: over HTTP (`KernelGraphClient`) or in-process (`InProcessClient`).
+"""The HTTP client of the knowledge service, and `ExperienceClient`, what every client offers an agent.
 
-Both implement `ExperienceClient`, return `service.models` objects and raise `service.errors`;
-`connect(settings)` picks one (HTTP when `service_url` is set) and the object it returns owns, and
-closes, whatever it opened. Either way the experience lands in Neo4j.
+Returns `kernelgraph.client.models` objects and raises `kernelgraph.client.errors`; needs only httpx
+and pydantic (the in-process client lives with the service: `kernelgraph.service.inprocess`).
 """
 
 from __future__ import annotations
@@ -14,13 +13,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import httpx
-from neo4j import Driver
 from pydantic import BaseModel
 
-from service import errors
-from service.errors import KernelGraphError, Retryable
-from service.knowledge import KnowledgeService
-from service.models import (
+from kernelgraph.client import errors
+from kernelgraph.client.errors import KernelGraphError, Retryable
+from kernelgraph.client.models import (
     MAX_BATCH,
     AttemptRecord,
     HardwareTarget,
@@ -29,9 +26,7 @@ from service.models import (
     RetrieveRequest,
     RetrieveResponse,
     TransferResponse,
-    validate,
 )
-from service.settings import Settings
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -85,7 +80,7 @@ _BY_STATUS: dict[int, type[KernelGraphError]] = {
 
 
 def error_from_response(response: httpx.Response) -> KernelGraphError:
-    """The service's error as the matching `service.errors` class (by its code, else by status)."""
+    """The service's error as the matching `kernelgraph.client.errors` class (by its code, else by status)."""
     try:
         body = response.json()["error"]
         code, message = str(body["code"]), str(body["message"])
@@ -104,7 +99,7 @@ class KernelGraphClient:
 
     503s and connection failures are retried with exponential backoff (honouring `Retry-After`, capped
     at `max_backoff_s`) up to `max_retries` times; every call is safe to retry because writes are
-    idempotent on their natural keys. Other errors raise at once as `service.errors` classes.
+    idempotent on their natural keys. Other errors raise at once as `kernelgraph.client.errors` classes.
     """
 
     def __init__(
@@ -219,77 +214,3 @@ def _dump(value: BaseModel | dict[str, Any]) -> dict[str, Any]:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", exclude_none=True)
     return value
-
-
-class InProcessClient:
-    """The same client API straight on KernelService, for agents that run without a service.
-
-    `owned_driver`, when given, is closed by `close()` (what `connect()` passes).
-    """
-
-    def __init__(
-        self, knowledge: KnowledgeService, namespace: str, *, owned_driver: Driver | None = None
-    ) -> None:
-        self.knowledge = knowledge
-        self.namespace = namespace
-        self._owned_driver = owned_driver
-
-    def upsert_targets(self, targets: Sequence[TargetLike]) -> list[str]:
-        return self.knowledge.upsert_targets(self.namespace, list(targets))
-
-    def record_attempts(self, attempts: Sequence[AttemptLike]) -> list[RecordResult]:
-        results: list[RecordResult] = []
-        items = list(attempts)
-        for start in range(0, len(items), MAX_BATCH):
-            results.extend(self.knowledge.record_attempts(self.namespace, items[start : start + MAX_BATCH]))
-        return results
-
-    def record_attempt(self, attempt: AttemptLike) -> RecordResult:
-        return self.knowledge.record_attempts(self.namespace, [attempt])[0]
-
-    def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
-        req = request if isinstance(request, RetrieveRequest) else validate(RetrieveRequest, request)
-        return self.knowledge.retrieve([self.namespace], req)
-
-    def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse:
-        return self.knowledge.transfer([self.namespace], source, destination, pattern)
-
-    def lineage(self, kernel_id: str) -> list[LineageStep]:
-        return self.knowledge.lineage([self.namespace], kernel_id)
-
-    def list_targets(self) -> list[dict[str, Any]]:
-        return self.knowledge.list_targets([self.namespace])
-
-    def list_transforms(self) -> list[dict[str, Any]]:
-        return self.knowledge.list_transforms([self.namespace])
-
-    def close(self) -> None:
-        if self._owned_driver is not None:
-            self._owned_driver.close()
-            self._owned_driver = None
-
-    def __enter__(self) -> InProcessClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def connect(settings: Settings) -> ExperienceClient:
-    """An ExperienceClient for these settings: HTTP when `service_url` is set, else in-process on Neo4j.
-
-    The returned client owns what it opened (HTTP pool or Neo4j driver); call `close()` when done.
-    """
-    if settings.service_url:
-        key = settings.api_key.get_secret_value() if settings.api_key else None
-        return KernelGraphClient(settings.service_url, key)
-    from service.embeddings import MiniLMEmbedder
-    from service.store import GraphStore, open_driver
-
-    driver = open_driver(settings)
-    try:
-        knowledge = KnowledgeService(GraphStore(driver, settings.neo4j_database), MiniLMEmbedder())
-    except BaseException:
-        driver.close()
-        raise
-    return InProcessClient(knowledge, settings.namespace, owned_driver=driver)

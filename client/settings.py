@@ -27,11 +27,11 @@ class Settings(BaseSettings):
     neo4j_database: str = Field(default="neo4j", description="Neo4j database that holds the graph.")
     data_home: Path = Field(
         default=Path("~/.local/share/kernelgraph"),
-        description="Where the local Neo4j server, its password file, caches and results live.",
+        description="Where the local Neo4j server, its password file and the measured host peaks live.",
     )
     cache_dir: Path = Field(
         default=Path("~/.cache/kernelgraph"),
-        description="Downloaded Neo4j jars and compiled kernels (shared by every data home).",
+        description="Downloaded Neo4j jars and compiled kernels (c/, triton/), shared by every data home.",
     )
     bolt_port: int = Field(default=7687, ge=1, le=65535, description="Bolt port of the local server.")
     http_port: int = Field(
@@ -58,6 +58,11 @@ class Settings(BaseSettings):
         return self.data_home.expanduser()
 
     @property
+    def cache_path(self) -> Path:
+        """Where compiled kernels (cache_path/c, cache_path/triton) and the Neo4j jars are cached."""
+        return self.cache_dir.expanduser()
+
+    @property
     def neo4j_home(self) -> Path:
         return self.home / "neo4j"
 
@@ -76,7 +81,7 @@ class Settings(BaseSettings):
         password_file = self.neo4j_home / "password"
         if password_file.exists():
             return password_file.read_text().strip()
-        from service.errors import LocalServerError
+        from kernelgraph.client.errors import LocalServerError
 
         raise LocalServerError(
             f"no Neo4j password: set KERNELGRAPH_NEO4J_PASSWORD or run `kernelgraph neo4j start` "

@@ -1,0 +1,93 @@
+"""The client API straight on KnowledgeService, for agents that run without a service (no HTTP hop).
+
+`kernelgraph.client.connect` finds `connect_in_process` through the `kernelgraph.clients` entry point,
+so the client package never imports the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from neo4j import Driver
+
+from kernelgraph.client.http import AttemptLike, TargetLike
+from kernelgraph.client.models import (
+    MAX_BATCH,
+    LineageStep,
+    RecordResult,
+    RetrieveRequest,
+    RetrieveResponse,
+    TransferResponse,
+    validate,
+)
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.knowledge import KnowledgeService
+
+
+class InProcessClient:
+    """The same client API straight on KernelService, for agents that run without a service.
+
+    `owned_driver`, when given, is closed by `close()` (what `connect()` passes).
+    """
+
+    def __init__(
+        self, knowledge: KnowledgeService, namespace: str, *, owned_driver: Driver | None = None
+    ) -> None:
+        self.knowledge = knowledge
+        self.namespace = namespace
+        self._owned_driver = owned_driver
+
+    def upsert_targets(self, targets: Sequence[TargetLike]) -> list[str]:
+        return self.knowledge.upsert_targets(self.namespace, list(targets))
+
+    def record_attempts(self, attempts: Sequence[AttemptLike]) -> list[RecordResult]:
+        results: list[RecordResult] = []
+        items = list(attempts)
+        for start in range(0, len(items), MAX_BATCH):
+            results.extend(self.knowledge.record_attempts(self.namespace, items[start : start + MAX_BATCH]))
+        return results
+
+    def record_attempt(self, attempt: AttemptLike) -> RecordResult:
+        return self.knowledge.record_attempts(self.namespace, [attempt])[0]
+
+    def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
+        req = request if isinstance(request, RetrieveRequest) else validate(RetrieveRequest, request)
+        return self.knowledge.retrieve([self.namespace], req)
+
+    def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse:
+        return self.knowledge.transfer([self.namespace], source, destination, pattern)
+
+    def lineage(self, kernel_id: str) -> list[LineageStep]:
+        return self.knowledge.lineage([self.namespace], kernel_id)
+
+    def list_targets(self) -> list[dict[str, Any]]:
+        return self.knowledge.list_targets([self.namespace])
+
+    def list_transforms(self) -> list[dict[str, Any]]:
+        return self.knowledge.list_transforms([self.namespace])
+
+    def close(self) -> None:
+        if self._owned_driver is not None:
+            self._owned_driver.close()
+            self._owned_driver = None
+
+    def __enter__(self) -> InProcessClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect_in_process(settings: Settings) -> InProcessClient:
+    """An in-process client on the Neo4j of `settings`; it owns, and closes, its driver."""
+    from kernelgraph.service.embeddings import MiniLMEmbedder
+    from kernelgraph.service.store import GraphStore, open_driver
+
+    driver = open_driver(settings)
+    try:
+        knowledge = KnowledgeService(GraphStore(driver, settings.neo4j_database), MiniLMEmbedder())
+    except BaseException:
+        driver.close()
+        raise
+    return InProcessClient(knowledge, settings.namespace, owned_driver=driver)
