@@ -9,17 +9,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kernelgraph.client.models import Role
+
 console = Console()
 err = Console(stderr=True)
 
 keys_app = typer.Typer(help="API keys of the knowledge service (bearer tokens with a role and a namespace).",
                        no_args_is_help=True)  # fmt: skip
-
-
-class RoleOption(StrEnum):
-    reader = "reader"
-    writer = "writer"
-    admin = "admin"
 
 
 class Transport(StrEnum):
@@ -62,7 +58,7 @@ def _store_then(action):  # type: ignore[no-untyped-def]
 @keys_app.command("create")
 def keys_create(
     role: Annotated[
-        RoleOption, typer.Option(help="reader: read only; writer: read and write; admin: any namespace.")
+        Role, typer.Option(help="reader: read only; writer: read and write; admin: any namespace.")
     ],
     namespace: Annotated[str, typer.Option(help="The namespace (team) the key reads and writes.")],
     label: Annotated[str, typer.Option(help="A note to recognise the key by in `keys list`.")] = "",
