@@ -25,6 +25,8 @@ from service.models import (
     AttemptRecord,
     HardwareTarget,
     LineageStep,
+    MeasurementRecord,
+    MeasurementResult,
     RecordResult,
     RetrieveRequest,
     RetrieveResponse,
@@ -38,6 +40,7 @@ M = TypeVar("M", bound=BaseModel)
 
 AttemptLike = AttemptRecord | dict[str, Any]
 TargetLike = HardwareTarget | dict[str, Any]
+MeasurementLike = MeasurementRecord | dict[str, Any]
 
 
 @runtime_checkable
@@ -182,6 +185,16 @@ class KernelGraphClient:
     def record_attempt(self, attempt: AttemptLike) -> RecordResult:
         return RecordResult.model_validate(self._request("POST", "/v1/attempts", json=_dump(attempt)))
 
+    def record_measurements(self, records: Sequence[MeasurementLike]) -> list[MeasurementResult]:
+        """Record measurements outside attempts, in batches of at most MAX_BATCH (each all-or-nothing)."""
+        dumped = [_dump(r) for r in records]
+        results: list[MeasurementResult] = []
+        for start in range(0, len(dumped), MAX_BATCH):
+            body = {"measurements": dumped[start : start + MAX_BATCH]}
+            reply = self._request("POST", "/v1/measurements/batch", json=body)
+            results.extend(MeasurementResult.model_validate(r) for r in reply["results"])
+        return results
+
     def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
         reply = self._request("POST", "/v1/retrieve", json=_dump(request))
         return RetrieveResponse.model_validate(reply)
@@ -246,6 +259,15 @@ class InProcessClient:
 
     def record_attempt(self, attempt: AttemptLike) -> RecordResult:
         return self.knowledge.record_attempts(self.namespace, [attempt])[0]
+
+    def record_measurements(self, records: Sequence[MeasurementLike]) -> list[MeasurementResult]:
+        results: list[MeasurementResult] = []
+        items = list(records)
+        for start in range(0, len(items), MAX_BATCH):
+            results.extend(
+                self.knowledge.record_measurements(self.namespace, items[start : start + MAX_BATCH])
+            )
+        return results
 
     def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
         req = request if isinstance(request, RetrieveRequest) else validate(RetrieveRequest, request)

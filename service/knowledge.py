@@ -23,6 +23,8 @@ from service.models import (
     KernelVariant,
     LineageStep,
     Measurement,
+    MeasurementRecord,
+    MeasurementResult,
     RecordResult,
     RetrievalMode,
     RetrievedTransform,
@@ -166,6 +168,67 @@ class KnowledgeService:
                 else None,
             )
             for row in rows
+        ]
+
+    def record_measurements(
+        self, namespace: str, records: Sequence[MeasurementRecord | dict[str, Any]]
+    ) -> list[MeasurementResult]:
+        """Record kernels measured outside any attempt, in one transaction; a replay writes nothing.
+
+        Invalid input raises InvalidInput naming the record index and field, before anything is written.
+        """
+        models: list[MeasurementRecord] = []
+        for index, record in enumerate(records):
+            try:
+                models.append(
+                    record if isinstance(record, MeasurementRecord) else validate(MeasurementRecord, record)
+                )
+            except InvalidInput as exc:
+                raise InvalidInput(
+                    f"measurements[{index}].{exc.message}",
+                    field=f"measurements[{index}].{exc.field}",
+                    details=exc.details,
+                ) from None
+        keys = [m.key for m in models]
+        if len(set(keys)) != len(keys):
+            raise InvalidInput("key values must be unique within one batch", field="key")
+        known = self.targets([namespace], [m.target for m in models])
+        for index, model in enumerate(models):
+            if model.target not in known:
+                raise InvalidInput(
+                    f"unknown target {model.target!r}: register it first (POST /v1/targets)",
+                    field=f"measurements[{index}].target",
+                )
+        rows: list[dict[str, Any]] = []
+        for model in models:
+            measured = self._measurement_row(model.measurement, model.kernel, known[model.target])
+            measured["props"].update(record_key=model.key, run_id=model.run_id, note=model.note)
+            rows.append({"key": model.key, "target": model.target, "kernel": _kernel_row(model.kernel),
+                         "measurement": measured})  # fmt: skip
+        # Sorted, so that concurrent batches lock shared kernels in the same order.
+        rows.sort(key=lambda r: r["measurement"]["measurement_id"])
+        token = secrets.token_hex(16)
+
+        def work(tx: ManagedTransaction) -> dict[str, bool]:
+            patterns = sorted({p for r in rows for p in r["kernel"]["patterns"]})
+            self.store.run_in(tx, "record_vocabulary", namespace=namespace, transforms=[], patterns=patterns)
+            return {
+                r["key"]: r["created"]
+                for r in self.store.run_in(
+                    tx, "record_measurements", namespace=namespace, write_token=token, rows=rows
+                )
+            }
+
+        created = self.store.write_transaction(work) if rows else {}
+        by_key = {r["key"]: r for r in rows}
+        return [
+            MeasurementResult(
+                key=model.key,
+                created=created.get(model.key, False),
+                kernel_id=by_key[model.key]["kernel"]["kernel_id"],
+                measurement_id=by_key[model.key]["measurement"]["measurement_id"],
+            )
+            for model in models
         ]
 
     def _measurement_row(

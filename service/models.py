@@ -188,6 +188,28 @@ class AttemptRecord(Strict):
         return child
 
 
+class MeasurementRecord(Strict):
+    """A kernel measured on a target outside any attempt (e.g. a published timing with no partner).
+
+    `key` names the record in results and on the stored measurement; the measurement itself is
+    merged on its content, so recording the same measurement again writes nothing.
+    """
+
+    key: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+\-]*$", max_length=200)]
+    run_id: Name
+    target: Name
+    kernel: KernelVariant
+    measurement: Measurement
+    note: ShortText = ""
+
+
+class MeasurementResult(BaseModel):
+    key: str
+    created: bool  # False: a measurement with this key was already stored and nothing was written
+    kernel_id: str
+    measurement_id: str
+
+
 class RecordResult(BaseModel):
     attempt_key: str
     created: bool  # False: the attempt was already stored and nothing was written

@@ -58,45 +58,64 @@ def open_client(namespace: str | None) -> Iterator[Any]:
 @import_app.command("kernelbench-timing")
 def import_kernelbench_timing(
     directory: Annotated[
-        Path, typer.Argument(help="KernelBench timing root (one folder per hardware) or one hardware folder.")
-    ],
+        Path | None,
+        typer.Argument(
+            help="KernelBench timing folder (one folder per hardware), one hardware folder, or a KernelBench "
+            "checkout (its results/timing is used). Default: the copy shipped with KernelGraph."
+        ),
+    ] = None,
     namespace: NamespaceOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Import KernelBench's published baseline timings: eager PyTorch -> each torch.compile configuration.
 
-    One target per hardware folder, one kernel per problem (and compiled variant), one transform per
-    configuration, one attempt per hardware, problem and configuration. Malformed files are reported
-    and skipped whole; re-importing writes nothing (attempt keys are deterministic).
+    A number's target is the GPU model its row names on the machine its folder names (`<folder>:<model>`).
+    An attempt pairs eager and compiled times measured on the same target; a null compiled entry is a
+    failed attempt; a time with no partner on its target is kept as a lone measurement. Malformed files
+    are reported and skipped whole; re-importing writes nothing (keys are deterministic).
     """
-    from agent.importers.kernelbench import import_timings
+    from agent.importers.kernelbench import SHIPPED_TIMINGS, import_timings
 
-    if not directory.is_dir():
-        raise fail(f"{directory}: not a directory")
+    root = directory if directory is not None else SHIPPED_TIMINGS
+    if not root.is_dir():
+        raise fail(f"{root}: not a directory")
     with open_client(namespace) as client, cli_errors():
         if as_json:
-            summary = import_timings(directory, client)
+            summary = import_timings(root, client)
         else:
             with console.status("Importing KernelBench timings...") as status:
-                summary = import_timings(directory, client, progress=lambda text: status.update(text))
+                summary = import_timings(root, client, progress=lambda text: status.update(text))
     data = summary.as_dict()
     if as_json:
         print(json.dumps(data, indent=2))
         return
-    table = Table("hardware", "arch", "problems", "configs", "attempts", "created", "replayed", "kept", "skipped",
-                  title=f"KernelBench timings from {directory}")  # fmt: skip
+    files = Table("file", "rows", "null", "imported", "paired", "alone", "failed", "other GPU", "GPU models",
+                  title=f"KernelBench timing files in {summary.root}")  # fmt: skip
+    files.columns[0].no_wrap = True
     for hw in summary.hardware:
-        table.add_row(hw.target, hw.arch, str(hw.problems), str(len(hw.configs)), str(hw.attempts),
-                      str(hw.created), str(hw.replayed), str(hw.kept), str(len(hw.skipped)))  # fmt: skip
-    console.print(table)
+        for item in hw.files:
+            models = ", ".join(f"{name.split(':', 1)[-1]} {count}" for name, count in item.targets.items())
+            config = item.config.removeprefix("torch_compile:")
+            files.add_row(f"{hw.folder}/{config}", str(item.rows), str(item.nulls), str(item.imported),
+                          str(item.in_attempts), str(item.alone), str(item.failures + item.null_skips),
+                          str(item.differs_from_folder) if item.differs_from_folder else "-", models)  # fmt: skip
+    console.print(files)
+    targets = Table("target (machine:GPU)", "arch", "speedups", "failed", "alone", "kept",
+                    title="Per hardware target")  # fmt: skip
+    for hw in summary.hardware:
+        for target in hw.targets:
+            targets.add_row(target.target, target.arch, str(target.speedups), str(target.failures),
+                            str(target.alone), str(target.kept))  # fmt: skip
+    console.print(targets)
     skipped = [s for hw in summary.hardware for s in hw.skipped] + summary.skipped
     if skipped:
         reasons = Table("file", "key", "reason", title="Skipped")
-        for item in skipped:
-            reasons.add_row(item.path, item.key or "-", item.reason)
+        for skip in skipped:
+            reasons.add_row(skip.path, skip.key or "-", skip.reason)
         console.print(reasons)
-    console.print(f"[bold]{summary.created}[/] attempts created, {data['replayed']} already stored, "
-                  f"{len(skipped)} item(s) skipped")  # fmt: skip
+    console.print(f"[bold]{data['speedups']}[/] eager/compiled pairs, {data['failures']} failed, "
+                  f"{data['measurements_alone']} lone measurements; [bold]{summary.created}[/] written now, "
+                  f"{data['replayed']} attempts already stored, {len(skipped)} item(s) skipped")  # fmt: skip
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
