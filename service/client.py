@@ -30,6 +30,10 @@ from service.models import (
     RecordResult,
     RetrieveRequest,
     RetrieveResponse,
+    TransferMatrixRequest,
+    TransferMatrixResponse,
+    TransferPrediction,
+    TransferPredictRequest,
     TransferResponse,
     validate,
 )
@@ -56,6 +60,12 @@ class ExperienceClient(Protocol):
     def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse: ...
 
     def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse: ...
+
+    def transfer_matrix(
+        self, transform: str | None = None, resamples: int = 1_000
+    ) -> TransferMatrixResponse: ...
+
+    def predict_transfer(self, target: str, transform: str | None = None) -> TransferPrediction: ...
 
     def lineage(self, kernel_id: str) -> list[LineageStep]: ...
 
@@ -203,6 +213,14 @@ class KernelGraphClient:
         body = {"source_target": source, "destination_target": destination, "pattern": pattern}
         return TransferResponse.model_validate(self._request("POST", "/v1/transfer", json=body))
 
+    def transfer_matrix(self, transform: str | None = None, resamples: int = 1_000) -> TransferMatrixResponse:
+        body = {"transform": transform, "resamples": resamples}
+        return TransferMatrixResponse.model_validate(self._request("POST", "/v1/transfer/matrix", json=body))
+
+    def predict_transfer(self, target: str, transform: str | None = None) -> TransferPrediction:
+        body = {"target": target, "transform": transform}
+        return TransferPrediction.model_validate(self._request("POST", "/v1/transfer/predict", json=body))
+
     def lineage(self, kernel_id: str) -> list[LineageStep]:
         reply = self._request("GET", f"/v1/kernels/{kernel_id}/lineage")
         return [LineageStep.model_validate(step) for step in reply["steps"]]
@@ -275,6 +293,14 @@ class InProcessClient:
 
     def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse:
         return self.knowledge.transfer([self.namespace], source, destination, pattern)
+
+    def transfer_matrix(self, transform: str | None = None, resamples: int = 1_000) -> TransferMatrixResponse:
+        request = validate(TransferMatrixRequest, {"transform": transform, "resamples": resamples})
+        return self.knowledge.transfer_matrix([self.namespace], request.transform, request.resamples)
+
+    def predict_transfer(self, target: str, transform: str | None = None) -> TransferPrediction:
+        request = validate(TransferPredictRequest, {"target": target, "transform": transform})
+        return self.knowledge.predict_transfer([self.namespace], request.target, request.transform)
 
     def lineage(self, kernel_id: str) -> list[LineageStep]:
         return self.knowledge.lineage([self.namespace], kernel_id)

@@ -39,7 +39,15 @@ from agent.results import CheckResult, CompileResult, ProfileResult
 from agent.targets import Target
 from agent.tasks.base import Task
 from service.client import ExperienceClient
-from service.models import LineageStep, RecordResult, RetrieveRequest, RetrieveResponse, TransferResponse
+from service.models import (
+    LineageStep,
+    RecordResult,
+    RetrieveRequest,
+    RetrieveResponse,
+    TransferMatrixResponse,
+    TransferPrediction,
+    TransferResponse,
+)
 
 ARMS = ("memoryless@K", "memoryless@4K", "text@K", "hybrid@K", "experience@K")
 
@@ -115,6 +123,12 @@ class HeldOutClient:
 
     def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse:
         return self.reads.transfer(source, destination, pattern)
+
+    def transfer_matrix(self, transform: str | None = None, resamples: int = 1_000) -> TransferMatrixResponse:
+        return self.reads.transfer_matrix(transform, resamples)
+
+    def predict_transfer(self, target: str, transform: str | None = None) -> TransferPrediction:
+        return self.reads.predict_transfer(target, transform)
 
     def lineage(self, kernel_id: str) -> list[LineageStep]:
         return self.writes.lineage(kernel_id)
@@ -354,12 +368,13 @@ def timestamp() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def save_json(report: dict[str, Any], results_dir: Path) -> Path:
+def save_json(report: dict[str, Any], results_dir: Path, prefix: str = "ablation") -> Path:
+    """Write `report` as `<prefix>-<UTC time>.json` and `<prefix>-latest.json` under `results_dir`."""
     results_dir.mkdir(parents=True, exist_ok=True)
-    path = results_dir / f"ablation-{timestamp()}.json"
+    path = results_dir / f"{prefix}-{timestamp()}.json"
     text = json.dumps(report, indent=2, default=str)
     path.write_text(text)
-    (results_dir / "ablation-latest.json").write_text(text)
+    (results_dir / f"{prefix}-latest.json").write_text(text)
     return path
 
 
