@@ -159,8 +159,9 @@ def transfer_bench(
     from service.transfer import transfer_matrix
 
     err = Console(stderr=True)
-    space = namespace or settings_module.get_settings().namespace
-    with open_store() as store, cli_errors():
+    settings = settings_module.get_settings()
+    space = namespace or settings.namespace
+    with open_store(settings) as store, cli_errors():
         targets, gains, _ = KnowledgeService(store).transfer_data([space])
     if len(targets) < 3:
         raise fail(f"namespace {space!r} holds measured effects on {len(targets)} target(s); need 3 or more "
