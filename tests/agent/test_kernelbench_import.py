@@ -269,3 +269,60 @@ def test_cli_import_and_transfer(cli_settings: Settings, namespace: str) -> None
     assert missing.exit_code == 1 and "unknown target" in missing.output
     neither = runner.invoke(app, ["transfer", "-n", namespace])
     assert neither.exit_code == 1 and "--matrix" in neither.output
+
+
+@pytest.mark.neo4j
+def test_a_graph_from_the_per_folder_importer_still_answers_after_schema_0004(
+    store: GraphStore, namespace: str, client: InProcessClient
+) -> None:
+    """Before schema 0004 the importer made one target per folder (`A10G_modal`) and paired times from
+    different GPUs. Such a graph, written through the same write path, keeps everything; the old
+    targets are marked superseded, so the matrix leaves them out, and every query still answers."""
+    from agent.importers.kernelbench import Config, _measurement, _source, parse_timing_file
+    from service.models import HardwareTarget
+    from service.queries import migrations
+
+    old_targets = ["H100_together", "A100_modal"]  # the previous importer's names and descriptions
+    client.upsert_targets([HardwareTarget(name=name, kind="cuda", arch="sm90",
+                                          description=f"KernelBench timing directory {name} (NVIDIA GPU)")
+                           for name in old_targets])  # fmt: skip
+    for folder in old_targets:
+        eager = parse_timing_file(FIXTURE / folder / "baseline_time_torch.json").timings
+        compiled = parse_timing_file(
+            FIXTURE / folder / "baseline_time_torch_compile_inductor_default.json"
+        ).timings
+        by_key = {t.key: t for t in compiled}
+        config = Config("inductor", "default")
+
+        def kernel(level: int, problem: str, cfg: Config) -> dict[str, Any]:
+            return {"task": task_of(level, problem), "backend": "torch", "source": _source(level, problem, cfg),
+                    "patterns": [pattern_of(problem)], "variant": "eager" if cfg.eager else cfg.transform}  # fmt: skip
+
+        client.record_attempts([
+            {"attempt_key": f"kb:{folder}:{t.level_key}:{t.problem}:inductor:default", "run_id": "kernelbench-timing",
+             "agent": "kernelbench-import", "target": folder, "parent": kernel(t.level, t.problem, Config()),
+             "parent_measurement": _measurement(t), "transform": {"name": config.transform,
+             "params": {"backend": "inductor", "mode": "default"}}, "child": kernel(t.level, t.problem, config),
+             "child_measurement": _measurement(by_key[t.key]), "outcome": "kept",
+             "speedup": t.mean_ms / by_key[t.key].mean_ms}
+            for t in eager if t.key in by_key
+        ])  # fmt: skip
+    before = label_counts(store, namespace)
+    assert {t.name for t in client.transfer_matrix(resamples=0).targets} == set(old_targets)
+
+    migration = next(m for m in migrations() if m.name.startswith("0004_"))
+    for _ in range(2):  # applying twice changes nothing more
+        for statement in migration.statements():
+            store.driver.execute_query(statement, database_=store.database)
+
+    assert label_counts(store, namespace) == before  # nothing lost
+    targets = {t["name"]: t for t in client.list_targets()}
+    assert all(
+        targets[name]["superseded_by"] and targets[name]["attempts"] == PROBLEMS for name in old_targets
+    )
+    assert client.transfer_matrix(resamples=0).targets == []  # left out of the matrix...
+    old = client.transfer("H100_together", "A100_modal")  # ...while the pairwise query still answers
+    assert old.transforms[0].pairs == PROBLEMS
+    # A re-import adds the per-model targets beside them, and the matrix sees only those.
+    import_timings(FIXTURE, client)
+    assert {t.name for t in client.transfer_matrix(resamples=0).targets} == {H100, A100, L40S}
