@@ -41,6 +41,7 @@ from agent.tasks.base import Task
 from service.client import ExperienceClient
 from service.models import (
     LineageStep,
+    MeasurementResult,
     RecordResult,
     RetrieveRequest,
     RetrieveResponse,
@@ -116,6 +117,9 @@ class HeldOutClient:
 
     def record_attempt(self, attempt: Any) -> RecordResult:
         return self.writes.record_attempt(attempt)
+
+    def record_measurements(self, records: Sequence[Any]) -> list[MeasurementResult]:
+        return self.writes.record_measurements(records)
 
     def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
         req = request if isinstance(request, RetrieveRequest) else RetrieveRequest.model_validate(request)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from service.models import TransferMatrixResponse
 from service.stats import BOOTSTRAP_RESAMPLES, bootstrap_indices, percentile_interval, spearman, spearman_rows
 from service.transfer import (
     EffectKey,
@@ -177,3 +178,32 @@ def plot_transfer_matrix(
     figure.savefig(path, dpi=130)
     plt.close(figure)
     return path
+
+
+def transfer_finding(matrix: TransferMatrixResponse) -> list[str]:
+    """What a GPU buyer should take from a transfer matrix, in a few sentences computed from it."""
+    family = {t.name: t.family for t in matrix.targets}
+    cells = [c for c in matrix.cells if c.rank_correlation is not None and c.source < c.destination]
+    if not cells:
+        return ["no two targets share a measured effect: nothing transfers yet"]
+
+    def mean(values: list[float]) -> float | None:
+        return sum(values) / len(values) if values else None
+
+    rho = {(c.source, c.destination): c.rank_correlation or 0.0 for c in cells}
+    same = mean([r for (a, b), r in rho.items() if family[a] == family[b]])
+    across = mean([r for (a, b), r in rho.items() if family[a] != family[b]])
+    ranked = sorted(cells, key=lambda c: c.rank_correlation or 0.0)
+
+    def show(cell: Any) -> str:
+        ci = f" [{cell.ci_low:.2f}, {cell.ci_high:.2f}]" if cell.ci_low is not None else ""
+        return (f"{cell.source} <-> {cell.destination}: Spearman {cell.rank_correlation:.2f}{ci} over "
+                f"{cell.pairs} pairs")  # fmt: skip
+
+    lines = [f"strongest transfer: {show(ranked[-1])}", f"weakest transfer: {show(ranked[0])}"]
+    if same is not None and across is not None:
+        lines.append(
+            f"within one architecture family the mean rank correlation is {same:.2f}, across families "
+            f"{across:.2f}: experience measured on a GPU of the same family predicts best"
+        )
+    return lines

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from agent.bench.transfer import BASELINES, OURS, leave_one_target_out
+from agent.bench.transfer import BASELINES, OURS, leave_one_target_out, transfer_finding
 from agent.cli import app
 from agent.importers.kernelbench import SHIPPED_TIMINGS, import_timings
 from service.client import InProcessClient
@@ -222,6 +222,8 @@ def test_matrix_pairs_correlations_and_architecture_order(imported: tuple[str, I
     xs, ys = (np.array([gains[t][k] for k in common]) for t in (h100, b200))
     cell = next(c for c in matrix.cells if (c.source, c.destination) == (h100, b200))
     assert cell.rank_correlation == pytest.approx(float(np.corrcoef(ranks(xs), ranks(ys))[0, 1]), abs=1e-3)
+    finding = transfer_finding(matrix)  # what `make demo` ends with
+    assert finding[0].startswith("strongest transfer: ") and "across families" in finding[2]
     one = client.transfer_matrix("torch_compile:inductor:max-autotune", resamples=0)
     assert {t.name for t in one.targets} == {h100, b200, "L40S_matx3:L40S"}  # the only ones that ran it
     assert all(c.ci_low is None for c in one.cells)
