@@ -55,6 +55,7 @@ from service.models import (
     MAX_BATCH,
     AttemptRecord,
     HardwareTarget,
+    KernelVariant,
     MeasurementRecord,
     MeasurementResult,
     Outcome,
@@ -408,6 +409,11 @@ def _kernel(level: int, problem: str, config: Config) -> dict[str, Any]:
         "family": pattern,
         "variant": "eager" if config.eager else config.transform,
     }
+
+
+def kernel_id_of(level: int, problem: str, config: Config) -> str:
+    """The kernel_id the importer gives `problem` (eager, or compiled under `config`): to find it in the graph."""
+    return KernelVariant.model_validate(_kernel(level, problem, config)).kernel_id
 
 
 def _measurement(timing: Timing) -> dict[str, Any]:
