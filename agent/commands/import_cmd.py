@@ -232,7 +232,7 @@ def _transfer_matrix(
             row.append(
                 "1" if name == source.name else "-" if cell is None else f"{_fmt(cell.rank_correlation, 2)}"
             )
-        table.add_row(f"{source.name} ({source.family})", *row)
+        table.add_row(f"{short[source.name]} ({source.family})", *row)
     console.print(table)
     ranked = sorted((c for c in response.cells if c.rank_correlation is not None and c.source < c.destination),
                     key=lambda c: c.rank_correlation or 0.0)  # fmt: skip
