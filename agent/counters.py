@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.targets import Target
-from agent.tasks.base import Arrays, Task
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks.base import Arrays, Task
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from agent.results import CheckResult, Outcome
-from agent.tasks.base import Arrays, Task
+from kernelgraph.agent.results import CheckResult, Outcome
+from kernelgraph.agent.tasks.base import Arrays, Task
 
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)

@@ -15,9 +15,9 @@ from typing import Any
 
 from neo4j import ManagedTransaction
 
-from service.embeddings import Embedder
-from service.errors import InvalidInput, NotFound
-from service.models import (
+from kernelgraph.service.embeddings import Embedder
+from kernelgraph.client.errors import InvalidInput, NotFound
+from kernelgraph.client.models import (
     AttemptRecord,
     HardwareTarget,
     KernelVariant,
@@ -40,10 +40,10 @@ from service.models import (
     TransferTarget,
     validate,
 )
-from service.signature import TargetPeaks, compute_signature
-from service.stats import spearman
-from service.store import GraphStore
-from service.transfer import EffectKey, TargetFacts, architecture_order, predict, similarity, transfer_matrix
+from kernelgraph.client.signature import TargetPeaks, compute_signature
+from kernelgraph.service.stats import spearman
+from kernelgraph.service.store import GraphStore
+from kernelgraph.service.transfer import EffectKey, TargetFacts, architecture_order, predict, similarity, transfer_matrix
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from service.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, spearman, spearman_ci
+from kernelgraph.service.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, spearman, spearman_ci
 
 # Architecture families in generation order, by CUDA compute capability (SM version).
 FAMILIES: tuple[tuple[str, int, int], ...] = (

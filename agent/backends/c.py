@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from agent import counters as counters_mod
-from agent.backends.sandbox import SandboxLimits, SharedObjectRunner, TimingPlan
-from agent.evaluator import (
+from kernelgraph.agent import counters as counters_mod
+from kernelgraph.agent.backends.sandbox import SandboxLimits, SharedObjectRunner, TimingPlan
+from kernelgraph.agent.evaluator import (
     DEFAULT_SEEDS,
     REVERIFY_SEEDS,
     digest,
@@ -29,12 +29,12 @@ from agent.evaluator import (
     output_specs,
     verify,
 )
-from agent.evaluator import (
+from kernelgraph.agent.evaluator import (
     check as evaluate,
 )
-from agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
-from agent.targets import Target, data_home
-from agent.tasks.base import Task
+from kernelgraph.agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
+from kernelgraph.agent.targets import Target, data_home
+from kernelgraph.agent.tasks.base import Task
 
 log = logging.getLogger(__name__)
 

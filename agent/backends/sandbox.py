@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from agent.evaluator import OutputSpec, RunReport, RunStatus
-from agent.tasks.base import Arrays
+from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus
+from kernelgraph.agent.tasks.base import Arrays
 
 log = logging.getLogger(__name__)
 

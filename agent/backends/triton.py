@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from agent.evaluator import DEFAULT_SEEDS
-from agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
-from agent.tasks.base import Arrays, Task
+from kernelgraph.agent.evaluator import DEFAULT_SEEDS
+from kernelgraph.agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
+from kernelgraph.agent.tasks.base import Arrays, Task
 
 CACHE_VERSION = 1
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -160,7 +160,7 @@ class TritonBackend:
         Runs on the GPU only when one matching the target is present (or `device="cuda"`), else in
         Triton's interpreter on CPU with the task's small shapes.
         """
-        from agent import evaluator
+        from kernelgraph.agent import evaluator
 
         device = self._device_for(target)
 
@@ -361,7 +361,7 @@ def _run_worker(request: dict[str, Any], timeout_s: float, interpret: bool) -> d
         req, resp = Path(tmp) / "request.pkl", Path(tmp) / "response.pkl"
         request = {**request, "tmp": tmp}
         req.write_bytes(pickle.dumps(request))
-        cmd = [sys.executable, "-m", "agent.backends.triton", str(req), str(resp)]
+        cmd = [sys.executable, "-m", "kernelgraph.agent.backends.triton", str(req), str(resp)]
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
         except subprocess.TimeoutExpired:
@@ -539,7 +539,7 @@ def _worker_run(request: Mapping[str, Any]) -> dict[str, Any]:
         return {"error": f"source failed to load: {diag['message']} (line {diag['line']})"}
     import torch
 
-    from agent.evaluator import OutputSpec, digest, fresh_output
+    from kernelgraph.agent.evaluator import OutputSpec, digest, fresh_output
 
     device = "cuda" if request["device"] == "cuda" else "cpu"
     specs = [OutputSpec(name, tuple(shape), dtype) for name, shape, dtype in request["outputs"]]
@@ -623,7 +623,7 @@ def _ncu_counters(request: Mapping[str, Any]) -> dict[str, float]:
     tmp = Path(request["tmp"])
     once = tmp / "once.pkl"
     once.write_bytes(pickle.dumps({**request, "op": "once"}))
-    cmd = ["ncu", "--csv", "--metrics", ",".join(NCU_METRICS), sys.executable, "-m", "agent.backends.triton"]
+    cmd = ["ncu", "--csv", "--metrics", ",".join(NCU_METRICS), sys.executable, "-m", "kernelgraph.agent.backends.triton"]
     try:
         proc = subprocess.run(
             [*cmd, str(once), str(tmp / "once-out.pkl")], capture_output=True, text=True, timeout=300

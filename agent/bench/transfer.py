@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from service.models import TransferMatrixResponse
-from service.stats import BOOTSTRAP_RESAMPLES, bootstrap_indices, percentile_interval, spearman, spearman_rows
-from service.transfer import (
+from kernelgraph.client.models import TransferMatrixResponse
+from kernelgraph.service.stats import BOOTSTRAP_RESAMPLES, bootstrap_indices, percentile_interval, spearman, spearman_rows
+from kernelgraph.service.transfer import (
     EffectKey,
     Gains,
     TargetFacts,

@@ -14,7 +14,7 @@ def gpu(
     budget_s: float = typer.Option(300.0, "--budget-s", help="stop starting new tasks past this"),
 ) -> None:
     """Check the Triton backend end to end on a GPU: compile, correctness, timing (L2 flushed), ncu."""
-    from agent.bench.gpu import run_gpu_bench
+    from kernelgraph.agent.bench.gpu import run_gpu_bench
 
     raise typer.Exit(run_gpu_bench(target, [t for t in tasks.split(",") if t], budget_s))
 
@@ -32,7 +32,7 @@ def service(
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
 ) -> None:
     """Benchmark the knowledge service: ingestion, retrieval latency (in-process and HTTP), ANN recall@10."""
-    from agent.bench.service_bench import main
+    from kernelgraph.agent.bench.service_bench import main
 
     raise typer.Exit(
         main(measurements, as_json=as_json, quick=quick, threads=threads, results_dir=results_dir)
@@ -73,12 +73,12 @@ def ablation(
 
     from rich.console import Console
 
-    from agent.bench import ablation as study
-    from agent.commands.graph import cli_errors, open_store
-    from agent.targets import get_target
-    from agent.tasks import all_tasks, get_task
-    from service.embeddings import MiniLMEmbedder
-    from service.knowledge import KnowledgeService
+    from kernelgraph.agent.bench import ablation as study
+    from kernelgraph.agent.commands.graph import cli_errors, open_store
+    from kernelgraph.agent.targets import get_target
+    from kernelgraph.agent.tasks import all_tasks, get_task
+    from kernelgraph.service.embeddings import MiniLMEmbedder
+    from kernelgraph.service.knowledge import KnowledgeService
 
     budget = budget or (3 if quick else 6)
     seeds = seeds or (2 if quick else 3)
@@ -151,12 +151,12 @@ def transfer_bench(
     from rich.console import Console
     from rich.table import Table
 
-    from agent.bench.ablation import save_json
-    from agent.bench.transfer import BASELINES, METHODS, OURS, leave_one_target_out, plot_transfer_matrix
-    from agent.commands.graph import cli_errors, fail, open_store
-    from service import settings as settings_module
-    from service.knowledge import KnowledgeService
-    from service.transfer import transfer_matrix
+    from kernelgraph.agent.bench.ablation import save_json
+    from kernelgraph.agent.bench.transfer import BASELINES, METHODS, OURS, leave_one_target_out, plot_transfer_matrix
+    from kernelgraph.agent.commands.graph import cli_errors, fail, open_store
+    from kernelgraph.client import settings as settings_module
+    from kernelgraph.service.knowledge import KnowledgeService
+    from kernelgraph.service.transfer import transfer_matrix
 
     err = Console(stderr=True)
     settings = settings_module.get_settings()

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agent.commands.graph import cli_errors, fail
+from kernelgraph.agent.commands.graph import cli_errors, fail
 
 console = Console()
 err = Console(stderr=True)
@@ -32,11 +32,12 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object 
 @contextmanager
 def open_client(namespace: str | None) -> Iterator[Any]:
     """The experience client for this command: HTTP when KERNELGRAPH_SERVICE_URL is set, else in-process."""
-    from service import settings as settings_module
-    from service.auth import check_namespace
-    from service.client import InProcessClient, KernelGraphClient
-    from service.knowledge import KnowledgeService
-    from service.store import GraphStore, open_driver
+    from kernelgraph.client import settings as settings_module
+    from kernelgraph.service.auth import check_namespace
+    from kernelgraph.client import KernelGraphClient
+    from kernelgraph.service.inprocess import InProcessClient
+    from kernelgraph.service.knowledge import KnowledgeService
+    from kernelgraph.service.store import GraphStore, open_driver
 
     settings = settings_module.get_settings()
     with cli_errors():
@@ -74,7 +75,7 @@ def import_kernelbench_timing(
     failed attempt; a time with no partner on its target is kept as a lone measurement. Malformed files
     are reported and skipped whole; re-importing writes nothing (keys are deterministic).
     """
-    from agent.importers.kernelbench import SHIPPED_TIMINGS, import_timings
+    from kernelgraph.agent.importers.kernelbench import SHIPPED_TIMINGS, import_timings
 
     root = directory if directory is not None else SHIPPED_TIMINGS
     if not root.is_dir():
@@ -205,7 +206,7 @@ def _transfer_matrix(
             with err.status("Computing the transfer matrix (bootstrap CIs)..."):
                 response = client.transfer_matrix(transform, resamples)
     if plot is not None:
-        from agent.bench.transfer import plot_transfer_matrix
+        from kernelgraph.agent.bench.transfer import plot_transfer_matrix
 
         what = transform or "all torch.compile configurations pooled"
         plot_transfer_matrix([t.name for t in response.targets], [t.family for t in response.targets],

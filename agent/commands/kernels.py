@@ -23,7 +23,7 @@ def list_tasks(
     backend: str = typer.Option("c", help="Only tasks that render source for this backend."),
 ) -> None:
     """List every task: name, access-pattern family, patterns and applicable transforms."""
-    from agent.tasks import all_tasks
+    from kernelgraph.agent.tasks import all_tasks
 
     table = Table(title=f"Kernel tasks ({backend} backend)")
     for column in ("name", "family", "patterns", "transforms"):
@@ -40,7 +40,7 @@ def list_targets(
     measure: bool = typer.Option(True, help="Probe peaks if this host has none cached."),
 ) -> None:
     """List every target with its availability on this host and its measured fp32 peaks."""
-    from agent.targets import all_targets
+    from kernelgraph.agent.targets import all_targets
 
     table = Table(title="Targets")
     for column in ("name", "kind", "arch", "available", "cores", "peak GFLOP/s", "peak GB/s", "note"):
@@ -69,9 +69,9 @@ def check(
     backend: str = typer.Option("c", "--backend", help="c | triton (Triton checks run in its interpreter)."),
 ) -> None:
     """Check a kernel source for correctness against the task's reference on several input sets."""
-    from agent.backends.c import CBackend
-    from agent.targets import UnknownTargetError, get_target
-    from agent.tasks import UnknownTaskError, get_task
+    from kernelgraph.agent.backends.c import CBackend
+    from kernelgraph.agent.targets import UnknownTargetError, get_target
+    from kernelgraph.agent.tasks import UnknownTaskError, get_task
 
     try:
         task = get_task(task_name, backend)
@@ -82,7 +82,7 @@ def check(
     if not source.is_file():
         _fail(f"source file not found: {source}")
     if backend == "triton":
-        from agent.backends.triton import TritonBackend
+        from kernelgraph.agent.backends.triton import TritonBackend
 
         result = TritonBackend().check(task, source.read_text(), target)
     else:

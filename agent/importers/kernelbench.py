@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from service.models import (
+from kernelgraph.client.models import (
     MAX_BATCH,
     AttemptRecord,
     HardwareTarget,

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.backends.c import CBackend
-from agent.evaluator import RunReport, RunStatus, check, digest, implausibility
-from agent.results import Outcome
-from agent.targets import Target
-from agent.tasks import get_task
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.evaluator import RunReport, RunStatus, check, digest, implausibility
+from kernelgraph.agent.results import Outcome
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks import get_task
 
 CHEATS = Path(__file__).with_name("cheats")
 

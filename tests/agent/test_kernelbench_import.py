@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agent.cli import app
-from agent.importers.kernelbench import (
+from kernelgraph.agent.cli import app
+from kernelgraph.agent.importers.kernelbench import (
     config_of,
     differs_from_folder,
     import_timings,
@@ -31,10 +31,10 @@ from agent.importers.kernelbench import (
     target_name,
     task_of,
 )
-from service.client import InProcessClient
-from service.knowledge import KnowledgeService
-from service.settings import Settings
-from service.store import GraphStore
+from kernelgraph.service.inprocess import InProcessClient
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.store import GraphStore
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "kernelbench"
 PROBLEMS = 10
@@ -66,7 +66,7 @@ def client(store: GraphStore, namespace: str) -> InProcessClient:
 @pytest.fixture
 def cli_settings(monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings) -> Settings:
     """Make the CLI talk to the test session's Neo4j."""
-    monkeypatch.setattr("service.settings.get_settings", lambda: neo4j_settings)
+    monkeypatch.setattr("kernelgraph.client.settings.get_settings", lambda: neo4j_settings)
     return neo4j_settings
 
 
@@ -121,7 +121,7 @@ def test_names_configs_and_targets() -> None:
 
 
 def test_malformed_files_report_every_bad_key(tmp_path: Path) -> None:
-    from agent.importers.kernelbench import MalformedFile
+    from kernelgraph.agent.importers.kernelbench import MalformedFile
 
     with pytest.raises(MalformedFile) as caught:
         parse_timing_file(
@@ -278,9 +278,9 @@ def test_a_graph_from_the_per_folder_importer_still_answers_after_schema_0004(
     """Before schema 0004 the importer made one target per folder (`A10G_modal`) and paired times from
     different GPUs. Such a graph, written through the same write path, keeps everything; the old
     targets are marked superseded, so the matrix leaves them out, and every query still answers."""
-    from agent.importers.kernelbench import Config, _measurement, _source, parse_timing_file
-    from service.models import HardwareTarget
-    from service.queries import migrations
+    from kernelgraph.agent.importers.kernelbench import Config, _measurement, _source, parse_timing_file
+    from kernelgraph.client.models import HardwareTarget
+    from kernelgraph.service.queries import migrations
 
     old_targets = ["H100_together", "A100_modal"]  # the previous importer's names and descriptions
     client.upsert_targets([HardwareTarget(name=name, kind="cuda", arch="sm90",

@@ -18,15 +18,15 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from agent.bench.transfer import BASELINES, OURS, leave_one_target_out, transfer_finding
-from agent.cli import app
-from agent.importers.kernelbench import SHIPPED_TIMINGS, import_timings
-from service.client import InProcessClient
-from service.knowledge import KnowledgeService
-from service.models import AttemptRecord, MeasurementRecord, MeasurementResult, RecordResult
-from service.settings import Settings
-from service.store import GraphStore
-from service.transfer import FAMILIES, predict
+from kernelgraph.agent.bench.transfer import BASELINES, OURS, leave_one_target_out, transfer_finding
+from kernelgraph.agent.cli import app
+from kernelgraph.agent.importers.kernelbench import SHIPPED_TIMINGS, import_timings
+from kernelgraph.service.inprocess import InProcessClient
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.client.models import AttemptRecord, MeasurementRecord, MeasurementResult, RecordResult
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.store import GraphStore
+from kernelgraph.service.transfer import FAMILIES, predict
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "kernelbench-timing"
 ROOTS = [SHIPPED_TIMINGS] + ([SHARED] if SHARED.is_dir() else [])
@@ -276,7 +276,7 @@ def test_cli_matrix_predict_and_bench(
     tmp_path: Path,
 ) -> None:
     namespace, _ = imported
-    monkeypatch.setattr("service.settings.get_settings", lambda: neo4j_settings)
+    monkeypatch.setattr("kernelgraph.client.settings.get_settings", lambda: neo4j_settings)
     runner = CliRunner()
     plot = tmp_path / "matrix.png"
     result = runner.invoke(

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.backends.triton import ARCH_LIMITS, TritonBackend, theoretical_occupancy
-from agent.results import Outcome
-from agent.targets import get_target
-from agent.tasks import get_task
-from agent.tasks.base import Task
-from agent.tasks.triton import TASK_MODULES, triton_tasks
-from agent.transforms import Transform
+from kernelgraph.agent.backends.triton import ARCH_LIMITS, TritonBackend, theoretical_occupancy
+from kernelgraph.agent.results import Outcome
+from kernelgraph.agent.targets import get_target
+from kernelgraph.agent.tasks import get_task
+from kernelgraph.agent.tasks.base import Task
+from kernelgraph.agent.tasks.triton import TASK_MODULES, triton_tasks
+from kernelgraph.agent.transforms import Transform
 
 
 @pytest.fixture(scope="module")

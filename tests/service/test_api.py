@@ -11,11 +11,11 @@ import httpx
 import pytest
 from neo4j import GraphDatabase
 
-from service.api.app import create_app
-from service.models import MAX_BATCH
-from service.settings import Settings
-from service.signature import SIGNATURE_DIM
-from service.store import GraphStore
+from kernelgraph.service.api.app import create_app
+from kernelgraph.client.models import MAX_BATCH
+from kernelgraph.client.settings import Settings
+from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service.store import GraphStore
 from tests import factories
 from tests.service.conftest import Keys, bearer, free_port, make_keys, serve
 
@@ -376,8 +376,8 @@ def test_keys_create_prints_a_key_once_that_then_authenticates(
 ) -> None:
     from typer.testing import CliRunner
 
-    from agent.cli import app
-    from service.settings import get_settings
+    from kernelgraph.agent.cli import app
+    from kernelgraph.client.settings import get_settings
 
     monkeypatch.setenv("KERNELGRAPH_NEO4J_URI", neo4j_settings.effective_neo4j_uri)
     monkeypatch.setenv("KERNELGRAPH_NEO4J_PASSWORD", neo4j_settings.effective_neo4j_password())
@@ -403,8 +403,8 @@ def test_kernelbench_import_over_http_then_matrix_and_prediction(
     """The importer through the HTTP client (lone measurements included), then the transfer routes."""
     from pathlib import Path
 
-    from agent.importers.kernelbench import import_timings
-    from service.client import KernelGraphClient
+    from kernelgraph.agent.importers.kernelbench import import_timings
+    from kernelgraph.client import KernelGraphClient
 
     fixture = Path(__file__).resolve().parent.parent / "fixtures" / "kernelbench"
     with KernelGraphClient(live_url, keys.writer) as client:

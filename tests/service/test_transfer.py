@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from service.stats import average_ranks, spearman, spearman_ci
-from service.transfer import (
+from kernelgraph.service.stats import average_ranks, spearman, spearman_ci
+from kernelgraph.service.transfer import (
     TargetFacts,
     architecture_order,
     nearest_by_architecture,
