@@ -164,8 +164,8 @@ def seed(knowledge: KnowledgeService, namespace: str = NAMESPACE) -> DemoGraph:
 
 
 def main() -> None:
-    from kernelgraph.service import migrate
     from kernelgraph.client.settings import get_settings
+    from kernelgraph.service import migrate
     from kernelgraph.service.store import GraphStore, open_driver
 
     settings = get_settings()

@@ -19,7 +19,6 @@ from pydantic import BaseModel
 
 from kernelgraph.client import errors
 from kernelgraph.client.errors import KernelGraphError, Retryable
-from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.client.models import (
     MAX_BATCH,
     AttemptRecord,
@@ -38,6 +37,7 @@ from kernelgraph.client.models import (
     validate,
 )
 from kernelgraph.client.settings import Settings
+from kernelgraph.service.knowledge import KnowledgeService
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)

@@ -15,7 +15,6 @@ from typing import Any
 
 from neo4j import ManagedTransaction
 
-from kernelgraph.service.embeddings import Embedder
 from kernelgraph.client.errors import InvalidInput, NotFound
 from kernelgraph.client.models import (
     AttemptRecord,
@@ -41,9 +40,17 @@ from kernelgraph.client.models import (
     validate,
 )
 from kernelgraph.client.signature import TargetPeaks, compute_signature
+from kernelgraph.service.embeddings import Embedder
 from kernelgraph.service.stats import spearman
 from kernelgraph.service.store import GraphStore
-from kernelgraph.service.transfer import EffectKey, TargetFacts, architecture_order, predict, similarity, transfer_matrix
+from kernelgraph.service.transfer import (
+    EffectKey,
+    TargetFacts,
+    architecture_order,
+    predict,
+    similarity,
+    transfer_matrix,
+)
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from kernelgraph.client.signature import SIGNATURE_DIM, SIMILARITY_FUNCTION
 from kernelgraph.service.embeddings import EMBEDDING_DIM
 from kernelgraph.service.queries import migrations
-from kernelgraph.client.signature import SIGNATURE_DIM, SIMILARITY_FUNCTION
 from kernelgraph.service.store import GraphStore, mapped_errors
 
 log = logging.getLogger(__name__)

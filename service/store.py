@@ -26,8 +26,8 @@ from neo4j.exceptions import (
 )
 
 from kernelgraph.client.errors import Conflict, InvalidInput, KernelGraphError, Retryable, Unauthorized
-from kernelgraph.service.queries import NamedQuery, registry
 from kernelgraph.client.settings import Settings
+from kernelgraph.service.queries import NamedQuery, registry
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -623,7 +623,15 @@ def _ncu_counters(request: Mapping[str, Any]) -> dict[str, float]:
     tmp = Path(request["tmp"])
     once = tmp / "once.pkl"
     once.write_bytes(pickle.dumps({**request, "op": "once"}))
-    cmd = ["ncu", "--csv", "--metrics", ",".join(NCU_METRICS), sys.executable, "-m", "kernelgraph.agent.backends.triton"]
+    cmd = [
+        "ncu",
+        "--csv",
+        "--metrics",
+        ",".join(NCU_METRICS),
+        sys.executable,
+        "-m",
+        "kernelgraph.agent.backends.triton",
+    ]
     try:
         proc = subprocess.run(
             [*cmd, str(once), str(tmp / "once-out.pkl")], capture_output=True, text=True, timeout=300

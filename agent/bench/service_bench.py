@@ -289,10 +289,15 @@ def run_service_bench(
     settings: Settings, options: BenchOptions, console: Console | None = None
 ) -> dict[str, Any]:
     """Run the whole benchmark against the Neo4j of `settings`; returns the results object."""
+    from kernelgraph.client.models import Role
     from kernelgraph.service import migrate
     from kernelgraph.service.auth import create_key
-    from kernelgraph.service.knowledge import EXACT_SEARCH_MAX_STATES, MAX_FETCH_K, OVERFETCH, KnowledgeService
-    from kernelgraph.client.models import Role
+    from kernelgraph.service.knowledge import (
+        EXACT_SEARCH_MAX_STATES,
+        MAX_FETCH_K,
+        OVERFETCH,
+        KnowledgeService,
+    )
     from kernelgraph.service.neo4j_local import LocalNeo4j
     from kernelgraph.service.store import GraphStore, open_driver
 

@@ -22,7 +22,13 @@ from typing import Any
 import numpy as np
 
 from kernelgraph.client.models import TransferMatrixResponse
-from kernelgraph.service.stats import BOOTSTRAP_RESAMPLES, bootstrap_indices, percentile_interval, spearman, spearman_rows
+from kernelgraph.service.stats import (
+    BOOTSTRAP_RESAMPLES,
+    bootstrap_indices,
+    percentile_interval,
+    spearman,
+    spearman_rows,
+)
 from kernelgraph.service.transfer import (
     EffectKey,
     Gains,

@@ -194,8 +194,8 @@ def demo_cmd(
     from kernelgraph.agent.targets import get_target
     from kernelgraph.agent.tasks import get_task
     from kernelgraph.client.errors import KernelGraphError
-    from kernelgraph.service.neo4j_local import LocalNeo4j
     from kernelgraph.client.settings import get_settings
+    from kernelgraph.service.neo4j_local import LocalNeo4j
 
     started = time.monotonic()
     settings = get_settings().model_copy(update={"namespace": DEMO_NAMESPACE})

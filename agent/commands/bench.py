@@ -152,7 +152,13 @@ def transfer_bench(
     from rich.table import Table
 
     from kernelgraph.agent.bench.ablation import save_json
-    from kernelgraph.agent.bench.transfer import BASELINES, METHODS, OURS, leave_one_target_out, plot_transfer_matrix
+    from kernelgraph.agent.bench.transfer import (
+        BASELINES,
+        METHODS,
+        OURS,
+        leave_one_target_out,
+        plot_transfer_matrix,
+    )
     from kernelgraph.agent.commands.graph import cli_errors, fail, open_store
     from kernelgraph.client import settings as settings_module
     from kernelgraph.service.knowledge import KnowledgeService

@@ -32,9 +32,9 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object 
 @contextmanager
 def open_client(namespace: str | None) -> Iterator[Any]:
     """The experience client for this command: HTTP when KERNELGRAPH_SERVICE_URL is set, else in-process."""
+    from kernelgraph.client import KernelGraphClient
     from kernelgraph.client import settings as settings_module
     from kernelgraph.service.auth import check_namespace
-    from kernelgraph.client import KernelGraphClient
     from kernelgraph.service.inprocess import InProcessClient
     from kernelgraph.service.knowledge import KnowledgeService
     from kernelgraph.service.store import GraphStore, open_driver

@@ -38,8 +38,8 @@ def serve(
     """Run the HTTP knowledge service (OpenAPI docs at /docs). Apply migrations first: `kernelgraph schema apply`."""
     import uvicorn
 
-    from kernelgraph.service.api.app import create_app
     from kernelgraph.client.settings import get_settings
+    from kernelgraph.service.api.app import create_app
 
     settings = get_settings()
     app = create_app(settings)
@@ -68,8 +68,8 @@ def keys_create(
     label: Annotated[str, typer.Option(help="A note to recognise the key by in `keys list`.")] = "",
 ) -> None:
     """Create an API key and print it once: it is stored only as a hash and cannot be shown again."""
-    from kernelgraph.service.auth import create_key
     from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.service.auth import create_key
 
     try:
         created = _store_then(lambda store: create_key(store, role.value, namespace, label))
@@ -107,8 +107,8 @@ def mcp(
     (namespace KERNELGRAPH_NAMESPACE).
     """
     from kernelgraph.client import connect
-    from kernelgraph.service.mcp import build_server
     from kernelgraph.client.settings import get_settings
+    from kernelgraph.service.mcp import build_server
 
     server = build_server(lambda: connect(get_settings()))
     if transport is Transport.stdio:

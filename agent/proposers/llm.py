@@ -17,7 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kernelgraph.agent.proposers.base import Proposal, ProposalContext, Proposer, describe_config, finite_counters
+from kernelgraph.agent.proposers.base import (
+    Proposal,
+    ProposalContext,
+    Proposer,
+    describe_config,
+    finite_counters,
+)
 from kernelgraph.agent.proposers.experience import ExperienceProposer
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.transforms import Transform

@@ -40,7 +40,9 @@ class UnknownTaskError(KeyError):
 
 @cache
 def _load_all() -> tuple[Task, ...]:
-    return tuple(importlib.import_module(f"kernelgraph.agent.tasks.{module}").task() for module in TASK_MODULES)
+    return tuple(
+        importlib.import_module(f"kernelgraph.agent.tasks.{module}").task() for module in TASK_MODULES
+    )
 
 
 def all_tasks(backend: str = "c") -> list[Task]:

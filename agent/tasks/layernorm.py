@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelgraph.agent.tasks._common import C_PRELUDE, f32, omp_for, parallelize, rng, schedule, set_knob, turn_on, vloop
+from kernelgraph.agent.tasks._common import (
+    C_PRELUDE,
+    f32,
+    omp_for,
+    parallelize,
+    rng,
+    schedule,
+    set_knob,
+    turn_on,
+    vloop,
+)
 from kernelgraph.agent.tasks.base import Arrays, Config, Task
 from kernelgraph.agent.transforms import Transform
 

@@ -21,7 +21,6 @@ from neo4j import Driver
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kernelgraph.service.auth import KeyAuthenticator
 from kernelgraph.client.errors import (
     InvalidInput,
     KernelGraphError,
@@ -29,8 +28,9 @@ from kernelgraph.client.errors import (
     Retryable,
     UnsupportedMediaType,
 )
-from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.client.settings import Settings
+from kernelgraph.service.auth import KeyAuthenticator
+from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore, open_driver
 
 log = logging.getLogger(__name__)

@@ -31,9 +31,9 @@ from kernelgraph.agent.importers.kernelbench import (
     target_name,
     task_of,
 )
+from kernelgraph.client.settings import Settings
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
-from kernelgraph.client.settings import Settings
 from kernelgraph.service.store import GraphStore
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "kernelbench"

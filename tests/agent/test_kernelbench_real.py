@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 from kernelgraph.agent.bench.transfer import BASELINES, OURS, leave_one_target_out, transfer_finding
 from kernelgraph.agent.cli import app
 from kernelgraph.agent.importers.kernelbench import SHIPPED_TIMINGS, import_timings
-from kernelgraph.service.inprocess import InProcessClient
-from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.client.models import AttemptRecord, MeasurementRecord, MeasurementResult, RecordResult
 from kernelgraph.client.settings import Settings
+from kernelgraph.service.inprocess import InProcessClient
+from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
 from kernelgraph.service.transfer import FAMILIES, predict
 

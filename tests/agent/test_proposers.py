@@ -8,15 +8,27 @@ from collections.abc import Iterator
 import pytest
 
 from kernelgraph.agent.backends.c import CBackend
-from kernelgraph.agent.proposers.base import Candidate, HistoryEntry, ProposalContext, Proposer, candidates, config_key
-from kernelgraph.agent.proposers.experience import ExperienceProposer, params_match, posterior, setting_evidence
+from kernelgraph.agent.proposers.base import (
+    Candidate,
+    HistoryEntry,
+    ProposalContext,
+    Proposer,
+    candidates,
+    config_key,
+)
+from kernelgraph.agent.proposers.experience import (
+    ExperienceProposer,
+    params_match,
+    posterior,
+    setting_evidence,
+)
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.results import Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.client.models import ParamEvidence, RetrievedTransform
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
-from kernelgraph.client.models import ParamEvidence, RetrievedTransform
 from kernelgraph.service.store import GraphStore
 from tests import factories
 

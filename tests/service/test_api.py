@@ -11,10 +11,10 @@ import httpx
 import pytest
 from neo4j import GraphDatabase
 
-from kernelgraph.service.api.app import create_app
 from kernelgraph.client.models import MAX_BATCH
 from kernelgraph.client.settings import Settings
 from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service.api.app import create_app
 from kernelgraph.service.store import GraphStore
 from tests import factories
 from tests.service.conftest import Keys, bearer, free_port, make_keys, serve

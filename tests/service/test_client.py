@@ -9,13 +9,12 @@ import httpx
 import pytest
 
 from kernelgraph.client import ExperienceClient, KernelGraphClient, connect
-
-from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.client.errors import Forbidden, InvalidInput, NotFound, Retryable, Unauthorized
-from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.client.models import LineageStep, RecordResult, RetrieveResponse, TransferResponse
 from kernelgraph.client.settings import Settings
 from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service.inprocess import InProcessClient
+from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
 from tests import factories
 from tests.service.conftest import Keys

@@ -10,11 +10,10 @@ import pytest
 from mcp import Client
 
 from kernelgraph.client import ExperienceClient
-
+from kernelgraph.client.signature import SIGNATURE_DIM
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.mcp import build_server
-from kernelgraph.client.signature import SIGNATURE_DIM
 from kernelgraph.service.store import GraphStore
 from tests import factories
 

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from kernelgraph.service.embeddings import MiniLMEmbedder
 from kernelgraph.client.errors import NotFound
-from kernelgraph.service.knowledge import KnowledgeService, spearman
 from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service.embeddings import MiniLMEmbedder
+from kernelgraph.service.knowledge import KnowledgeService, spearman
 from kernelgraph.service.store import GraphStore
 from tests import factories
 

@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 import pytest
 from pydantic import SecretStr
 
-from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.client.settings import Settings
+from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore, open_driver
 from tests import factories
 

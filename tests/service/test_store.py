@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from kernelgraph.service import migrate
 from kernelgraph.client.errors import InvalidInput
-from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service import migrate
+from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
 from tests import factories
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from kernelgraph.agent.tasks.base import Arrays, Config, Task
-from kernelgraph.agent.tasks.triton._common import Fallback, make_task, rng, set_knobs, toggle, warps_and_stages
+from kernelgraph.agent.tasks.triton._common import (
+    Fallback,
+    make_task,
+    rng,
+    set_knobs,
+    toggle,
+    warps_and_stages,
+)
 from kernelgraph.agent.tasks.triton._rows import AOT_COLS, AOT_ROWS, render_rows
 from kernelgraph.agent.transforms import Transform
 

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelgraph.service.api.deps import KnowledgeDep, WriteNamespace
 from kernelgraph.client.errors import InvalidInput, PayloadTooLarge
 from kernelgraph.client.models import (
     MAX_BATCH,
@@ -17,6 +16,7 @@ from kernelgraph.client.models import (
     RecordResult,
     validate,
 )
+from kernelgraph.service.api.deps import KnowledgeDep, WriteNamespace
 
 router = APIRouter(tags=["attempts"])
 

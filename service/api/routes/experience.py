@@ -8,7 +8,6 @@ from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel
 from pydantic import Field as PydanticField
 
-from kernelgraph.service.api.deps import KnowledgeDep, ReadNamespaces
 from kernelgraph.client.models import (
     LineageStep,
     Name,
@@ -21,6 +20,7 @@ from kernelgraph.client.models import (
     TransferPredictRequest,
     TransferResponse,
 )
+from kernelgraph.service.api.deps import KnowledgeDep, ReadNamespaces
 
 router = APIRouter(tags=["experience"])
 
