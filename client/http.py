@@ -22,9 +22,13 @@ from kernelgraph.client.models import (
     AttemptRecord,
     HardwareTarget,
     LineageStep,
+    MeasurementRecord,
+    MeasurementResult,
     RecordResult,
     RetrieveRequest,
     RetrieveResponse,
+    TransferMatrixResponse,
+    TransferPrediction,
     TransferResponse,
 )
 
@@ -33,6 +37,7 @@ M = TypeVar("M", bound=BaseModel)
 
 AttemptLike = AttemptRecord | dict[str, Any]
 TargetLike = HardwareTarget | dict[str, Any]
+MeasurementLike = MeasurementRecord | dict[str, Any]
 
 
 @runtime_checkable
@@ -45,9 +50,17 @@ class ExperienceClient(Protocol):
 
     def record_attempt(self, attempt: AttemptLike) -> RecordResult: ...
 
+    def record_measurements(self, records: Sequence[MeasurementLike]) -> list[MeasurementResult]: ...
+
     def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse: ...
 
     def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse: ...
+
+    def transfer_matrix(
+        self, transform: str | None = None, resamples: int = 1_000
+    ) -> TransferMatrixResponse: ...
+
+    def predict_transfer(self, target: str, transform: str | None = None) -> TransferPrediction: ...
 
     def lineage(self, kernel_id: str) -> list[LineageStep]: ...
 
@@ -177,6 +190,16 @@ class KernelGraphClient:
     def record_attempt(self, attempt: AttemptLike) -> RecordResult:
         return RecordResult.model_validate(self._request("POST", "/v1/attempts", json=_dump(attempt)))
 
+    def record_measurements(self, records: Sequence[MeasurementLike]) -> list[MeasurementResult]:
+        """Record measurements outside attempts, in batches of at most MAX_BATCH (each all-or-nothing)."""
+        dumped = [_dump(r) for r in records]
+        results: list[MeasurementResult] = []
+        for start in range(0, len(dumped), MAX_BATCH):
+            body = {"measurements": dumped[start : start + MAX_BATCH]}
+            reply = self._request("POST", "/v1/measurements/batch", json=body)
+            results.extend(MeasurementResult.model_validate(r) for r in reply["results"])
+        return results
+
     def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
         reply = self._request("POST", "/v1/retrieve", json=_dump(request))
         return RetrieveResponse.model_validate(reply)
@@ -184,6 +207,14 @@ class KernelGraphClient:
     def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse:
         body = {"source_target": source, "destination_target": destination, "pattern": pattern}
         return TransferResponse.model_validate(self._request("POST", "/v1/transfer", json=body))
+
+    def transfer_matrix(self, transform: str | None = None, resamples: int = 1_000) -> TransferMatrixResponse:
+        body = {"transform": transform, "resamples": resamples}
+        return TransferMatrixResponse.model_validate(self._request("POST", "/v1/transfer/matrix", json=body))
+
+    def predict_transfer(self, target: str, transform: str | None = None) -> TransferPrediction:
+        body = {"target": target, "transform": transform}
+        return TransferPrediction.model_validate(self._request("POST", "/v1/transfer/predict", json=body))
 
     def lineage(self, kernel_id: str) -> list[LineageStep]:
         reply = self._request("GET", f"/v1/kernels/{kernel_id}/lineage")

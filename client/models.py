@@ -188,6 +188,28 @@ class AttemptRecord(Strict):
         return child
 
 
+class MeasurementRecord(Strict):
+    """A kernel measured on a target outside any attempt (e.g. a published timing with no partner).
+
+    `key` names the record in results and on the stored measurement; the measurement itself is
+    merged on its content, so recording the same measurement again writes nothing.
+    """
+
+    key: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+\-]*$", max_length=200)]
+    run_id: Name
+    target: Name
+    kernel: KernelVariant
+    measurement: Measurement
+    note: ShortText = ""
+
+
+class MeasurementResult(BaseModel):
+    key: str
+    created: bool  # False: a measurement with this key was already stored and nothing was written
+    kernel_id: str
+    measurement_id: str
+
+
 class RecordResult(BaseModel):
     attempt_key: str
     created: bool  # False: the attempt was already stored and nothing was written
@@ -276,6 +298,72 @@ class TransferResponse(BaseModel):
     pattern: str | None
     transforms: list[TransferRow]
     overall_rank_correlation: float | None
+
+
+class TransferMatrixRequest(Strict):
+    """Ask for the transfer matrix over every target (optionally of one transform)."""
+
+    transform: Name | None = None  # only this transform's effects; None: all, pooled
+    resamples: Annotated[int, Field(ge=0, le=10_000)] = 1_000  # bootstrap resamples for the CIs (0: none)
+
+
+class TransferTarget(BaseModel):
+    name: str
+    arch: str
+    family: str  # Turing, Ampere, Ada, Hopper, Blackwell (from the SM version), or unknown
+    peak_gflops: float | None
+    peak_gbps: float | None
+    effects: int  # measured (transform, kernel) effects on this target
+
+
+class TransferCell(BaseModel):
+    source: str
+    destination: str
+    pairs: int  # (transform, kernel) effects measured on both
+    rank_correlation: float | None  # Spearman of the log speedups; None when undefined
+    ci_low: float | None  # bootstrap 95% percentile interval (pairs resampled)
+    ci_high: float | None
+    agreement: float | None  # share of pairs agreeing on "helps" (speedup > 1) or "hurts"
+
+
+class TransferMatrixResponse(BaseModel):
+    transform: str | None
+    resamples: int
+    targets: list[TransferTarget]  # in architecture order, oldest first
+    cells: list[TransferCell]  # every ordered pair of distinct targets
+
+
+class TransferPredictRequest(Strict):
+    """Predict a transform's effect on each kernel for a target, from the other targets only."""
+
+    target: Name
+    transform: Name | None = None
+
+
+class SourceWeight(BaseModel):
+    target: str
+    similarity: float  # exp(-distance) on paper: peaks and architecture generations
+    estimated_rank_correlation: float  # similarity-weighted mean of its transfer to targets like this one
+    weight: float  # rho^2 / (1 - rho^2), rho clipped to [0, 0.95]
+
+
+class PredictedEffect(BaseModel):
+    transform: str
+    params: dict[str, Any]
+    kernel_id: str
+    task: str
+    predicted_speedup: float
+    sources: int  # how many other targets measured this effect
+    measured_speedup: float | None  # on the target itself when it has been measured (never used to predict)
+
+
+class TransferPrediction(BaseModel):
+    target: str
+    transform: str | None
+    weights: list[SourceWeight]
+    predictions: list[PredictedEffect]
+    rank_correlation_with_measured: float | None  # over the effects measured on the target, if any
+    helps_hurts_accuracy: float | None
 
 
 class LineageStep(BaseModel):

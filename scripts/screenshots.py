@@ -1,7 +1,8 @@
 """Screenshots of the real Neo4j Browser for docs/exploring.md, so they stay true as the product changes.
 
 Starts (or reuses) the configured local server, applies the schema, seeds the `tour` namespace
-(scripts/demo_graph.py), then drives headless Chromium over the DevTools protocol: loads
+(scripts/demo_graph.py) and imports KernelBench's published timings (the copy shipped as package
+data) into the `kernelbench` namespace, then drives headless Chromium over the DevTools protocol: loads
 docs/kernelgraph.grass, logs in, and for each question of the tour runs the `:param` block of a
 cypher/ file followed by the file itself, exactly as a user would paste them, and saves a PNG under
 docs/img/. Needs `chromium` (Debian: apt-get install -y chromium) and websocket-client (dev extra).
@@ -35,8 +36,10 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from demo_graph import NAMESPACE, seed  # noqa: E402
 
+from kernelgraph.agent.importers.kernelbench import SHIPPED_TIMINGS, Config, import_timings, kernel_id_of  # noqa: E402
 from kernelgraph.client.settings import get_settings  # noqa: E402
 from kernelgraph.service import migrate  # noqa: E402
+from kernelgraph.service.inprocess import InProcessClient  # noqa: E402
 from kernelgraph.service.knowledge import KnowledgeService  # noqa: E402
 from kernelgraph.service.neo4j_local import LocalNeo4j  # noqa: E402
 from kernelgraph.service.store import GraphStore, open_driver  # noqa: E402
@@ -213,18 +216,27 @@ class Browser:
         return str(c.js("document.querySelector('[data-testid=frame]').innerText") or "")
 
 
-def shots(demo_kernel: str, evidence_keys: list[str]) -> list[Shot]:
+KERNELBENCH = "kernelbench"
+# Real data for the transfer shots: the two Hopper/Blackwell machines, on the problems they share.
+TRANSFER_SOURCE, TRANSFER_DESTINATION = "H100_together:H100-80GB-HBM3", "B200_together:B200"
+
+
+def shots(demo_kernel: str, evidence_keys: list[str], kernelbench_kernel: str) -> list[Shot]:
     ns = [NAMESPACE]
+    kb = [KERNELBENCH]
     return [
         Shot("q1-what-worked.png", "transform_leaderboard",
              {"namespaces": ns, "pattern": "row-reduction", "target": "h100-sm90", "limit": 20}, False),
         Shot("q2-lineage.png", "kernel_lineage_graph",
              {"namespaces": ns, "kernel_id": demo_kernel, "max_depth": 50}, True),
         Shot("q3-transfer.png", "transfer_pairs",
-             {"namespaces": ns, "source": "h100-sm90", "destination": "a100-sm80", "pattern": "row-reduction",
-              "failure_log_speedup": -0.1}, False),
+             {"namespaces": kb, "source": TRANSFER_SOURCE, "destination": TRANSFER_DESTINATION,
+              "pattern": "row-softmax", "failure_log_speedup": -0.1}, False),
         Shot("q4-failures.png", "failure_hotspots", {"namespaces": ns, "target": None, "limit": 25}, False),
         Shot("q5-evidence.png", "attempt_evidence_graph", {"namespaces": ns, "attempt_keys": evidence_keys}, True),
+        Shot("q6-transfer-matrix.png", "transfer_matrix", {"namespaces": kb, "transform": None, "min_pairs": 20}, False),
+        Shot("q7-kernelbench-lineage.png", "kernel_lineage_graph",
+             {"namespaces": kb, "kernel_id": kernelbench_kernel, "max_depth": 50}, True),
     ]  # fmt: skip
 
 
@@ -243,6 +255,10 @@ def main() -> None:
         ).transforms[0]
         evidence = best.evidence_attempt_keys[:3]
         print(f"lineage kernel {demo.lineage_kernel_id}; top recommendation {best.transform}: {evidence}")
+        imported = import_timings(SHIPPED_TIMINGS, InProcessClient(knowledge, KERNELBENCH))
+        print(f"KernelBench timings: {imported.speedups} eager/compiled pairs in namespace {KERNELBENCH!r}")
+        # The max-autotune variant of the first softmax problem: one step from its eager parent.
+        kernelbench_kernel = kernel_id_of(1, "23_Softmax.py", Config("inductor", "max-autotune"))
     finally:
         driver.close()
 
@@ -251,7 +267,7 @@ def main() -> None:
     try:
         browser = Browser(chrome, settings.http_port, settings.bolt_port)
         browser.login(settings.neo4j_user, settings.effective_neo4j_password())
-        for shot in shots(demo.lineage_kernel_id, evidence):
+        for shot in shots(demo.lineage_kernel_id, evidence, kernelbench_kernel):
             browser.run(":clear", 0.5)
             for name, value in shot.params.items():
                 browser.run(f":param {name} => {cypher_literal(value)}", 0.4)

@@ -11,13 +11,18 @@ from typing import Any
 
 from neo4j import Driver
 
-from kernelgraph.client.http import AttemptLike, TargetLike
+from kernelgraph.client.http import AttemptLike, MeasurementLike, TargetLike
 from kernelgraph.client.models import (
     MAX_BATCH,
     LineageStep,
+    MeasurementResult,
     RecordResult,
     RetrieveRequest,
     RetrieveResponse,
+    TransferMatrixRequest,
+    TransferMatrixResponse,
+    TransferPrediction,
+    TransferPredictRequest,
     TransferResponse,
     validate,
 )
@@ -51,12 +56,29 @@ class InProcessClient:
     def record_attempt(self, attempt: AttemptLike) -> RecordResult:
         return self.knowledge.record_attempts(self.namespace, [attempt])[0]
 
+    def record_measurements(self, records: Sequence[MeasurementLike]) -> list[MeasurementResult]:
+        results: list[MeasurementResult] = []
+        items = list(records)
+        for start in range(0, len(items), MAX_BATCH):
+            results.extend(
+                self.knowledge.record_measurements(self.namespace, items[start : start + MAX_BATCH])
+            )
+        return results
+
     def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
         req = request if isinstance(request, RetrieveRequest) else validate(RetrieveRequest, request)
         return self.knowledge.retrieve([self.namespace], req)
 
     def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse:
         return self.knowledge.transfer([self.namespace], source, destination, pattern)
+
+    def transfer_matrix(self, transform: str | None = None, resamples: int = 1_000) -> TransferMatrixResponse:
+        request = validate(TransferMatrixRequest, {"transform": transform, "resamples": resamples})
+        return self.knowledge.transfer_matrix([self.namespace], request.transform, request.resamples)
+
+    def predict_transfer(self, target: str, transform: str | None = None) -> TransferPrediction:
+        request = validate(TransferPredictRequest, {"target": target, "transform": transform})
+        return self.knowledge.predict_transfer([self.namespace], request.target, request.transform)
 
     def lineage(self, kernel_id: str) -> list[LineageStep]:
         return self.knowledge.lineage([self.namespace], kernel_id)

@@ -22,18 +22,35 @@ from kernelgraph.client.models import (
     KernelVariant,
     LineageStep,
     Measurement,
+    MeasurementRecord,
+    MeasurementResult,
+    PredictedEffect,
     RecordResult,
     RetrievalMode,
     RetrievedTransform,
     RetrieveRequest,
     RetrieveResponse,
+    SourceWeight,
+    TransferCell,
+    TransferMatrixResponse,
+    TransferPrediction,
     TransferResponse,
     TransferRow,
+    TransferTarget,
     validate,
 )
 from kernelgraph.client.signature import TargetPeaks, compute_signature
 from kernelgraph.service.embeddings import Embedder
+from kernelgraph.service.stats import spearman
 from kernelgraph.service.store import GraphStore
+from kernelgraph.service.transfer import (
+    EffectKey,
+    TargetFacts,
+    architecture_order,
+    predict,
+    similarity,
+    transfer_matrix,
+)
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +183,67 @@ class KnowledgeService:
                 else None,
             )
             for row in rows
+        ]
+
+    def record_measurements(
+        self, namespace: str, records: Sequence[MeasurementRecord | dict[str, Any]]
+    ) -> list[MeasurementResult]:
+        """Record kernels measured outside any attempt, in one transaction; a replay writes nothing.
+
+        Invalid input raises InvalidInput naming the record index and field, before anything is written.
+        """
+        models: list[MeasurementRecord] = []
+        for index, record in enumerate(records):
+            try:
+                models.append(
+                    record if isinstance(record, MeasurementRecord) else validate(MeasurementRecord, record)
+                )
+            except InvalidInput as exc:
+                raise InvalidInput(
+                    f"measurements[{index}].{exc.message}",
+                    field=f"measurements[{index}].{exc.field}",
+                    details=exc.details,
+                ) from None
+        keys = [m.key for m in models]
+        if len(set(keys)) != len(keys):
+            raise InvalidInput("key values must be unique within one batch", field="key")
+        known = self.targets([namespace], [m.target for m in models])
+        for index, model in enumerate(models):
+            if model.target not in known:
+                raise InvalidInput(
+                    f"unknown target {model.target!r}: register it first (POST /v1/targets)",
+                    field=f"measurements[{index}].target",
+                )
+        rows: list[dict[str, Any]] = []
+        for model in models:
+            measured = self._measurement_row(model.measurement, model.kernel, known[model.target])
+            measured["props"].update(record_key=model.key, run_id=model.run_id, note=model.note)
+            rows.append({"key": model.key, "target": model.target, "kernel": _kernel_row(model.kernel),
+                         "measurement": measured})  # fmt: skip
+        # Sorted, so that concurrent batches lock shared kernels in the same order.
+        rows.sort(key=lambda r: r["measurement"]["measurement_id"])
+        token = secrets.token_hex(16)
+
+        def work(tx: ManagedTransaction) -> dict[str, bool]:
+            patterns = sorted({p for r in rows for p in r["kernel"]["patterns"]})
+            self.store.run_in(tx, "record_vocabulary", namespace=namespace, transforms=[], patterns=patterns)
+            return {
+                r["key"]: r["created"]
+                for r in self.store.run_in(
+                    tx, "record_measurements", namespace=namespace, write_token=token, rows=rows
+                )
+            }
+
+        created = self.store.write_transaction(work) if rows else {}
+        by_key = {r["key"]: r for r in rows}
+        return [
+            MeasurementResult(
+                key=model.key,
+                created=created.get(model.key, False),
+                kernel_id=by_key[model.key]["kernel"]["kernel_id"],
+                measurement_id=by_key[model.key]["measurement"]["measurement_id"],
+            )
+            for model in models
         ]
 
     def _measurement_row(
@@ -388,6 +466,102 @@ class KnowledgeService:
             ),
         )
 
+    def transfer_data(
+        self, namespaces: Sequence[str], transform: str | None = None
+    ) -> tuple[list[TargetFacts], dict[str, dict[EffectKey, float]], dict[EffectKey, str]]:
+        """Targets (architecture order; superseded ones left out), their measured gains, kernel tasks."""
+        facts = {
+            t["name"]: TargetFacts(
+                t["name"], str(t.get("arch", "")), t.get("peak_gflops"), t.get("peak_gbps")
+            )
+            for t in self.list_targets(namespaces)
+            if not t.get("superseded_by")
+        }
+        gains: dict[str, dict[EffectKey, float]] = {}
+        tasks: dict[EffectKey, str] = {}
+        for row in self.store.read("transfer_gains", namespaces=list(namespaces), transform=transform):
+            if row["target"] not in facts:
+                continue
+            key = (row["transform"], row["params"], row["kernel_id"])
+            gains.setdefault(row["target"], {})[key] = row["gain"]
+            tasks[key] = row["task"]
+        ordered = architecture_order([f for name, f in facts.items() if name in gains])
+        return ordered, gains, tasks
+
+    def transfer_matrix(
+        self, namespaces: Sequence[str], transform: str | None = None, resamples: int = 1_000
+    ) -> TransferMatrixResponse:
+        """For every ordered pair of targets: Spearman of the log speedups of the same transform on the
+        same kernel, the number of such pairs and a bootstrap 95% CI; targets in architecture order."""
+        targets, gains, _ = self.transfer_data(namespaces, transform)
+        cells = transfer_matrix(gains, [t.name for t in targets], resamples=resamples)
+        return TransferMatrixResponse(
+            transform=transform,
+            resamples=resamples,
+            targets=[
+                TransferTarget(
+                    name=t.name,
+                    arch=t.arch,
+                    family=t.family,
+                    peak_gflops=t.peak_gflops,
+                    peak_gbps=t.peak_gbps,
+                    effects=len(gains[t.name]),
+                )
+                for t in targets
+            ],
+            cells=[TransferCell(**vars(c)) for c in cells],
+        )
+
+    def predict_transfer(
+        self, namespaces: Sequence[str], target: str, transform: str | None = None
+    ) -> TransferPrediction:
+        """Predict each effect on `target` from the other targets alone, each weighted by its measured
+        transfer to targets like `target` (service/transfer.py). Whatever `target` itself measured is
+        held out of the prediction and only reported next to it."""
+        stored = self.targets(namespaces, [target]).get(target)
+        if stored is None:
+            raise NotFound(f"unknown target {target!r}", field="target")
+        facts = TargetFacts(
+            target, str(stored.get("arch", "")), stored.get("peak_gflops"), stored.get("peak_gbps")
+        )
+        targets, gains, tasks = self.transfer_data(namespaces, transform)
+        sources = [t for t in targets if t.name != target]
+        predictions, weights = predict(facts, sources, gains)
+        measured = gains.get(target, {})
+        effects = [
+            PredictedEffect(
+                transform=key[0],
+                params=json.loads(key[1]),
+                kernel_id=key[2],
+                task=tasks[key],
+                predicted_speedup=math.exp(value),
+                sources=count,
+                measured_speedup=math.exp(measured[key]) if key in measured else None,
+            )
+            for key, (value, count) in sorted(predictions.items(), key=lambda item: -item[1][0])
+        ]
+        both = [key for key in predictions if key in measured]
+        return TransferPrediction(
+            target=target,
+            transform=transform,
+            weights=[
+                SourceWeight(
+                    target=s.name,
+                    similarity=similarity(facts, s),
+                    estimated_rank_correlation=weights[s.name][0],
+                    weight=weights[s.name][1],
+                )
+                for s in sorted(sources, key=lambda s: -weights[s.name][1])
+            ],
+            predictions=effects,
+            rank_correlation_with_measured=spearman(
+                [predictions[k][0] for k in both], [measured[k] for k in both]
+            ),
+            helps_hurts_accuracy=sum((predictions[k][0] > 0) == (measured[k] > 0) for k in both) / len(both)
+            if both
+            else None,
+        )
+
     def lineage(self, namespaces: Sequence[str], kernel_id: str, max_depth: int = 50) -> list[LineageStep]:
         """The kernel and its ancestors, nearest first, each with the transform that produced the step."""
         rows = self.store.read(
@@ -451,31 +625,3 @@ def _retrieved(row: dict[str, Any]) -> RetrievedTransform:
             "by_params": by_params,
         }
     )
-
-
-def _ranks(values: Sequence[float]) -> list[float]:
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for position in range(i, j + 1):
-            ranks[order[position]] = (i + j) / 2.0  # ties share their mean rank
-        i = j + 1
-    return ranks
-
-
-def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    """Spearman rank correlation; None when it is undefined (fewer than 3 pairs or a constant side)."""
-    if len(xs) < 3:
-        return None
-    rx, ry = _ranks(xs), _ranks(ys)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    vx = sum((a - mx) ** 2 for a in rx)
-    vy = sum((b - my) ** 2 for b in ry)
-    if vx == 0 or vy == 0:
-        return None
-    return cov / math.sqrt(vx * vy)

@@ -112,6 +112,37 @@ def transfer(
         raise _tool_error(exc) from None
 
 
+def transfer_matrix(ctx: Context, transform: str | None = None) -> dict[str, Any]:
+    """Which hardware targets' experience predicts which others': the whole transfer matrix.
+
+    Use this to choose whose experience to trust for a target, or which GPUs behave alike. For every
+    ordered pair of targets: `pairs` (transform-on-kernel effects measured on both), `rank_correlation`
+    (Spearman of their log speedups; near 1: the source ranks what helps the same way) with a 95%
+    bootstrap interval (`ci_low`, `ci_high`) and `agreement` (share agreeing on helps vs hurts).
+    `targets` come oldest architecture first, each with its `family`. `transform` restricts to one
+    transform (e.g. "torch_compile:inductor:max-autotune"); default: all, pooled.
+    """
+    try:
+        return _client(ctx).transfer_matrix(transform).model_dump(mode="json")
+    except KernelGraphError as exc:
+        raise _tool_error(exc) from None
+
+
+def predict_transfer(ctx: Context, target: str, transform: str | None = None) -> dict[str, Any]:
+    """Predict what each transform does to each kernel on `target`, from the other targets only.
+
+    Use it for a GPU with little or no experience of its own (it must be registered, see list_targets):
+    each other target's measured effects are averaged, weighted (`weights`) by how well that target's
+    experience transferred to targets like this one. Returns `predictions` (best first), each with
+    `transform`, `task`, `kernel_id`, `predicted_speedup`, how many `sources` measured it and, when the
+    target has measured it itself (never used to predict), `measured_speedup`.
+    """
+    try:
+        return _client(ctx).predict_transfer(target, transform).model_dump(mode="json")
+    except KernelGraphError as exc:
+        raise _tool_error(exc) from None
+
+
 def lineage(ctx: Context, kernel_id: str) -> dict[str, Any]:
     """How a kernel came to be: the kernel and its ancestors, nearest first.
 
@@ -143,7 +174,15 @@ def _jsonable(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool | list | dict)
 
 
-TOOLS = (retrieve_transforms, record_attempt, transfer, lineage, list_targets)
+TOOLS = (
+    retrieve_transforms,
+    record_attempt,
+    transfer,
+    transfer_matrix,
+    predict_transfer,
+    lineage,
+    list_targets,
+)
 
 
 def build_server(client_factory: Callable[[], ExperienceClient]) -> MCPServer[dict[str, Any]]:

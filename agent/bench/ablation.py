@@ -41,9 +41,12 @@ from kernelgraph.agent.tasks.base import Task
 from kernelgraph.client import ExperienceClient
 from kernelgraph.client.models import (
     LineageStep,
+    MeasurementResult,
     RecordResult,
     RetrieveRequest,
     RetrieveResponse,
+    TransferMatrixResponse,
+    TransferPrediction,
     TransferResponse,
 )
 
@@ -115,12 +118,21 @@ class HeldOutClient:
     def record_attempt(self, attempt: Any) -> RecordResult:
         return self.writes.record_attempt(attempt)
 
+    def record_measurements(self, records: Sequence[Any]) -> list[MeasurementResult]:
+        return self.writes.record_measurements(records)
+
     def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
         req = request if isinstance(request, RetrieveRequest) else RetrieveRequest.model_validate(request)
         return self.reads.retrieve(req.model_copy(update={"exclude_tasks": self.excluded}))
 
     def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse:
         return self.reads.transfer(source, destination, pattern)
+
+    def transfer_matrix(self, transform: str | None = None, resamples: int = 1_000) -> TransferMatrixResponse:
+        return self.reads.transfer_matrix(transform, resamples)
+
+    def predict_transfer(self, target: str, transform: str | None = None) -> TransferPrediction:
+        return self.reads.predict_transfer(target, transform)
 
     def lineage(self, kernel_id: str) -> list[LineageStep]:
         return self.writes.lineage(kernel_id)
@@ -360,12 +372,13 @@ def timestamp() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-def save_json(report: dict[str, Any], results_dir: Path) -> Path:
+def save_json(report: dict[str, Any], results_dir: Path, prefix: str = "ablation") -> Path:
+    """Write `report` as `<prefix>-<UTC time>.json` and `<prefix>-latest.json` under `results_dir`."""
     results_dir.mkdir(parents=True, exist_ok=True)
-    path = results_dir / f"ablation-{timestamp()}.json"
+    path = results_dir / f"{prefix}-{timestamp()}.json"
     text = json.dumps(report, indent=2, default=str)
     path.write_text(text)
-    (results_dir / "ablation-latest.json").write_text(text)
+    (results_dir / f"{prefix}-latest.json").write_text(text)
     return path
 
 

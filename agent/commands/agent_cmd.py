@@ -33,6 +33,7 @@ DEMO_SEEN = ("stencil2d", "transpose", "matvec", "elementwise_chain", "reduction
 DEMO_SEEDS = 3  # one run per arm says little: each arm runs with 3 seeds on the unseen task
 DEMO_UNSEEN = "matmul"
 DEMO_NAMESPACE = "demo"
+KERNELBENCH_NAMESPACE = "kernelbench"  # the published timings the demo ends with
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -249,8 +250,9 @@ def demo_cmd(
         f"experience: [bold]{geomeans['experience']:.2f}x[/bold]   memoryless: [bold]{geomeans['memoryless']:.2f}x[/bold]"
         f"   (demo took {time.monotonic() - started:.0f} s; docs/results.md has the full held-out study)"
     )
+    _transfer_finding(settings)
     browser = LocalNeo4j(settings).browser_url if settings.uses_local_server else settings.effective_neo4j_uri
-    console.rule("[bold]3. Look at what it learned")
+    console.rule("[bold]4. Look at what it learned")
     console.print(
         f"Neo4j Browser: {browser}  (user {settings.neo4j_user}; password in {settings.neo4j_home / 'password'})"
     )
@@ -264,6 +266,29 @@ def demo_cmd(
         markup=False,
         soft_wrap=True,
     )
+
+
+def _transfer_finding(settings: Settings) -> None:
+    """The demo's last finding, from real hardware: KernelBench's published timings on 9 GPU folders."""
+    from kernelgraph.agent.bench.transfer import transfer_finding
+    from kernelgraph.agent.importers.kernelbench import SHIPPED_TIMINGS, import_timings
+    from kernelgraph.client.errors import KernelGraphError
+
+    console.rule("[bold]3. Real GPUs: does torch.compile's effect on one GPU predict it on another?")
+    client = _connect(settings.model_copy(update={"namespace": KERNELBENCH_NAMESPACE}))
+    try:
+        with console.status("Importing KernelBench's published timings (first run only)...") as status:
+            summary = import_timings(SHIPPED_TIMINGS, client, progress=lambda text: status.update(text))
+            status.update("Computing the transfer matrix...")
+            matrix = client.transfer_matrix()
+    except KernelGraphError as exc:
+        raise _fail(f"experience graph: {exc.message}", 1) from None
+    finally:
+        client.close()
+    console.print(f"{summary.speedups} eager/compiled pairs on {len(matrix.targets)} GPUs "
+                  f"(namespace {KERNELBENCH_NAMESPACE!r}; docs/transfer.md has the full study)")  # fmt: skip
+    for line in transfer_finding(matrix):
+        console.print(f"  {line}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

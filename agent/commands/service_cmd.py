@@ -96,7 +96,8 @@ def mcp(
     host: Annotated[str, typer.Option(help="Address for the http transport.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port for the http transport (serves /mcp).")] = 8601,
 ) -> None:
-    """Run the MCP server (tools: retrieve_transforms, record_attempt, transfer, lineage, list_targets).
+    """Run the MCP server (tools: retrieve_transforms, record_attempt, transfer, transfer_matrix,
+    predict_transfer, lineage, list_targets).
 
     It talks to KERNELGRAPH_SERVICE_URL when set (with KERNELGRAPH_API_KEY), else to Neo4j in-process
     (namespace KERNELGRAPH_NAMESPACE).

@@ -73,7 +73,8 @@ def test_openapi_documents_every_route(http: httpx.Client) -> None:
     spec = http.get("/openapi.json").json()
     for path in ("/v1/targets", "/v1/attempts", "/v1/attempts/batch", "/v1/retrieve", "/v1/transfer",
                  "/v1/transforms", "/v1/kernels/{kernel_id}/lineage", "/v1/health", "/v1/leaderboard",
-                 "/v1/evidence"):  # fmt: skip
+                 "/v1/evidence", "/v1/transfer/matrix", "/v1/transfer/predict",
+                 "/v1/measurements/batch"):  # fmt: skip
         assert path in spec["paths"]
         for operation in spec["paths"][path].values():
             assert operation.get("description"), f"{path} has no docstring"
@@ -394,3 +395,42 @@ def test_keys_create_prints_a_key_once_that_then_authenticates(
     finally:
         get_settings.cache_clear()
     assert http.get("/v1/targets", headers=bearer(key)).json() == {"targets": []}
+
+
+def test_kernelbench_import_over_http_then_matrix_and_prediction(
+    http: httpx.Client, live_url: str, keys: Keys, store: GraphStore
+) -> None:
+    """The importer through the HTTP client (lone measurements included), then the transfer routes."""
+    from pathlib import Path
+
+    from kernelgraph.agent.importers.kernelbench import import_timings
+    from kernelgraph.client import KernelGraphClient
+
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "kernelbench"
+    with KernelGraphClient(live_url, keys.writer) as client:
+        summary = import_timings(fixture, client)
+        assert summary.created == 71 and sum(h.measurements_alone for h in summary.hardware) == 1
+        assert import_timings(fixture, client).created == 0
+    matrix = http.post("/v1/transfer/matrix", json={"resamples": 50}, headers=bearer(keys.reader))
+    assert matrix.status_code == 200, matrix.text
+    body = matrix.json()
+    assert [t["family"] for t in body["targets"]] == ["Ampere", "Ada", "Hopper"]
+    assert len(body["cells"]) == 6 and all(c["pairs"] >= 10 for c in body["cells"])
+    target = "A100_modal:A100-SXM4-80GB"
+    predicted = http.post("/v1/transfer/predict", json={"target": target}, headers=bearer(keys.reader))
+    assert predicted.status_code == 200, predicted.text
+    assert {w["target"] for w in predicted.json()["weights"]} == {t["name"] for t in body["targets"]} - {
+        target
+    }
+    assert_error(
+        http.post("/v1/transfer/predict", json={"target": "nope"}, headers=bearer(keys.reader)), 404, "target"
+    )
+    assert_error(
+        http.post("/v1/transfer/matrix", json={"resamples": -1}, headers=bearer(keys.reader)),
+        422,
+        "resamples",
+    )
+    bad = http.post(
+        "/v1/measurements/batch", json={"measurements": [{"key": "x"}]}, headers=bearer(keys.writer)
+    )
+    assert assert_error(bad, 422)["field"].startswith("measurements[0].")

@@ -62,11 +62,15 @@ def test_tools_round_trip_through_an_mcp_session(store: GraphStore, namespace: s
             out["list_targets"] = await client.call_tool("list_targets", {})
             out["bad"] = await client.call_tool("record_attempt", {"attempt": {**attempt, "speedup": -1}})
             out["missing"] = await client.call_tool("lineage", {"kernel_id": "0123abcd"})
+            out["transfer_matrix"] = await client.call_tool("transfer_matrix", {})
+            out["predict_transfer"] = await client.call_tool("predict_transfer", {"target": "cpu-b"})
+            out["predict_unknown"] = await client.call_tool("predict_transfer", {"target": "nowhere"})
         return out
 
     out = anyio.run(session)
     assert len(opened) == 1 and Recording.closed >= 1  # one client for the whole server, closed at the end
-    for name in ("retrieve_transforms", "record_attempt", "transfer", "lineage", "list_targets"):
+    for name in ("retrieve_transforms", "record_attempt", "transfer", "transfer_matrix", "predict_transfer",
+                 "lineage", "list_targets"):  # fmt: skip
         tool = out["tools"][name]
         assert tool.description and len(tool.description) > 200, name
     first, again = (r.structured_content for r in out["record_attempt"])
@@ -81,3 +85,13 @@ def test_tools_round_trip_through_an_mcp_session(store: GraphStore, namespace: s
         json.dumps(result.structured_content)  # JSON-able all the way down
     assert out["bad"].is_error and "speedup" in out["bad"].content[0].text
     assert out["missing"].is_error and "not_found" in out["missing"].content[0].text
+    # One target holds the only measured effect: no pair of targets to correlate; cpu-b's prediction
+    # comes from cpu-a alone, and cpu-b measured nothing to compare it with.
+    assert out["transfer_matrix"].structured_content["cells"] == []
+    [predicted] = out["predict_transfer"].structured_content["predictions"]
+    assert (predicted["transform"], predicted["sources"], predicted["measured_speedup"]) == (
+        "unroll",
+        1,
+        None,
+    )
+    assert out["predict_unknown"].is_error and "not_found" in out["predict_unknown"].content[0].text

@@ -1,4 +1,4 @@
-"""Recording attempts: one at a time or in batches of up to MAX_BATCH, idempotent on attempt_key."""
+"""Recording attempts (idempotent on attempt_key) and measurements outside attempts, in batches of up to MAX_BATCH."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernelgraph.client.errors import InvalidInput, PayloadTooLarge
-from kernelgraph.client.models import MAX_BATCH, AttemptRecord, RecordResult, validate
+from kernelgraph.client.models import (
+    MAX_BATCH,
+    AttemptRecord,
+    MeasurementRecord,
+    MeasurementResult,
+    RecordResult,
+    validate,
+)
 from kernelgraph.service.api.deps import KnowledgeDep, WriteNamespace
 
 router = APIRouter(tags=["attempts"])
@@ -75,3 +82,54 @@ def record_attempts(batch: AttemptBatch, knowledge: KnowledgeDep, namespace: Wri
         raise
     created = sum(1 for r in results if r.created)
     return BatchResult(namespace=namespace, created=created, replayed=len(results) - created, results=results)
+
+
+class MeasurementBatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    measurements: Annotated[
+        list[dict[str, Any]],
+        Field(
+            min_length=1,
+            description=f"Up to {MAX_BATCH} MeasurementRecord objects: {{key, run_id, target, kernel, "
+            "measurement, note}}; more is refused with 413.",
+        ),
+    ]
+
+
+class MeasurementBatchResult(BaseModel):
+    namespace: str
+    created: int
+    replayed: int
+    results: list[MeasurementResult]
+
+
+@router.post("/measurements/batch")
+def record_measurements(
+    batch: MeasurementBatch, knowledge: KnowledgeDep, namespace: WriteNamespace
+) -> MeasurementBatchResult:
+    """Record up to 1,000 kernels measured outside any attempt, in one transaction (all or none).
+
+    For a measurement that has no partner to pair with (e.g. a published timing whose baseline was
+    taken on another GPU). A bad record is reported as `measurements[i].<field>`; the same
+    measurement recorded again comes back with `created: false` and writes nothing.
+    """
+    if len(batch.measurements) > MAX_BATCH:
+        raise PayloadTooLarge(
+            f"a batch holds at most {MAX_BATCH} measurements, got {len(batch.measurements)}; split it",
+            field="measurements",
+        )
+    models: list[MeasurementRecord] = []
+    for index, raw in enumerate(batch.measurements):
+        try:
+            models.append(validate(MeasurementRecord, raw))
+        except InvalidInput as exc:
+            field = f"measurements[{index}].{exc.field}" if exc.field else f"measurements[{index}]"
+            raise InvalidInput(
+                f"measurements[{index}].{exc.message}", field=field, details=exc.details
+            ) from None
+    results = knowledge.record_measurements(namespace, models)
+    created = sum(1 for r in results if r.created)
+    return MeasurementBatchResult(
+        namespace=namespace, created=created, replayed=len(results) - created, results=results
+    )

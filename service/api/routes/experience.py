@@ -14,6 +14,10 @@ from kernelgraph.client.models import (
     RetrieveRequest,
     RetrieveResponse,
     Strict,
+    TransferMatrixRequest,
+    TransferMatrixResponse,
+    TransferPrediction,
+    TransferPredictRequest,
     TransferResponse,
 )
 from kernelgraph.service.api.deps import KnowledgeDep, ReadNamespaces
@@ -62,6 +66,33 @@ def transfer(
     reports, per transform, the rank correlation and sign agreement of their log speedups.
     """
     return knowledge.transfer(namespaces, request.source_target, request.destination_target, request.pattern)
+
+
+@router.post("/transfer/matrix")
+def transfer_matrix(
+    request: TransferMatrixRequest, knowledge: KnowledgeDep, namespaces: ReadNamespaces
+) -> TransferMatrixResponse:
+    """The transfer matrix: for every ordered pair of targets, the Spearman rank correlation of the log
+    speedups of the same transform on the same kernel, the number of such pairs and a bootstrap 95% CI.
+
+    Targets come in architecture order (Turing, Ampere, Ada, Hopper, Blackwell). `transform` restricts
+    to one transform; `resamples` (0-10,000) sets the bootstrap size (0: no intervals).
+    """
+    return knowledge.transfer_matrix(namespaces, request.transform, request.resamples)
+
+
+@router.post("/transfer/predict")
+def predict_transfer(
+    request: TransferPredictRequest, knowledge: KnowledgeDep, namespaces: ReadNamespaces
+) -> TransferPrediction:
+    """Predict the speedup of each transform on each kernel for `target` from the other targets only.
+
+    Each other target is weighted by its measured transfer to targets like `target` (architecture
+    generation and datasheet peaks). Whatever `target` measured itself is never used to predict; it is
+    returned next to each prediction (`measured_speedup`) with the rank correlation and helps/hurts
+    accuracy over those. Unknown target: 404.
+    """
+    return knowledge.predict_transfer(namespaces, request.target, request.transform)
 
 
 @router.get("/kernels/{kernel_id}/lineage")
