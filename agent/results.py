@@ -15,6 +15,10 @@ class Outcome(StrEnum):
     INCORRECT = "incorrect"
     CRASHED = "crashed"
     TIMEOUT = "timeout"
+    # Failed the static admission checks (a forbidden symbol, writable static data, a syscall): never ran.
+    REJECTED = "rejected"
+    # Timed beyond the target's measured compute or bandwidth peak: a broken measurement, never kept.
+    IMPLAUSIBLE = "implausible"
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class CompileResult:
     diagnostics: tuple[Diagnostic, ...] = ()
     log: str = ""
     static_metrics: dict[str, float] = field(default_factory=dict)  # Triton: registers, spills, smem...
+    rejected: bool = False  # built, but refused by the admission checks (the diagnostics say why)
 
     @property
     def diagnosis(self) -> str:
@@ -72,3 +77,5 @@ class ProfileResult:
     # (then median_ns is NaN and `reason` says why).
     outcome: Outcome = Outcome.KEPT
     reason: str = ""
+    evaluator_version: int | None = None  # agent.evaluator.EVALUATOR_VERSION of the code that measured
+    sandbox: str = ""  # the sandbox it ran in ("bubblewrap 0.8.0"), or that it was off

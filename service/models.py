@@ -50,6 +50,8 @@ class Outcome(StrEnum):
     INCORRECT = "incorrect"
     CRASHED = "crashed"
     TIMEOUT = "timeout"
+    REJECTED = "rejected"  # refused by the evaluator's admission checks before running
+    IMPLAUSIBLE = "implausible"  # timed beyond the target's measured peak: never kept
 
 
 class TargetKind(StrEnum):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.backends.base import Backend
+from agent.backends.bubblewrap import Sandbox
 from agent.backends.c import CBackend, parse_diagnostics
 from agent.backends.sandbox import TimingPlan
 from agent.results import Outcome
@@ -85,7 +86,9 @@ def test_cachegrind_uses_v3_build_for_avx512(c_cache: Path) -> None:
         unavailable("valgrind is not installed")
     target = get_target("cpu-x86-64-v4", measure=False)
     task = get_task("reduction")
-    report = cachegrind_counters(task, task.source("c", {"acc": 4, "simd": True, "parallel": True}), target)
+    report = cachegrind_counters(
+        task, task.source("c", {"acc": 4, "simd": True, "parallel": True}), target, sandbox=Sandbox()
+    )
     assert report.source == "cpu_cachegrind", report.note
     assert report.tool_versions["counter_build_isa"] == "x86-64-v3"
     assert report.counters["instructions"] > 0
