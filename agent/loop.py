@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from agent.backends.base import Backend
+from agent.backends.bubblewrap import UNSAFE_LABEL
 from agent.proposers.base import (
     HistoryEntry,
     Proposal,
@@ -182,6 +183,8 @@ def measurement(profile: ProfileResult) -> Measurement:
         counter_source=profile.counter_source,  # type: ignore[arg-type]
         counters=counters,
         tool_versions={k: v[:128] for k, v in profile.tool_versions.items()},
+        evaluator_version=profile.evaluator_version,
+        sandboxed=(profile.sandbox != UNSAFE_LABEL) if profile.sandbox else None,
     )
 
 
@@ -204,7 +207,8 @@ def _judge(
     """(outcome before the keep decision, diagnosis, profile) of one candidate source."""
     built = backend.compile(task, source, target)
     if not built.ok:
-        return Outcome.COMPILE_ERROR, built.diagnosis or "compile failed", None
+        failed = Outcome.REJECTED if built.rejected else Outcome.COMPILE_ERROR
+        return failed, built.diagnosis or "compile failed", None
     checked = backend.check(task, source, target)
     if not checked.correct:
         return checked.outcome, checked.reason, None
@@ -401,7 +405,8 @@ def _params(params: Any) -> dict[str, Any]:
 
 _STYLE = {
     Outcome.KEPT: "green", Outcome.DISCARDED: "yellow", Outcome.COMPILE_ERROR: "red",
-    Outcome.INCORRECT: "red", Outcome.CRASHED: "red", Outcome.TIMEOUT: "red",
+    Outcome.INCORRECT: "red", Outcome.CRASHED: "red", Outcome.TIMEOUT: "red", Outcome.REJECTED: "red",
+    Outcome.IMPLAUSIBLE: "magenta",
 }  # fmt: skip
 
 

@@ -132,6 +132,10 @@ class Measurement(Strict):
     tool_versions: Annotated[
         dict[Name, Annotated[str, StringConstraints(max_length=128)]], Field(max_length=32)
     ] = Field(default_factory=dict)
+    # Which evaluator measured (agent.evaluator.EVALUATOR_VERSION) and whether its sandbox was on;
+    # None on measurements recorded before these were kept (evaluator 1, unsandboxed).
+    evaluator_version: Annotated[int, Field(ge=1, le=1000)] | None = None
+    sandboxed: bool | None = None
 
     @field_validator("signature")
     @classmethod

@@ -4,11 +4,15 @@ on CPU, timing and counters only where a matching GPU is present. See docs/trito
 A rendered source (agent/tasks/triton) is a module with `@triton.jit` kernels, an `AOT` list that
 says how to compile each kernel ahead of time, and `launch(**tensors)`. Every step that executes
 that module runs in a spawned worker process (`python -m agent.backends.triton REQUEST RESPONSE`)
-with a timeout, so a crash, hang or compiler abort becomes an Outcome, never an exception here.
+inside the bubblewrap sandbox (agent/backends/bubblewrap.py) with a timeout, so a crash, hang or
+compiler abort becomes an Outcome, never an exception here, and the module's Python (arbitrary code
+a model wrote) reaches no file, secret or socket of this machine. Before anything runs, the source's
+imports are checked (agent/backends/admission.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -28,12 +32,24 @@ from typing import Any
 
 import numpy as np
 
-from agent.evaluator import DEFAULT_SEEDS
+from agent.backends import admission
+from agent.backends.bubblewrap import (
+    Mount,
+    Rlimits,
+    Sandbox,
+    python_executable,
+    python_mounts,
+    python_path,
+    scratch_dir,
+)
+from agent.evaluator import DEFAULT_SEEDS, EVALUATOR_VERSION
 from agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
 from agent.tasks.base import Arrays, Task
 
-CACHE_VERSION = 1
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+CACHE_VERSION = 2  # 2: built in the sandbox after admission
+# torch and Triton reserve large virtual ranges; CUDA reserves far more, so the GPU path lifts the cap.
+WORKER_LIMITS = Rlimits(address_space_bytes=64 << 30, cpu_seconds=1800, open_files=4096)
+GPU_WORKER_LIMITS = dataclasses.replace(WORKER_LIMITS, address_space_bytes=1 << 46)
 _RESOURCE = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 
 
@@ -112,8 +128,10 @@ class TritonBackend:
         timeout_s: float = 300.0,
         device: str | None = None,
         trials: int = 50,
+        sandbox: Sandbox | None = None,
     ) -> None:
         """`device` forces "interpreter" or "cuda" for check(); None picks cuda only on a matching GPU."""
+        self.sandbox = sandbox or Sandbox()
         self.cache_dir = Path(cache_dir) if cache_dir else _default_cache_dir()
         self.timeout_s = timeout_s
         self.device = device
@@ -126,6 +144,10 @@ class TritonBackend:
             arch = target_arch(target)
         except ValueError as exc:
             return CompileResult(ok=False, diagnostics=(Diagnostic(str(exc)),), log=str(exc))
+        rejections = admission.check_python_source(source)
+        if rejections:
+            reason = admission.describe(rejections)
+            return CompileResult(ok=False, diagnostics=(Diagnostic(reason),), log=reason, rejected=True)
         key = hashlib.sha256(f"{CACHE_VERSION}\0{_triton_version()}\0{arch}\0{source}".encode()).hexdigest()[
             :32
         ]
@@ -135,9 +157,11 @@ class TritonBackend:
             return _compile_result(json.loads(cached.read_text()), entry)
         entry.mkdir(parents=True, exist_ok=True)
         response = _run_worker(
-            {"op": "compile", "source": source, "arch": arch, "out_dir": str(entry)},
+            {"op": "compile", "source": source, "arch": arch},
             timeout_s=self.timeout_s,
             interpret=False,
+            sandbox=self.sandbox,
+            keep=entry,  # the worker's cubin/ptx files are copied here
         )
         if "error" in response and "ok" not in response:  # the worker itself died or timed out
             return CompileResult(
@@ -162,6 +186,9 @@ class TritonBackend:
         """
         from agent import evaluator
 
+        rejections = admission.check_python_source(source)
+        if rejections:
+            return CheckResult(Outcome.REJECTED, admission.describe(rejections))
         device = self._device_for(target)
 
         def runner(
@@ -174,7 +201,9 @@ class TritonBackend:
                 "outputs": [(s.name, s.shape, s.dtype) for s in specs],
                 "device": device,
             }
-            response = _run_worker(request, timeout_s=self.timeout_s, interpret=device == "interpreter")
+            response = _run_worker(
+                request, timeout_s=self.timeout_s, interpret=device == "interpreter", sandbox=self._for(device)
+            )
             if response.get("timeout"):
                 return evaluator.RunReport(evaluator.RunStatus.TIMEOUT, message=response["error"])
             if "error" in response:
@@ -202,6 +231,10 @@ class TritonBackend:
         A runtime is never invented.
         """
         compiled = self.compile(task, source, target)
+        if compiled.rejected:
+            return ProfileResult(math.nan, math.nan, 0, {}, "nvidia_static", outcome=Outcome.REJECTED,
+                                 reason=compiled.diagnosis, evaluator_version=EVALUATOR_VERSION,
+                                 sandbox=self.sandbox.label)  # fmt: skip
         versions = {"triton": _triton_version()}
         counters: dict[str, float] = dict(compiled.static_metrics)
         try:
@@ -214,8 +247,9 @@ class TritonBackend:
             if not compiled.ok:
                 versions["error"] = compiled.diagnosis[:500]
             return ProfileResult(
-                math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions
-            )
+                math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions,
+                evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label,
+            )  # fmt: skip
         response = _run_worker(
             {
                 "op": "profile",
@@ -228,12 +262,14 @@ class TritonBackend:
             },
             timeout_s=self.timeout_s,
             interpret=False,
+            sandbox=self._for("cuda"),
         )
         if "error" in response:
             versions["error"] = response["error"][:500]
             return ProfileResult(
-                math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions
-            )
+                math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions,
+                evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label,
+            )  # fmt: skip
         counters["time_ns"] = response["median_ns"]
         counters.update(response.get("ncu", {}))
         versions.update(response.get("versions", {}))
@@ -245,7 +281,13 @@ class TritonBackend:
             counter_source="nvidia_ncu" if response.get("ncu") else "nvidia_timing",
             parent_median_ns=response.get("parent_median_ns"),
             tool_versions=versions,
+            evaluator_version=EVALUATOR_VERSION,
+            sandbox=self.sandbox.label,
         )
+
+    def _for(self, device: str) -> Sandbox:
+        """The sandbox of a worker on `device`: the GPU path also binds the NVIDIA device nodes."""
+        return dataclasses.replace(self.sandbox, gpu=device == "cuda")
 
     def _device_for(self, target: Any) -> str:
         if self.device:
@@ -348,28 +390,41 @@ def _compile_result(response: Mapping[str, Any], entry: Path) -> CompileResult:
     )
 
 
-def _run_worker(request: dict[str, Any], timeout_s: float, interpret: bool) -> dict[str, Any]:
-    """Run one request in a fresh `python -m agent.backends.triton` process; errors come back as data."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_REPO_ROOT), env.get("PYTHONPATH")) if p)
-    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+def _run_worker(
+    request: dict[str, Any], timeout_s: float, interpret: bool, sandbox: Sandbox, keep: Path | None = None
+) -> dict[str, Any]:
+    """Run one request in a fresh, sandboxed `python -m agent.backends.triton` process; errors come
+    back as data. Files the worker writes under `out/` are copied to `keep` (the compile cache)."""
+    env = {
+        "PYTHONPATH": python_path(),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "TRITON_DEFAULT_FP_FUSION": "1",
+        "TRITON_CACHE_DIR": "/tmp/triton-cache",  # the sandbox's private tmpfs
+    }
     if interpret:
         env["TRITON_INTERPRET"] = "1"  # must be set before triton is imported: hence a fresh process
-    else:
-        env.pop("TRITON_INTERPRET", None)
-    with tempfile.TemporaryDirectory(prefix="kg-triton-") as tmp:
-        req, resp = Path(tmp) / "request.pkl", Path(tmp) / "response.pkl"
-        request = {**request, "tmp": tmp}
+    with scratch_dir("kg-triton-") as tmp:
+        req, resp = tmp / "request.pkl", tmp / "response.pkl"
+        request = {**request, "tmp": str(tmp), "out_dir": str(tmp / "out")}
         req.write_bytes(pickle.dumps(request))
-        cmd = [sys.executable, "-m", "agent.backends.triton", str(req), str(resp)]
-        try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
-        except subprocess.TimeoutExpired:
+        done = sandbox.run(
+            [python_executable(), "-s", "-m", "agent.backends.triton", str(req), str(resp)],
+            mounts=[Mount(tmp, writable=True), *python_mounts()],
+            env=env,
+            cwd=tmp,
+            limits=GPU_WORKER_LIMITS if sandbox.gpu else WORKER_LIMITS,
+            timeout_s=timeout_s,
+        )
+        if done.timed_out:
             return {"error": f"timed out after {timeout_s:.0f} s", "timeout": True}
         if not resp.exists():
-            tail = (proc.stderr or proc.stdout)[-2000:]
-            return {"error": f"worker exited with status {proc.returncode}: {tail}", "log": tail}
+            tail = (done.stderr or done.stdout)[-2000:]
+            return {"error": f"worker exited with status {done.returncode}: {tail}", "log": tail}
         result: dict[str, Any] = pickle.loads(resp.read_bytes())
+        if keep is not None and (tmp / "out").is_dir():
+            for produced in (tmp / "out").iterdir():
+                if produced.is_file() and not produced.is_symlink():
+                    shutil.copyfile(produced, keep / produced.name)
         return result
 
 
@@ -486,6 +541,7 @@ def _worker_compile(request: Mapping[str, Any]) -> dict[str, Any]:
             "diagnostics": [{"message": "the source defines no AOT list of kernels to compile"}],
         }
     arch, out_dir = int(request["arch"]), Path(request["out_dir"])
+    out_dir.mkdir(parents=True, exist_ok=True)
     kernels: list[dict[str, Any]] = []
     for spec in specs:
         fn = getattr(module, spec.get("kernel", ""), None)
