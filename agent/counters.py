@@ -160,7 +160,10 @@ def cachegrind_counters(task: Task, source: str, target: Target, *, sandbox: San
                      "kernel.c", "-o", "harness", "-lm"]  # fmt: skip
             run = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", *CACHE_MODEL,
                    "--cachegrind-out-file=cg.out", "./harness", *files]  # fmt: skip
-            steps = (("cachegrind build", build, {}), ("cachegrind", run, {"OMP_NUM_THREADS": "1"}))
+            steps: tuple[tuple[str, list[str], dict[str, str]], ...] = (
+                ("cachegrind build", build, {}),
+                ("cachegrind", run, {"OMP_NUM_THREADS": "1"}),
+            )
             for what, argv, env in steps:
                 done = sandbox.run(argv, mounts=[Mount(d, writable=True)], env=env, cwd=d,
                                    limits=CACHEGRIND_LIMITS, timeout_s=CACHEGRIND_TIMEOUT_S)  # fmt: skip

@@ -407,7 +407,12 @@ def _attempt(
     else:
         verdict = evaluate(task, backend, target, source, best.source,
                            parent_median_ns=best.profile.median_ns, keep_threshold=keep_threshold)  # fmt: skip
-        outcome, diagnosis, profile, speedup = verdict.outcome, verdict.reason, verdict.profile, verdict.speedup
+        outcome, diagnosis, profile, speedup = (
+            verdict.outcome,
+            verdict.reason,
+            verdict.profile,
+            verdict.speedup,
+        )
     new_best = best
     if outcome == Outcome.KEPT and profile is not None and speedup is not None:
         label = describe_config(proposal.config) if proposal.config is not None else f"llm step {step}"

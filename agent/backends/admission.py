@@ -20,16 +20,78 @@ from dataclasses import dataclass
 
 ADMISSION_VERSION = 1
 
-_MATH = (
-    "sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp exp2 exp10 expm1 log log2 "
-    "log10 log1p logb pow sqrt cbrt hypot fabs fmax fmin fmod fma floor ceil trunc round lround llround "
-    "rint lrint llrint nearbyint copysign erf erfc tgamma lgamma ldexp frexp modf remainder scalbn ilogb "
-    "nextafter fdim sincos"
-).split()
-_MEMORY = (
-    "memset memcpy memmove memcmp malloc calloc realloc free aligned_alloc posix_memalign "
-    "__memset_chk __memcpy_chk __memmove_chk"
-).split()
+_MATH = [
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "exp",
+    "exp2",
+    "exp10",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "logb",
+    "pow",
+    "sqrt",
+    "cbrt",
+    "hypot",
+    "fabs",
+    "fmax",
+    "fmin",
+    "fmod",
+    "fma",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "lround",
+    "llround",
+    "rint",
+    "lrint",
+    "llrint",
+    "nearbyint",
+    "copysign",
+    "erf",
+    "erfc",
+    "tgamma",
+    "lgamma",
+    "ldexp",
+    "frexp",
+    "modf",
+    "remainder",
+    "scalbn",
+    "ilogb",
+    "nextafter",
+    "fdim",
+    "sincos",
+]
+_MEMORY = [
+    "memset",
+    "memcpy",
+    "memmove",
+    "memcmp",
+    "malloc",
+    "calloc",
+    "realloc",
+    "free",
+    "aligned_alloc",
+    "posix_memalign",
+    "__memset_chk",
+    "__memcpy_chk",
+    "__memmove_chk",
+]
 _COMPILER = ("__stack_chk_fail", "_GLOBAL_OFFSET_TABLE_", "__cxa_finalize", "_ITM_registerTMCloneTable",
              "_ITM_deregisterTMCloneTable", "__gmon_start__")  # fmt: skip
 ALLOWED_EXACT = frozenset(
@@ -114,6 +176,7 @@ def check_python_source(source: str) -> list[Rejection]:
         return []
     found: list[Rejection] = []
     for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
         modules: list[str] = []
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
@@ -123,21 +186,21 @@ def check_python_source(source: str) -> list[Rejection]:
             if module not in ALLOWED_IMPORTS:
                 found.append(
                     Rejection(
-                        f"line {node.lineno}: imports `{module}`; a Triton kernel may import only "
+                        f"line {line}: imports `{module}`; a Triton kernel may import only "
                         f"{', '.join(sorted(ALLOWED_IMPORTS))}"
                     )
                 )
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             found.append(
                 Rejection(
-                    f"line {node.lineno}: calls `{node.func.id}()`, which a kernel may not use "
+                    f"line {line}: calls `{node.func.id}()`, which a kernel may not use "
                     "(no files, no dynamic code, no reflection)"
                 )
             )
         if isinstance(node, ast.Attribute) and node.attr.startswith("__") and node.attr.endswith("__"):
             found.append(
                 Rejection(
-                    f"line {node.lineno}: accesses `{node.attr}`; dunder attributes are how sandboxed "
+                    f"line {line}: accesses `{node.attr}`; dunder attributes are how sandboxed "
                     "Python escapes, and a kernel does not need them"
                 )
             )

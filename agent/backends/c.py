@@ -54,7 +54,9 @@ objdump -d --no-show-raw-insn kernel.o > asm.txt 2>> compile.log || exit 11
 gcc -shared -fopenmp kernel.o -o kernel.so -lm 2>> compile.log || exit 12
 nm -D --defined-only kernel.so > exports.txt 2>> compile.log || exit 11
 """
-COMPILE_LIMITS = Rlimits(address_space_bytes=8 << 30, cpu_seconds=int(COMPILE_TIMEOUT_S), file_size_bytes=256 << 20)
+COMPILE_LIMITS = Rlimits(
+    address_space_bytes=8 << 30, cpu_seconds=int(COMPILE_TIMEOUT_S), file_size_bytes=256 << 20
+)
 _DIAG = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$",
     re.M,
@@ -152,21 +154,28 @@ class CBackend:
             )
             log_text = _read(work / "compile.log")
             if done.timed_out:
-                return CompileResult(False, diagnostics=(Diagnostic(f"gcc timed out after {COMPILE_TIMEOUT_S:g} s"),))
+                return CompileResult(
+                    False, diagnostics=(Diagnostic(f"gcc timed out after {COMPILE_TIMEOUT_S:g} s"),)
+                )
             if done.returncode != 0:
                 text = log_text or done.stderr
                 diags = parse_diagnostics(text) or (Diagnostic(text.strip()[-500:] or "gcc failed"),)
                 return CompileResult(False, diagnostics=diags, log=text)
-            rejections = admission.check_object(_read(work / "nm.txt"), _read(work / "asm.txt"))
+            rejections = self._admit(_read(work / "nm.txt"), _read(work / "asm.txt"))
             if rejections:
                 return CompileResult(
-                    False, diagnostics=(Diagnostic(admission.describe(rejections)),), log=log_text, rejected=True
+                    False,
+                    diagnostics=(Diagnostic(admission.describe(rejections)),),
+                    log=log_text,
+                    rejected=True,
                 )
             if not _exports_kernel(_read(work / "exports.txt")):
                 return CompileResult(
                     False,
                     diagnostics=(
-                        Diagnostic("the source does not export `void kernel(...)` (see docs/adding-a-task.md)"),
+                        Diagnostic(
+                            "the source does not export `void kernel(...)` (see docs/adding-a-task.md)"
+                        ),
                     ),
                     log=log_text,
                 )
@@ -179,9 +188,16 @@ class CBackend:
             True, artifact=str(artifact), diagnostics=parse_diagnostics(log_text), log=log_text
         )
 
+    def _admit(self, nm_output: str, disassembly: str) -> list[admission.Rejection]:
+        """The admission checks on kernel.o (a seam: the red-team tests also run kernels past them)."""
+        return admission.check_object(nm_output, disassembly)
+
     def _limits(self, target: Target, timeout_s: float) -> SandboxLimits:
         return SandboxLimits(
-            timeout_s=timeout_s, memory_bytes=self.memory_bytes, threads=target.cores or 1, sandbox=self.sandbox
+            timeout_s=timeout_s,
+            memory_bytes=self.memory_bytes,
+            threads=target.cores or 1,
+            sandbox=self.sandbox,
         )
 
     def check(
@@ -201,12 +217,16 @@ class CBackend:
         """Median/IQR over >= 20 interleaved trials at full size, verified, plus cachegrind counters."""
         built = self.compile(task, source, target)
         if not built.ok or built.artifact is None:
-            return self._failed(Outcome.REJECTED if built.rejected else Outcome.COMPILE_ERROR, built.diagnosis)
+            return self._failed(
+                Outcome.REJECTED if built.rejected else Outcome.COMPILE_ERROR, built.diagnosis
+            )
         parent_artifact = None
         if parent_source is not None:
             parent_built = self.compile(task, parent_source, target)
             if not parent_built.ok:
-                return self._failed(Outcome.COMPILE_ERROR, f"parent does not compile: {parent_built.diagnosis}")
+                return self._failed(
+                    Outcome.COMPILE_ERROR, f"parent does not compile: {parent_built.diagnosis}"
+                )
             parent_artifact = parent_built.artifact
         # Set 0 is timed; every set (same buffers, new values) is then verified in the same process.
         sets = make_input_sets(task, (TIMING_SEED, *DEFAULT_SEEDS[:1]), small=False)

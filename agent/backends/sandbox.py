@@ -29,7 +29,6 @@ from agent.backends.bubblewrap import (
     kill_tree,
     python_executable,
     python_mounts,
-    python_path,
     scratch_dir,
 )
 from agent.evaluator import OutputSpec, RunReport, RunStatus, compare, digest
@@ -217,7 +216,11 @@ class SharedObjectRunner:
         )
         status, result, message = run_request(request, artifacts, self.limits)
         if status is RunStatus.OK:
-            result = {**result, "variant_seed": request["variant_seed"], "calls": plan.warmup + plan.max_trials}
+            result = {
+                **result,
+                "variant_seed": request["variant_seed"],
+                "calls": plan.warmup + plan.max_trials,
+            }
         return _report(status, result, message, input_sets, specs)
 
 
@@ -242,7 +245,9 @@ def verify_timed_calls(task: Task, base: Arrays, extra: Mapping[str, Any]) -> Ch
         after = dict(zip(inputs, snapshot["digests"], strict=True))
         changed = [n for n, a in inputs.items() if digest(a) != after[n]]
         if changed:
-            return CheckResult(Outcome.INCORRECT, f"timed call {call}: the kernel modified input(s) {', '.join(changed)}")
+            return CheckResult(
+                Outcome.INCORRECT, f"timed call {call}: the kernel modified input(s) {', '.join(changed)}"
+            )
         expected = task.reference(inputs)
         outputs = dict(zip(task.output_shapes(base), snapshot["outputs"], strict=True))
         for name, want in expected.items():

@@ -144,7 +144,7 @@ class TritonBackend:
             arch = target_arch(target)
         except ValueError as exc:
             return CompileResult(ok=False, diagnostics=(Diagnostic(str(exc)),), log=str(exc))
-        rejections = admission.check_python_source(source)
+        rejections = self._admit(source)
         if rejections:
             reason = admission.describe(rejections)
             return CompileResult(ok=False, diagnostics=(Diagnostic(reason),), log=reason, rejected=True)
@@ -186,7 +186,7 @@ class TritonBackend:
         """
         from agent import evaluator
 
-        rejections = admission.check_python_source(source)
+        rejections = self._admit(source)
         if rejections:
             return CheckResult(Outcome.REJECTED, admission.describe(rejections))
         device = self._device_for(target)
@@ -202,7 +202,10 @@ class TritonBackend:
                 "device": device,
             }
             response = _run_worker(
-                request, timeout_s=self.timeout_s, interpret=device == "interpreter", sandbox=self._for(device)
+                request,
+                timeout_s=self.timeout_s,
+                interpret=device == "interpreter",
+                sandbox=self._for(device),
             )
             if response.get("timeout"):
                 return evaluator.RunReport(evaluator.RunStatus.TIMEOUT, message=response["error"])
@@ -284,6 +287,10 @@ class TritonBackend:
             evaluator_version=EVALUATOR_VERSION,
             sandbox=self.sandbox.label,
         )
+
+    def _admit(self, source: str) -> list[admission.Rejection]:
+        """The admission checks on the source (a seam: the red-team tests also run past them)."""
+        return admission.check_python_source(source)
 
     def _for(self, device: str) -> Sandbox:
         """The sandbox of a worker on `device`: the GPU path also binds the NVIDIA device nodes."""

@@ -139,7 +139,9 @@ def evaluate(
     task_name: str = typer.Argument(..., metavar="TASK", help="Task name (see `kernelgraph tasks list`)."),
     source: Path = typer.Option(..., "--source", help="The candidate kernel source file."),
     parent: str = typer.Option(
-        "baseline", "--parent", help="`baseline` (the task's baseline source) or a source file to time against."
+        "baseline",
+        "--parent",
+        help="`baseline` (the task's baseline source) or a source file to time against.",
     ),
     target_name: str | None = typer.Option(
         None, "--target", help="Target name (default: cpu-x86-64-v3 for c, cuda-sm90 for triton)."
@@ -189,7 +191,9 @@ def evaluate(
         Console().print(f"{task.name} on {target.name}: [{style}]{verdict.outcome.value}[/{style}]{gain}")
         if verdict.reason:
             Console().print(f"  reason: {verdict.reason}", highlight=False, markup=False)
-        Console().print(f"  sandbox: {sandbox}; evaluator version {report['evaluator_version']}", highlight=False)
+        Console().print(
+            f"  sandbox: {sandbox}; evaluator version {report['evaluator_version']}", highlight=False
+        )
     if verdict.outcome.value != "kept":
         raise typer.Exit(1)
 
