@@ -118,7 +118,9 @@ class CBackend:
         return [*BASE_FLAGS, *target.cflags]
 
     def compile(self, task: Task, source: str, target: Target) -> CompileResult:
-        """gcc the source into `<cache>/<sha256>/kernel.so`; errors become located Diagnostics."""
+        """gcc the source into `<cache>/<sha256>/kernel.so` in the sandbox, then admission; errors
+        become located Diagnostics. Raises SandboxUnavailable (with the fix) when bwrap is missing."""
+        self.sandbox.check_available()
         if target.kind != "cpu":
             return CompileResult(
                 False,

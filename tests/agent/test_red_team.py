@@ -11,8 +11,10 @@ it. docs/sandbox.md describes the attack classes.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import signal
 import socket
 import threading
 import time
@@ -142,12 +144,14 @@ def unguarded(tmp_path_factory: pytest.TempPathFactory) -> CBackend:
 
 
 def _orphans() -> list[str]:
+    """Live processes (zombies are dead and cannot act) named like the fork attack's child."""
     found = []
     for comm in Path("/proc").glob("[0-9]*/comm"):
         try:
-            if comm.read_text().strip() == ORPHAN_NAME[:15]:
+            alive = comm.with_name("stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            if alive and comm.read_text().strip() == ORPHAN_NAME[:15]:
                 found.append(comm.parent.name)
-        except OSError:
+        except (OSError, IndexError):
             continue
     return found
 
@@ -339,3 +343,17 @@ def test_attacks_are_real_without_the_sandbox(
     time.sleep(0.3)  # let the listener thread count the connection
     with pytest.raises(AssertionError):
         world.assert_no_effect(result.reason)
+
+
+def test_fork_outlives_an_unconfined_run(
+    world: World, tmp_path_factory: pytest.TempPathFactory, cpu_target: Target
+) -> None:
+    """Control for test_fork_does_not_outlive_the_run: without the sandbox the orphans do survive."""
+    naked = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-naked-fork"), check_timeout_s=10.0,
+                            counters=False, sandbox=Sandbox(enabled=False))  # fmt: skip
+    naked.check(get_task("rmsnorm"), world.render("fork_orphan.c"), cpu_target)
+    survivors = _orphans()
+    for pid in survivors:  # the test started them: end them by pid
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+    assert survivors, "the control expected the unconfined fork to survive the run"
