@@ -136,7 +136,7 @@ def check_object(nm_output: str, disassembly: str) -> list[Rejection]:
                     )
                 )
         elif len(parts) >= 3 and parts[1] in WRITABLE_TYPES:
-            name = parts[2]
+            name = re.sub(r"\.\d+$", "", parts[2])  # gcc names a function's static `x` as `x.0`
             found.append(
                 Rejection(
                     f"defines writable global or static data `{name}` (nm type {parts[1]}): a kernel may "
