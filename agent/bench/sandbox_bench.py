@@ -2,7 +2,8 @@
 timing noise.
 
 The same trusted kernel (the task's baseline) is evaluated with the sandbox and with it off
-(`Sandbox(enabled=False)`), the two modes interleaved repeat by repeat so drift hits both alike:
+(`Sandbox(enabled=False)`), the two modes interleaved repeat by repeat, in alternating order
+(A B B A ...), so drift and order hit both alike:
 - spawn: a confined `/bin/true` against an unconfined one (bwrap + setpriv start-up);
 - compile: an uncached gcc + admission build;
 - check: a correctness check on three input sets (compile cached);
@@ -74,7 +75,8 @@ def run_bench(task_name: str, target_name: str, repeats: int) -> dict[str, Any]:
     runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
     with tempfile.TemporaryDirectory(prefix="kg-sandbox-bench-") as tmp:
         for repeat in range(repeats):
-            for mode, enabled in MODES.items():
+            order = list(MODES.items())
+            for mode, enabled in order if repeat % 2 == 0 else reversed(order):  # ABBA: no order bias
                 sandbox = Sandbox(enabled=enabled)
                 runs[mode].append(_one_repeat(task, target, sandbox, Path(tmp) / mode, repeat))
                 print(f"repeat {repeat + 1}/{repeats} {mode}: {runs[mode][-1]}", file=sys.stderr)
