@@ -81,7 +81,9 @@ def run_bench(task_name: str, target_name: str, repeats: int) -> dict[str, Any]:
                 runs[mode].append(_one_repeat(task, target, sandbox, Path(tmp) / mode, repeat))
                 print(f"repeat {repeat + 1}/{repeats} {mode}: {runs[mode][-1]}", file=sys.stderr)
     load = os.getloadavg()  # the machine's load while the bench ran: noise figures depend on it
-    medians = {mode: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for mode, rows in runs.items()}
+    medians = {
+        mode: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for mode, rows in runs.items()
+    }
     on, off = medians["sandboxed"], medians["unsandboxed"]
     return {
         "bench": "sandbox",
@@ -117,11 +119,15 @@ def save_results(result: dict[str, Any], results_dir: Path) -> Path:
 def render(result: dict[str, Any]) -> str:
     """A short human summary of one bench result."""
     on, off, over = result["medians"]["sandboxed"], result["medians"]["unsandboxed"], result["overhead_s"]
-    lines = [f"sandbox bench: {result['task']} on {result['target']}, {result['repeats']} repeats ({result['sandbox']})"]
+    lines = [
+        f"sandbox bench: {result['task']} on {result['target']}, {result['repeats']} repeats ({result['sandbox']})"
+    ]
     for key in ("spawn_s", "compile_s", "check_s", "profile_s"):
         lines.append(f"  {key:<10} sandboxed {on[key] * 1e3:8.1f} ms  off {off[key] * 1e3:8.1f} ms  "
                      f"overhead {over[key] * 1e3:+8.1f} ms")  # fmt: skip
     lines.append(f"  rel. IQR   sandboxed {on['rel_iqr']:.4f}  off {off['rel_iqr']:.4f}")
     lines.append(f"  median kernel time sandboxed / off: {result['median_time_ratio']:.3f}")
-    lines.append(f"  load average (1 min) when done: {result['load_average_1m_after']:.2f} on {result['cpus']} CPUs")
+    lines.append(
+        f"  load average (1 min) when done: {result['load_average_1m_after']:.2f} on {result['cpus']} CPUs"
+    )
     return "\n".join(lines)
