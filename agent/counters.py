@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.backends.bubblewrap import Mount, Rlimits, Sandbox, scratch_dir
+from agent.backends.bubblewrap import Mount, Rlimits, Sandbox, read_untrusted, scratch_dir
 from agent.targets import Target
 from agent.tasks.base import Arrays, Task
 
@@ -170,9 +170,10 @@ def cachegrind_counters(task: Task, source: str, target: Target, *, sandbox: San
                 if done.timed_out or done.returncode != 0:
                     status = "timed out" if done.timed_out else "failed"
                     return CounterReport({}, "cpu_timing", note=f"{what} {status}: {done.stderr[-300:]}")
-            if not (d / "cg.out").exists():
-                return CounterReport({}, "cpu_timing", note="cachegrind wrote no output")
-            raw = parse_cachegrind((d / "cg.out").read_text(), "kernel.c")
+            # read_untrusted: the harness ran the kernel, which could have planted a link here
+            raw = parse_cachegrind(
+                read_untrusted(d / "cg.out", 256 << 20).decode(errors="replace"), "kernel.c"
+            )
     except (OSError, ValueError) as exc:
         return CounterReport({}, "cpu_timing", note=f"cachegrind unavailable: {exc}")
     return CounterReport(

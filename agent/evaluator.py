@@ -81,6 +81,18 @@ def fresh_output(spec: OutputSpec) -> np.ndarray:
     return out
 
 
+def conforming(output: object, spec: OutputSpec) -> np.ndarray:
+    """`output` if it is an array of the spec's shape and dtype; ValueError otherwise (runners check
+    what a sandboxed process handed back before the evaluator compares it)."""
+    if (
+        not isinstance(output, np.ndarray)
+        or output.shape != spec.shape
+        or output.dtype != np.dtype(spec.dtype)
+    ):
+        raise ValueError(f"output {spec.name!r} is not a {spec.dtype} array of shape {spec.shape}")
+    return output
+
+
 def digest(array: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
 

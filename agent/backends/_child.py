@@ -1,14 +1,17 @@
 """Sandbox child: loads one compiled kernel with ctypes and runs it; see agent/backends/sandbox.py.
 
-Run as a script (`python _child.py REQUEST RESULT`) inside the sandbox (agent/backends/bubblewrap.py):
-it imports nothing from the project, so a kernel's crash, exit() or hang takes down only this
-process. The parent imports `variant_factors`/`write_variant` from here to rebuild the inputs of
-the timed calls it verifies: one definition for both sides. The result is written atomically;
-a missing result file means the process died before reporting.
+Run as a script (`python _child.py REQUEST RESULT_DIR`) inside the sandbox
+(agent/backends/bubblewrap.py): it imports nothing from the project, so a kernel's crash, exit() or
+hang takes down only this process. The result is written atomically as JSON + npz
+(`write_result`); a missing result means the process died before reporting. The parent imports
+`variant_factors`/`write_variant` (to rebuild the inputs of the timed calls it verifies) and
+`decode_result` from here: one definition for both sides.
 """
 
 import ctypes
 import hashlib
+import io
+import json
 import os
 import pickle
 import resource
@@ -17,6 +20,58 @@ import time
 from typing import Any
 
 import numpy as np
+
+# The result goes back as JSON plus an .npz of its arrays, never as a pickle: the parent must not
+# unpickle what a process running model-written code could have written (that runs code).
+RESULT_JSON, RESULT_ARRAYS = "result.json", "result.npz"
+
+
+def _encode(value: Any, arrays: list[Any]) -> Any:
+    if isinstance(value, np.ndarray):
+        arrays.append(np.ascontiguousarray(value))
+        return {"__array__": len(arrays) - 1}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {"__items__": [[_encode(k, arrays), _encode(v, arrays)] for k, v in value.items()]}
+    if isinstance(value, list | tuple):
+        return [_encode(v, arrays) for v in value]
+    return value
+
+
+def encode_result(value: Any) -> tuple[bytes, bytes]:
+    """(JSON, npz) bytes of a result made of dicts, lists, numbers, strings and numpy arrays."""
+    arrays: list[Any] = []
+    text = json.dumps(_encode(value, arrays)).encode()
+    buf = io.BytesIO()
+    np.savez(buf, *arrays)
+    return text, buf.getvalue()
+
+
+def _decode(value: Any, arrays: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v, arrays) for v in value]
+    if isinstance(value, dict):
+        if "__array__" in value:
+            return arrays[f"arr_{int(value['__array__'])}"]
+        return {_decode(k, arrays): _decode(v, arrays) for k, v in value.get("__items__", [])}
+    return value
+
+
+def decode_result(text: bytes, npz: bytes) -> Any:
+    """The inverse of `encode_result`; refuses pickled (object) arrays."""
+    with np.load(io.BytesIO(npz), allow_pickle=False) as arrays:
+        return _decode(json.loads(text), {k: arrays[k] for k in arrays.files})
+
+
+def write_result(directory: str, value: Any) -> None:
+    """Write the result atomically (the JSON last: its presence means the result is complete)."""
+    text, npz = encode_result(value)
+    for name, data in ((RESULT_ARRAYS, npz), (RESULT_JSON, text)):
+        tmp = os.path.join(directory, name + ".tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, os.path.join(directory, name))
 
 
 def _vm_size() -> int:
@@ -135,7 +190,7 @@ def _time(fns: Any, buffers: Any, base: Any, specs: Any, sizes: Any, req: Any) -
     return {"times": times, "timed_calls": kept}
 
 
-def main(request_path: str, result_path: str) -> None:
+def main(request_path: str, result_dir: str) -> None:
     with open(request_path, "rb") as f:
         req = pickle.load(f)
     result: dict[str, Any] = {}
@@ -151,11 +206,7 @@ def main(request_path: str, result_path: str) -> None:
         result["outputs"], result["input_digests"] = _verify_runs(fns[0], buffers, sets, specs, sizes)
     except Exception as exc:  # reported, not raised: the parent maps it to an Outcome
         result = {"error": f"{type(exc).__name__}: {exc}"}
-    tmp = result_path + ".tmp"
-    with open(tmp, "wb") as f:
-        pickle.dump(result, f, protocol=5)
-
-    os.replace(tmp, result_path)
+    write_result(result_dir, result)
 
 
 if __name__ == "__main__":

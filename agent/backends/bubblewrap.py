@@ -26,6 +26,7 @@ import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -301,6 +302,26 @@ def kill_tree(proc: subprocess.Popen[Any]) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+class UntrustedFileError(OSError):
+    """A file the sandbox left is not a plain file of sane size (a symlink, a fifo, too big)."""
+
+
+def read_untrusted(path: Path, max_bytes: int = 1 << 30) -> bytes:
+    """Read a file a sandboxed step wrote, without following a symlink it may have planted there
+    (to make us read, and echo, a secret such as the Neo4j password file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise UntrustedFileError(f"{path.name}: cannot open as a plain file ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UntrustedFileError(f"{path.name}: not a regular file")
+        if info.st_size > max_bytes:
+            raise UntrustedFileError(f"{path.name}: {info.st_size} bytes, over the {max_bytes}-byte limit")
+        return f.read(max_bytes)
 
 
 @contextlib.contextmanager

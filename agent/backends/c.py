@@ -21,7 +21,14 @@ import numpy as np
 
 from agent import counters as counters_mod
 from agent.backends import admission
-from agent.backends.bubblewrap import Mount, Rlimits, Sandbox, scratch_dir
+from agent.backends.bubblewrap import (
+    Mount,
+    Rlimits,
+    Sandbox,
+    UntrustedFileError,
+    read_untrusted,
+    scratch_dir,
+)
 from agent.backends.sandbox import SandboxLimits, SharedObjectRunner, TimingPlan, verify_timed_calls
 from agent.evaluator import (
     DEFAULT_SEEDS,
@@ -184,7 +191,7 @@ class CBackend:
             out_dir.mkdir(parents=True, exist_ok=True)
             (out_dir / "kernel.c").write_text(source)
             tmp = out_dir / f"kernel.{id(self)}.so.tmp"
-            shutil.copyfile(work / "kernel.so", tmp)
+            tmp.write_bytes(read_untrusted(work / "kernel.so", max_bytes=256 << 20))
             tmp.replace(artifact)
         return CompileResult(
             True, artifact=str(artifact), diagnostics=parse_diagnostics(log_text), log=log_text
@@ -311,7 +318,11 @@ class CBackend:
 
 
 def _read(path: Path) -> str:
-    return path.read_text(errors="replace") if path.exists() else ""
+    """A text file the sandboxed build wrote ("" when absent or not a plain file)."""
+    try:
+        return read_untrusted(path, max_bytes=64 << 20).decode(errors="replace")
+    except UntrustedFileError:
+        return ""
 
 
 def _exports_kernel(exports: str) -> bool:

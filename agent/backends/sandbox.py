@@ -10,6 +10,7 @@ status, never an exception.
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 import random
 import signal
@@ -21,17 +22,25 @@ from typing import Any
 
 import numpy as np
 
-from agent.backends._child import variant_factors, write_variant
+from agent.backends._child import (
+    RESULT_ARRAYS,
+    RESULT_JSON,
+    decode_result,
+    variant_factors,
+    write_variant,
+)
 from agent.backends.bubblewrap import (
     Mount,
     Rlimits,
     Sandbox,
+    UntrustedFileError,
     kill_tree,
     python_executable,
     python_mounts,
+    read_untrusted,
     scratch_dir,
 )
-from agent.evaluator import OutputSpec, RunReport, RunStatus, compare, digest
+from agent.evaluator import OutputSpec, RunReport, RunStatus, compare, conforming, digest
 from agent.results import CheckResult, Outcome
 from agent.tasks.base import Arrays, Task
 
@@ -96,13 +105,15 @@ def run_request(
     scratch directory holding the request and its result; nothing else of this machine.
     """
     with scratch_dir("kg-sandbox-") as tmp:
-        req_path, res_path, log_path = (tmp / n for n in ("request.pkl", "result.pkl", "child.log"))
+        req_path = tmp / "request.pkl"  # pickled by us, for the child: the trusted direction
         with req_path.open("wb") as f:
             pickle.dump({**request, "memory_bytes": limits.memory_bytes}, f, protocol=5)
         mounts = [Mount(tmp, writable=True), *python_mounts(), *(Mount(Path(a)) for a in artifacts)]
-        with log_path.open("wb") as logf:
+        # The log is read back through our own descriptor: the child may replace the path with a
+        # symlink to a secret, and the log's tail goes into the diagnosis.
+        with (tmp / "child.log").open("w+b") as logf:
             proc = limits.sandbox.popen(
-                [python_executable(), "-I", str(CHILD), str(req_path), str(res_path)],
+                [python_executable(), "-I", str(CHILD), str(req_path), str(tmp)],
                 mounts=mounts,
                 env=child_env(limits.threads),
                 cwd=tmp,
@@ -117,7 +128,8 @@ def run_request(
                 return RunStatus.TIMEOUT, {}, f"kernel did not finish within {limits.timeout_s:g} s"
             finally:
                 kill_tree(proc)
-        tail = log_path.read_bytes()[-1500:].decode(errors="replace").strip()
+            logf.seek(max(0, os.fstat(logf.fileno()).st_size - 1500))
+            tail = logf.read(1500).decode(errors="replace").strip()
         if code < 0 or code >= 128:  # bwrap reports a killed child as 128 + signal
             return (
                 RunStatus.CRASHED,
@@ -125,15 +137,19 @@ def run_request(
                 f"kernel process killed by {_signal_name(code if code < 0 else 128 - code)}"
                 + (f": {tail}" if tail else ""),
             )
-        if not res_path.exists():
+        if not (tmp / RESULT_JSON).exists():
             return (
                 RunStatus.CRASHED,
                 {},
                 f"kernel process exited with status {code} before reporting (exit() or abort in the kernel?)"
                 + (f": {tail}" if tail else ""),
             )
-        with res_path.open("rb") as f:
-            result: dict[str, Any] = pickle.load(f)
+        try:
+            result = decode_result(read_untrusted(tmp / RESULT_JSON), read_untrusted(tmp / RESULT_ARRAYS))
+        except (UntrustedFileError, ValueError, KeyError, TypeError) as exc:
+            return RunStatus.CRASHED, {}, f"the kernel's process left an unreadable result: {exc}"
+        if not isinstance(result, dict):
+            return RunStatus.CRASHED, {}, "the kernel's process left a malformed result"
         if "error" in result:
             return RunStatus.CRASHED, result, f"kernel could not run: {result['error']}"
         if code != 0:
@@ -166,11 +182,16 @@ def _report(
 ) -> RunReport:
     if status is not RunStatus.OK:
         return RunReport(status=status, message=message)
-    outputs = tuple({s.name: o for s, o in zip(specs, outs, strict=True)} for outs in result["outputs"])
-    digests = tuple(
-        dict(zip(inputs.keys(), d, strict=True))
-        for inputs, d in zip(input_sets, result["input_digests"], strict=True)
-    )
+    try:  # the result came from a process running model-written code: check its shape first
+        outputs = tuple(
+            {s.name: conforming(o, s) for s, o in zip(specs, outs, strict=True)} for outs in result["outputs"]
+        )
+        digests = tuple(
+            dict(zip(inputs.keys(), (str(x) for x in d), strict=True))
+            for inputs, d in zip(input_sets, result["input_digests"], strict=True)
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        return RunReport(RunStatus.CRASHED, message=f"the kernel's process left a malformed result: {exc}")
     return RunReport(status=status, outputs=outputs, input_digests=digests, message=message, extra=result)
 
 
@@ -231,8 +252,19 @@ def verify_timed_calls(task: Task, base: Arrays, extra: Mapping[str, Any]) -> Ch
     pointers, shapes or a few values; a call counter) fails here, on the calls that were measured.
     """
     kept: Mapping[int, Mapping[str, Any]] = extra.get("timed_calls", {})
-    if not kept:
-        return CheckResult(Outcome.CRASHED, "the timing run kept no timed outputs to verify")
+    if not kept or sorted(kept) != sorted(extra["sampled_calls"]):
+        return CheckResult(
+            Outcome.CRASHED, "the timing run did not keep the timed calls drawn for verification"
+        )
+    try:
+        return _verify_timed_calls(task, base, extra, kept)
+    except (KeyError, TypeError, ValueError) as exc:  # the snapshots came from the kernel's process
+        return CheckResult(Outcome.CRASHED, f"the timed outputs are malformed: {exc}")
+
+
+def _verify_timed_calls(
+    task: Task, base: Arrays, extra: Mapping[str, Any], kept: Mapping[int, Mapping[str, Any]]
+) -> CheckResult:
     size = max(a.size for a in base.values())
     factors = variant_factors(size, int(extra["calls"]), int(extra["variant_seed"]))
     worst = 0.0
@@ -249,7 +281,11 @@ def verify_timed_calls(task: Task, base: Arrays, extra: Mapping[str, Any]) -> Ch
                 Outcome.INCORRECT, f"timed call {call}: the kernel modified input(s) {', '.join(changed)}"
             )
         expected = task.reference(inputs)
-        outputs = dict(zip(task.output_shapes(base), snapshot["outputs"], strict=True))
+        shapes = task.output_shapes(base)
+        outputs = dict(zip(shapes, snapshot["outputs"], strict=True))
+        for name, out in outputs.items():
+            spec = OutputSpec(name, tuple(int(d) for d in shapes[name]), task.output_dtype(name))
+            conforming(out, spec)
         for name, want in expected.items():
             ok, reason, err = compare(task, name, np.asarray(outputs[name]), np.asarray(want))
             if not ok:

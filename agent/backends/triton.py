@@ -33,13 +33,16 @@ from typing import Any
 import numpy as np
 
 from agent.backends import admission
+from agent.backends._child import RESULT_ARRAYS, RESULT_JSON, decode_result, write_result
 from agent.backends.bubblewrap import (
     Mount,
     Rlimits,
     Sandbox,
+    UntrustedFileError,
     python_executable,
     python_mounts,
     python_path,
+    read_untrusted,
     scratch_dir,
 )
 from agent.evaluator import DEFAULT_SEEDS, EVALUATOR_VERSION
@@ -210,12 +213,19 @@ class TritonBackend:
             if response.get("timeout"):
                 return evaluator.RunReport(evaluator.RunStatus.TIMEOUT, message=response["error"])
             if "error" in response:
-                return evaluator.RunReport(evaluator.RunStatus.CRASHED, message=response["error"])
+                return evaluator.RunReport(evaluator.RunStatus.CRASHED, message=str(response["error"]))
+            try:  # the worker ran model-written Python: check what it returned before judging it
+                outputs = tuple(
+                    {s.name: evaluator.conforming(out[s.name], s) for s in specs}
+                    for out in response["outputs"]
+                )
+                digests = tuple({str(k): str(v) for k, v in d.items()} for d in response["digests"])
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                return evaluator.RunReport(
+                    evaluator.RunStatus.CRASHED, message=f"malformed worker result: {exc}"
+                )
             return evaluator.RunReport(
-                evaluator.RunStatus.OK,
-                outputs=tuple(response["outputs"]),
-                input_digests=tuple(response["digests"]),
-                extra={"device": device},
+                evaluator.RunStatus.OK, outputs=outputs, input_digests=digests, extra={"device": device}
             )
 
         try:
@@ -411,11 +421,11 @@ def _run_worker(
     if interpret:
         env["TRITON_INTERPRET"] = "1"  # must be set before triton is imported: hence a fresh process
     with scratch_dir("kg-triton-") as tmp:
-        req, resp = tmp / "request.pkl", tmp / "response.pkl"
+        req = tmp / "request.pkl"  # pickled by us, for the worker: the trusted direction
         request = {**request, "tmp": str(tmp), "out_dir": str(tmp / "out")}
         req.write_bytes(pickle.dumps(request))
         done = sandbox.run(
-            [python_executable(), "-s", "-m", "agent.backends.triton", str(req), str(resp)],
+            [python_executable(), "-s", "-m", "agent.backends.triton", str(req), str(tmp)],
             mounts=[Mount(tmp, writable=True), *python_mounts()],
             env=env,
             cwd=tmp,
@@ -424,14 +434,20 @@ def _run_worker(
         )
         if done.timed_out:
             return {"error": f"timed out after {timeout_s:.0f} s", "timeout": True}
-        if not resp.exists():
+        if not (tmp / RESULT_JSON).exists():
             tail = (done.stderr or done.stdout)[-2000:]
             return {"error": f"worker exited with status {done.returncode}: {tail}", "log": tail}
-        result: dict[str, Any] = pickle.loads(resp.read_bytes())
-        if keep is not None and (tmp / "out").is_dir():
-            for produced in (tmp / "out").iterdir():
-                if produced.is_file() and not produced.is_symlink():
-                    shutil.copyfile(produced, keep / produced.name)
+        # Never unpickle what the worker wrote, never follow a link it planted: it ran model code.
+        try:
+            result = decode_result(read_untrusted(tmp / RESULT_JSON), read_untrusted(tmp / RESULT_ARRAYS))
+            out = tmp / "out"
+            if keep is not None and out.is_dir() and not out.is_symlink():
+                for produced in out.iterdir():
+                    (keep / produced.name).write_bytes(read_untrusted(produced, max_bytes=256 << 20))
+        except (UntrustedFileError, ValueError, KeyError, TypeError) as exc:
+            return {"error": f"the worker left an unreadable result: {exc}"}
+        if not isinstance(result, dict):
+            return {"error": "the worker left a malformed result"}
         return result
 
 
@@ -684,13 +700,12 @@ NCU_METRICS = {
 def _ncu_counters(request: Mapping[str, Any]) -> dict[str, float]:
     """Run the candidate once under Nsight Compute and average each metric over its kernels."""
     tmp = Path(request["tmp"])
-    once = tmp / "once.pkl"
+    once, once_out = tmp / "once.pkl", tmp / "once-out"
     once.write_bytes(pickle.dumps({**request, "op": "once"}))
+    once_out.mkdir(exist_ok=True)
     cmd = ["ncu", "--csv", "--metrics", ",".join(NCU_METRICS), sys.executable, "-m", "agent.backends.triton"]
     try:
-        proc = subprocess.run(
-            [*cmd, str(once), str(tmp / "once-out.pkl")], capture_output=True, text=True, timeout=300
-        )
+        proc = subprocess.run([*cmd, str(once), str(once_out)], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired):
         return {}
     values: dict[str, list[float]] = {}
@@ -725,7 +740,7 @@ def _worker_main(argv: Sequence[str]) -> int:
         response = ops[request["op"]](request)
     except Exception as exc:
         response = {"error": f"{type(exc).__name__}: {exc}", "log": traceback.format_exc()[-4000:]}
-    Path(argv[1]).write_bytes(pickle.dumps(response))
+    write_result(argv[1], response)
     return 0
 
 

@@ -357,3 +357,33 @@ def test_fork_outlives_an_unconfined_run(
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(pid), signal.SIGKILL)
     assert survivors, "the control expected the unconfined fork to survive the run"
+
+
+# ------------------------------------------------------------------- attacks on the evaluator itself
+
+
+def test_links_planted_in_scratch_are_not_followed(
+    world: World, unguarded: CBackend, cpu_target: Target, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The run's log and result replaced by links to the password file: the evaluator reads the log
+    through its own descriptor and opens results without following links."""
+    result = unguarded.check(get_task("rmsnorm"), world.render("forge_result.c"), cpu_target)
+    assert result.outcome == Outcome.CRASHED, result.reason
+    assert "unreadable result" in result.reason, result.reason
+    out, err = capfd.readouterr()
+    world.assert_no_effect(result.reason, out, err)
+
+
+def test_forged_pickle_and_links_from_triton_reach_nothing(
+    world: World, triton_backends: tuple[TritonBackend, TritonBackend], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A worker result carrying a pickle payload is never unpickled (it would create the sentinel)."""
+    _, past = triton_backends
+    task = get_task("rmsnorm", "triton")
+    source = _triton_attack(world, "triton_forge.py")
+    checked = past.check(task, source, get_target("cuda-sm90"))
+    compiled = past.compile(task, source, get_target("cuda-sm90"))
+    assert checked.outcome == Outcome.CRASHED and "unreadable result" in checked.reason, checked.reason
+    assert not compiled.ok
+    out, err = capfd.readouterr()
+    world.assert_no_effect(checked.reason, compiled.diagnosis, compiled.log, out, err)
