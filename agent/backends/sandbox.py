@@ -236,11 +236,12 @@ class SharedObjectRunner:
             sampled_calls=sorted(draw.sample(calls, min(plan.verified_calls, len(calls)))),
         )
         status, result, message = run_request(request, artifacts, self.limits)
-        if status is RunStatus.OK:
+        if status is RunStatus.OK:  # ours, not the child's: which variants and which calls to check
             result = {
                 **result,
                 "variant_seed": request["variant_seed"],
                 "calls": plan.warmup + plan.max_trials,
+                "sampled_calls": request["sampled_calls"],
             }
         return _report(status, result, message, input_sets, specs)
 

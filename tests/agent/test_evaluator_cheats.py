@@ -117,3 +117,43 @@ def test_impossible_speed_is_named_and_suspicious_speed_is_flagged() -> None:
     assert "parent" in suspicion(1e7, 2e8)
     assert not suspicion(1e7, 5e7)
     assert np.isfinite(task.flops(inputs))
+
+
+def _timed_snapshot(task_name: str, calls: list[int], seed: int, stale_from: int | None = None):  # type: ignore[no-untyped-def]
+    """What an honest timing child keeps for `calls`; with `stale_from`, every kept output is that
+    call's (a cache that returns what it computed once)."""
+    from agent.backends._child import variant_factors, write_variant
+
+    task = get_task(task_name)
+    base = task.make_inputs(1, True)
+    factors = variant_factors(max(a.size for a in base.values()), 100, seed)
+
+    def variant(call: int) -> dict[str, np.ndarray]:
+        out = {}
+        for name, array in base.items():
+            out[name] = np.empty_like(array)
+            write_variant(array, factors, call, out[name])
+        return out
+
+    kept = {}
+    for call in calls:
+        inputs = variant(call)
+        outputs = task.reference(variant(stale_from) if stale_from is not None else inputs)
+        kept[call] = {
+            "outputs": [np.asarray(v, dtype=task.output_dtype(k)) for k, v in outputs.items()],
+            "digests": [digest(a) for a in inputs.values()],
+        }
+    extra = {"timed_calls": kept, "variant_seed": seed, "calls": 100, "sampled_calls": calls}
+    return task, base, extra
+
+
+def test_timed_outputs_are_checked_against_each_calls_own_inputs() -> None:
+    from agent.backends.sandbox import verify_timed_calls
+
+    task, base, extra = _timed_snapshot("rmsnorm", [3, 7, 11], seed=42)
+    assert verify_timed_calls(task, base, extra).correct
+    task, base, stale = _timed_snapshot("rmsnorm", [3, 7, 11], seed=42, stale_from=2)
+    verdict = verify_timed_calls(task, base, stale)
+    assert verdict.outcome == Outcome.INCORRECT and "timed call 3" in verdict.reason
+    swapped = {**extra, "sampled_calls": [4, 7, 11]}  # the child kept other calls than those drawn
+    assert verify_timed_calls(task, base, swapped).outcome == Outcome.CRASHED
