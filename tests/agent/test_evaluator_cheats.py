@@ -157,3 +157,10 @@ def test_timed_outputs_are_checked_against_each_calls_own_inputs() -> None:
     assert verdict.outcome == Outcome.INCORRECT and "timed call 3" in verdict.reason
     swapped = {**extra, "sampled_calls": [4, 7, 11]}  # the child kept other calls than those drawn
     assert verify_timed_calls(task, base, swapped).outcome == Outcome.CRASHED
+
+
+def test_agent_and_service_outcomes_stay_in_sync() -> None:
+    """Every outcome the evaluator can give is one the graph can store (two enums until unified)."""
+    from service.models import Outcome as ServiceOutcome
+
+    assert [o.value for o in Outcome] == [o.value for o in ServiceOutcome]
