@@ -45,7 +45,7 @@ from agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
-from agent.evaluator import DEFAULT_SEEDS, EVALUATOR_VERSION
+from agent.evaluator import DEFAULT_SEEDS, EVALUATOR_VERSION, impossibility
 from agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
 from agent.tasks.base import Arrays, Task
 
@@ -283,6 +283,14 @@ class TritonBackend:
                 math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions,
                 evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label,
             )  # fmt: skip
+        impossible = impossibility(
+            task, full, float(response["median_ns"]),
+            peak_gflops=getattr(target, "peak_gflops", None), peak_gbps=getattr(target, "peak_gbps", None),
+        )  # fmt: skip
+        if impossible:  # never rescued: a correct output does not make an impossible time real
+            return ProfileResult(math.nan, math.nan, 0, counters, "nvidia_timing", outcome=Outcome.IMPLAUSIBLE,
+                                 reason=f"implausible timing: {impossible}", tool_versions=versions,
+                                 evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label)  # fmt: skip
         counters["time_ns"] = response["median_ns"]
         counters.update(response.get("ncu", {}))
         versions.update(response.get("versions", {}))
