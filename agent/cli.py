@@ -14,7 +14,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so `import agent.cli` stays cheap; each module adds its commands to `app`.
-    from agent.commands import register_all
+    from kernelgraph.agent.commands import register_all
 
     register_all(app)
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from agent.backends.bubblewrap import Mount, Rlimits, Sandbox, read_untrusted, scratch_dir
-from agent.targets import Target
-from agent.tasks.base import Arrays, Task
+from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, read_untrusted, scratch_dir
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks.base import Arrays, Task
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from agent.results import CheckResult, Outcome
-from agent.tasks.base import Arrays, Task
+from kernelgraph.agent.results import CheckResult, Outcome
+from kernelgraph.agent.tasks.base import Arrays, Task
 
 # Bumped whenever what a measurement means changes, so consolidation can tell old from new.
 # 1: the evaluator before it was sandboxed (measurements without `evaluator_version`).

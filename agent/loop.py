@@ -21,10 +21,10 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from agent.backends.base import Backend
-from agent.backends.bubblewrap import UNSAFE_LABEL
-from agent.evaluator import EVALUATOR_VERSION
-from agent.proposers.base import (
+from kernelgraph.agent.backends.base import Backend
+from kernelgraph.agent.backends.bubblewrap import UNSAFE_LABEL
+from kernelgraph.agent.evaluator import EVALUATOR_VERSION
+from kernelgraph.agent.proposers.base import (
     HistoryEntry,
     Proposal,
     ProposalContext,
@@ -32,19 +32,19 @@ from agent.proposers.base import (
     config_key,
     describe_config,
 )
-from agent.results import Outcome, ProfileResult
-from agent.targets import Target
-from agent.tasks.base import Config, Task
-from service.client import ExperienceClient
-from service.errors import KernelGraphError
-from service.models import (
+from kernelgraph.agent.results import Outcome, ProfileResult
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks.base import Config, Task
+from kernelgraph.client import ExperienceClient
+from kernelgraph.client.errors import KernelGraphError
+from kernelgraph.client.models import (
     AppliedTransform,
     AttemptRecord,
     HardwareTarget,
     KernelVariant,
     Measurement,
 )
-from service.models import Outcome as ServiceOutcome
+from kernelgraph.client.models import Outcome as ServiceOutcome
 
 log = logging.getLogger(__name__)
 

@@ -247,7 +247,7 @@ def _cpu_target(name: str, *, measure: bool) -> Target:
 
 
 def target_names() -> list[str]:
-    from agent.targets_cuda import cuda_target_names  # CUDA targets: datasheet peaks, no probing
+    from kernelgraph.agent.targets_cuda import cuda_target_names  # CUDA targets: datasheet peaks, no probing
 
     return list(CPU_LEVELS) + cuda_target_names()
 
@@ -255,7 +255,7 @@ def target_names() -> list[str]:
 def get_target(name: str, *, measure: bool = True) -> Target:
     """The target called `name`; with `measure`, peaks are filled (probing once per host)."""
     if name not in CPU_LEVELS:
-        from agent.targets_cuda import CUDA_TARGETS
+        from kernelgraph.agent.targets_cuda import CUDA_TARGETS
 
         if name in CUDA_TARGETS:
             return CUDA_TARGETS[name]

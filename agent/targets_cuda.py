@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.targets import Target
+from kernelgraph.agent.targets import Target
 
 _COMMON_LIMITS: dict[str, Any] = {
     "regs_per_sm": 65536,

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from service.knowledge import KnowledgeService
+from kernelgraph.service.knowledge import KnowledgeService
 
 NAMESPACE = "tour"
 
@@ -164,9 +164,9 @@ def seed(knowledge: KnowledgeService, namespace: str = NAMESPACE) -> DemoGraph:
 
 
 def main() -> None:
-    from service import migrate
-    from service.settings import get_settings
-    from service.store import GraphStore, open_driver
+    from kernelgraph.client.settings import get_settings
+    from kernelgraph.service import migrate
+    from kernelgraph.service.store import GraphStore, open_driver
 
     settings = get_settings()
     driver = open_driver(settings)

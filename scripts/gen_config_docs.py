@@ -11,7 +11,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from service.settings import Settings  # noqa: E402
+from kernelgraph.client.settings import Settings  # noqa: E402
 
 OUTPUT = REPO / "docs" / "configuration.md"
 

@@ -35,11 +35,11 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from demo_graph import NAMESPACE, seed  # noqa: E402
 
-from service import migrate  # noqa: E402
-from service.knowledge import KnowledgeService  # noqa: E402
-from service.neo4j_local import LocalNeo4j  # noqa: E402
-from service.settings import get_settings  # noqa: E402
-from service.store import GraphStore, open_driver  # noqa: E402
+from kernelgraph.client.settings import get_settings  # noqa: E402
+from kernelgraph.service import migrate  # noqa: E402
+from kernelgraph.service.knowledge import KnowledgeService  # noqa: E402
+from kernelgraph.service.neo4j_local import LocalNeo4j  # noqa: E402
+from kernelgraph.service.store import GraphStore, open_driver  # noqa: E402
 
 IMG = REPO / "docs" / "img"
 GRASS = REPO / "docs" / "kernelgraph.grass"

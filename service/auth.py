@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from service.errors import Forbidden, InvalidInput, Unauthorized
-from service.models import Role
-from service.store import GraphStore
+from kernelgraph.client.errors import Forbidden, InvalidInput, Unauthorized
+from kernelgraph.client.models import Role
+from kernelgraph.service.store import GraphStore
 
 KEY_PREFIX = "kg_"
 CACHE_TTL_S = 30.0

@@ -17,10 +17,9 @@ import httpx
 from neo4j import Driver
 from pydantic import BaseModel
 
-from service import errors
-from service.errors import KernelGraphError, Retryable
-from service.knowledge import KnowledgeService
-from service.models import (
+from kernelgraph.client import errors
+from kernelgraph.client.errors import KernelGraphError, Retryable
+from kernelgraph.client.models import (
     MAX_BATCH,
     AttemptRecord,
     HardwareTarget,
@@ -31,7 +30,8 @@ from service.models import (
     TransferResponse,
     validate,
 )
-from service.settings import Settings
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.knowledge import KnowledgeService
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -283,8 +283,8 @@ def connect(settings: Settings) -> ExperienceClient:
     if settings.service_url:
         key = settings.api_key.get_secret_value() if settings.api_key else None
         return KernelGraphClient(settings.service_url, key)
-    from service.embeddings import MiniLMEmbedder
-    from service.store import GraphStore, open_driver
+    from kernelgraph.service.embeddings import MiniLMEmbedder
+    from kernelgraph.service.store import GraphStore, open_driver
 
     driver = open_driver(settings)
     try:

@@ -15,9 +15,8 @@ from typing import Any
 
 from neo4j import ManagedTransaction
 
-from service.embeddings import Embedder
-from service.errors import InvalidInput, NotFound
-from service.models import (
+from kernelgraph.client.errors import InvalidInput, NotFound
+from kernelgraph.client.models import (
     AttemptRecord,
     HardwareTarget,
     KernelVariant,
@@ -32,8 +31,9 @@ from service.models import (
     TransferRow,
     validate,
 )
-from service.signature import TargetPeaks, compute_signature
-from service.store import GraphStore
+from kernelgraph.client.signature import TargetPeaks, compute_signature
+from kernelgraph.service.embeddings import Embedder
+from kernelgraph.service.store import GraphStore
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The MCP server: thin tools over the experience graph for models that optimize kernels.
 
 The tools call an `ExperienceClient`: in-process on Neo4j, or over HTTP when KERNELGRAPH_SERVICE_URL
-is set (see `service.client.connect`). The client (and so the one Neo4j driver) is opened once in
+is set (see `kernelgraph.client.connect`). The client (and so the one Neo4j driver) is opened once in
 the server's lifespan and closed when the server stops; tools never open connections themselves.
 """
 
@@ -14,9 +14,9 @@ from typing import Any, Literal
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from service.client import ExperienceClient
-from service.errors import KernelGraphError
-from service.models import AttemptRecord
+from kernelgraph.client import ExperienceClient
+from kernelgraph.client.errors import KernelGraphError
+from kernelgraph.client.models import AttemptRecord
 
 INSTRUCTIONS = """KernelGraph is an experience graph of kernel optimizations: which code transforms
 (unroll, tile, vectorize, ...) made which kernels faster on which hardware, keyed by the kernel's

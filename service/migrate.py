@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from service.embeddings import EMBEDDING_DIM
-from service.queries import migrations
-from service.signature import SIGNATURE_DIM, SIMILARITY_FUNCTION
-from service.store import GraphStore, mapped_errors
+from kernelgraph.client.signature import SIGNATURE_DIM, SIMILARITY_FUNCTION
+from kernelgraph.service.embeddings import EMBEDDING_DIM
+from kernelgraph.service.queries import migrations
+from kernelgraph.service.store import GraphStore, mapped_errors
 
 log = logging.getLogger(__name__)
 

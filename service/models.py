@@ -22,8 +22,8 @@ from pydantic import (
     model_validator,
 )
 
-from service.errors import InvalidInput
-from service.signature import SIGNATURE_DIM, SIGNATURE_VERSION, CounterSource
+from kernelgraph.client.errors import InvalidInput
+from kernelgraph.client.signature import SIGNATURE_DIM, SIGNATURE_VERSION, CounterSource
 
 MAX_SOURCE_CHARS = 200_000
 MAX_TEXT_CHARS = 8_000

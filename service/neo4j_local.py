@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.errors import LocalServerError
-from service.settings import Settings
+from kernelgraph.client.errors import LocalServerError
+from kernelgraph.client.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -76,7 +76,7 @@ class Settings(BaseSettings):
         password_file = self.neo4j_home / "password"
         if password_file.exists():
             return password_file.read_text().strip()
-        from service.errors import LocalServerError
+        from kernelgraph.client.errors import LocalServerError
 
         raise LocalServerError(
             f"no Neo4j password: set KERNELGRAPH_NEO4J_PASSWORD or run `kernelgraph neo4j start` "

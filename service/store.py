@@ -25,9 +25,9 @@ from neo4j.exceptions import (
     TransientError,
 )
 
-from service.errors import Conflict, InvalidInput, KernelGraphError, Retryable, Unauthorized
-from service.queries import NamedQuery, registry
-from service.settings import Settings
+from kernelgraph.client.errors import Conflict, InvalidInput, KernelGraphError, Retryable, Unauthorized
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.queries import NamedQuery, registry
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from service.settings import Settings
+from kernelgraph.client.settings import Settings
 from tests.prerequisites import unavailable
 
 
@@ -40,7 +40,7 @@ def neo4j_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setting
         yield Settings()
         return
     if shutil.which("java") and shutil.which("mvn"):
-        from service.neo4j_local import LocalNeo4j
+        from kernelgraph.service.neo4j_local import LocalNeo4j
 
         home = tmp_path_factory.mktemp("kernelgraph-home")
         settings = Settings(
@@ -68,7 +68,7 @@ def neo4j_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setting
 
 @pytest.fixture(scope="session")
 def driver(neo4j_settings: Settings) -> Iterator[object]:
-    from service.store import open_driver
+    from kernelgraph.service.store import open_driver
 
     drv = open_driver(neo4j_settings)
     yield drv
@@ -77,8 +77,8 @@ def driver(neo4j_settings: Settings) -> Iterator[object]:
 
 @pytest.fixture(scope="session")
 def store(driver: object, neo4j_settings: Settings):  # type: ignore[no-untyped-def]
-    from service import migrate
-    from service.store import GraphStore
+    from kernelgraph.service import migrate
+    from kernelgraph.service.store import GraphStore
 
     graph = GraphStore(driver, neo4j_settings.neo4j_database)  # type: ignore[arg-type]
     migrate.apply(graph)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.signature import SIGNATURE_DIM
+from kernelgraph.client.signature import SIGNATURE_DIM
 
 
 def target(name: str = "cpu-test", **overrides: Any) -> dict[str, Any]:

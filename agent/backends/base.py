@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from agent.evaluator import DEFAULT_SEEDS
-from agent.results import CheckResult, CompileResult, ProfileResult
-from agent.targets import Target
-from agent.tasks.base import Task
+from kernelgraph.agent.evaluator import DEFAULT_SEEDS
+from kernelgraph.agent.results import CheckResult, CompileResult, ProfileResult
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks.base import Task
 
 
 @runtime_checkable

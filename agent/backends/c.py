@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from agent import counters as counters_mod
-from agent.backends import admission
-from agent.backends.bubblewrap import (
+from kernelgraph.agent import counters as counters_mod
+from kernelgraph.agent.backends import admission
+from kernelgraph.agent.backends.bubblewrap import (
     Mount,
     Rlimits,
     Sandbox,
@@ -29,8 +29,13 @@ from agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
-from agent.backends.sandbox import SandboxLimits, SharedObjectRunner, TimingPlan, verify_timed_calls
-from agent.evaluator import (
+from kernelgraph.agent.backends.sandbox import (
+    SandboxLimits,
+    SharedObjectRunner,
+    TimingPlan,
+    verify_timed_calls,
+)
+from kernelgraph.agent.evaluator import (
     DEFAULT_SEEDS,
     EVALUATOR_VERSION,
     REVERIFY_SEEDS,
@@ -41,12 +46,12 @@ from agent.evaluator import (
     suspicion,
     verify,
 )
-from agent.evaluator import (
+from kernelgraph.agent.evaluator import (
     check as evaluate,
 )
-from agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
-from agent.targets import Target, data_home
-from agent.tasks.base import Task
+from kernelgraph.agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
+from kernelgraph.agent.targets import Target, data_home
+from kernelgraph.agent.tasks.base import Task
 
 log = logging.getLogger(__name__)
 

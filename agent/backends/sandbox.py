@@ -22,14 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from agent.backends._child import (
+from kernelgraph.agent.backends._child import (
     RESULT_ARRAYS,
     RESULT_JSON,
     decode_result,
     variant_factors,
     write_variant,
 )
-from agent.backends.bubblewrap import (
+from kernelgraph.agent.backends.bubblewrap import (
     Mount,
     Rlimits,
     Sandbox,
@@ -40,9 +40,9 @@ from agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
-from agent.evaluator import OutputSpec, RunReport, RunStatus, compare, conforming, digest
-from agent.results import CheckResult, Outcome
-from agent.tasks.base import Arrays, Task
+from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus, compare, conforming, digest
+from kernelgraph.agent.results import CheckResult, Outcome
+from kernelgraph.agent.tasks.base import Arrays, Task
 
 log = logging.getLogger(__name__)
 

@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from agent.backends import admission
-from agent.backends._child import RESULT_ARRAYS, RESULT_JSON, decode_result, write_result
-from agent.backends.bubblewrap import (
+from kernelgraph.agent.backends import admission
+from kernelgraph.agent.backends._child import RESULT_ARRAYS, RESULT_JSON, decode_result, write_result
+from kernelgraph.agent.backends.bubblewrap import (
     Mount,
     Rlimits,
     Sandbox,
@@ -45,9 +45,9 @@ from agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
-from agent.evaluator import DEFAULT_SEEDS, EVALUATOR_VERSION, impossibility
-from agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
-from agent.tasks.base import Arrays, Task
+from kernelgraph.agent.evaluator import DEFAULT_SEEDS, EVALUATOR_VERSION, impossibility
+from kernelgraph.agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
+from kernelgraph.agent.tasks.base import Arrays, Task
 
 CACHE_VERSION = 2  # 2: built in the sandbox after admission
 # torch and Triton reserve large virtual ranges; CUDA reserves far more, so the GPU path lifts the cap.
@@ -187,7 +187,7 @@ class TritonBackend:
         Runs on the GPU only when one matching the target is present (or `device="cuda"`), else in
         Triton's interpreter on CPU with the task's small shapes.
         """
-        from agent import evaluator
+        from kernelgraph.agent import evaluator
 
         rejections = self._admit(source)
         if rejections:
@@ -433,7 +433,7 @@ def _run_worker(
         request = {**request, "tmp": str(tmp), "out_dir": str(tmp / "out")}
         req.write_bytes(pickle.dumps(request))
         done = sandbox.run(
-            [python_executable(), "-s", "-m", "agent.backends.triton", str(req), str(tmp)],
+            [python_executable(), "-s", "-m", "kernelgraph.agent.backends.triton", str(req), str(tmp)],
             mounts=[Mount(tmp, writable=True), *python_mounts()],
             env=env,
             cwd=tmp,
@@ -626,7 +626,7 @@ def _worker_run(request: Mapping[str, Any]) -> dict[str, Any]:
         return {"error": f"source failed to load: {diag['message']} (line {diag['line']})"}
     import torch
 
-    from agent.evaluator import OutputSpec, digest, fresh_output
+    from kernelgraph.agent.evaluator import OutputSpec, digest, fresh_output
 
     device = "cuda" if request["device"] == "cuda" else "cpu"
     specs = [OutputSpec(name, tuple(shape), dtype) for name, shape, dtype in request["outputs"]]
@@ -711,7 +711,15 @@ def _ncu_counters(request: Mapping[str, Any]) -> dict[str, float]:
     once, once_out = tmp / "once.pkl", tmp / "once-out"
     once.write_bytes(pickle.dumps({**request, "op": "once"}))
     once_out.mkdir(exist_ok=True)
-    cmd = ["ncu", "--csv", "--metrics", ",".join(NCU_METRICS), sys.executable, "-m", "agent.backends.triton"]
+    cmd = [
+        "ncu",
+        "--csv",
+        "--metrics",
+        ",".join(NCU_METRICS),
+        sys.executable,
+        "-m",
+        "kernelgraph.agent.backends.triton",
+    ]
     try:
         proc = subprocess.run([*cmd, str(once), str(once_out)], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired):

@@ -29,17 +29,23 @@ from typing import Any
 
 from rich.console import Console
 
-from agent.backends.base import Backend
-from agent.evaluator import DEFAULT_SEEDS
-from agent.loop import OptimizeError, OptimizeResult, optimize
-from agent.proposers.base import Proposer
-from agent.proposers.experience import ExperienceProposer
-from agent.proposers.memoryless import MemorylessProposer
-from agent.results import CheckResult, CompileResult, ProfileResult
-from agent.targets import Target
-from agent.tasks.base import Task
-from service.client import ExperienceClient
-from service.models import LineageStep, RecordResult, RetrieveRequest, RetrieveResponse, TransferResponse
+from kernelgraph.agent.backends.base import Backend
+from kernelgraph.agent.evaluator import DEFAULT_SEEDS
+from kernelgraph.agent.loop import OptimizeError, OptimizeResult, optimize
+from kernelgraph.agent.proposers.base import Proposer
+from kernelgraph.agent.proposers.experience import ExperienceProposer
+from kernelgraph.agent.proposers.memoryless import MemorylessProposer
+from kernelgraph.agent.results import CheckResult, CompileResult, ProfileResult
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks.base import Task
+from kernelgraph.client import ExperienceClient
+from kernelgraph.client.models import (
+    LineageStep,
+    RecordResult,
+    RetrieveRequest,
+    RetrieveResponse,
+    TransferResponse,
+)
 
 ARMS = ("memoryless@K", "memoryless@4K", "text@K", "hybrid@K", "experience@K")
 
@@ -382,10 +388,10 @@ def run_ablation(
     command: str,
 ) -> dict[str, Any]:
     """Run the whole study against `knowledge` (a KnowledgeService) and return the report."""
-    from agent.backends.c import CBackend
-    from agent.backends.sandbox import FAST_TIMING
-    from agent.targets import host_identity
-    from service.client import InProcessClient
+    from kernelgraph.agent.backends.c import CBackend
+    from kernelgraph.agent.backends.sandbox import FAST_TIMING
+    from kernelgraph.agent.targets import host_identity
+    from kernelgraph.service.inprocess import InProcessClient
 
     started = time.monotonic()
     say = say_to(console)

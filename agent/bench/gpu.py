@@ -15,9 +15,9 @@ from rich.table import Table
 
 def run_gpu_bench(target_name: str, task_names: list[str], budget_s: float = 300.0) -> int:
     """Run the checks; 0 when everything verified, 1 on a failed check, 2 when no matching GPU."""
-    from agent.backends.triton import TritonBackend, _local_cuda_arch, target_arch
-    from agent.targets import get_target
-    from agent.tasks import get_task
+    from kernelgraph.agent.backends.triton import TritonBackend, _local_cuda_arch, target_arch
+    from kernelgraph.agent.targets import get_target
+    from kernelgraph.agent.tasks import get_task
 
     console = Console()
     target = get_target(target_name, measure=False)

@@ -26,13 +26,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent.backends.bubblewrap import Mount, Rlimits, Sandbox, scratch_dir
-from agent.backends.c import CBackend
-from agent.backends.sandbox import TimingPlan
-from agent.evaluator import EVALUATOR_VERSION
-from agent.targets import Target, get_target
-from agent.tasks import get_task
-from agent.tasks.base import Task
+from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, scratch_dir
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.backends.sandbox import TimingPlan
+from kernelgraph.agent.evaluator import EVALUATOR_VERSION
+from kernelgraph.agent.targets import Target, get_target
+from kernelgraph.agent.tasks import get_task
+from kernelgraph.agent.tasks.base import Task
 
 MODES = {"sandboxed": True, "unsandboxed": False}
 BENCH_TIMING = TimingPlan(warmup=2, min_trials=30, max_trials=30, budget_s=10.0, target_rel_iqr=0.0)

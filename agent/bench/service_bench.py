@@ -40,9 +40,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from service.models import MAX_BATCH, RetrieveRequest
-from service.settings import Settings
-from service.signature import SIGNATURE_DIM
+from kernelgraph.client.models import MAX_BATCH, RetrieveRequest
+from kernelgraph.client.settings import Settings
+from kernelgraph.client.signature import SIGNATURE_DIM
 
 log = logging.getLogger(__name__)
 
@@ -220,7 +220,7 @@ def serve_http(settings: Settings, driver: Any) -> Iterator[str]:
     """The real app under uvicorn in a thread on a free port (sharing this process's driver); its URL."""
     import uvicorn
 
-    from service.api.app import create_app
+    from kernelgraph.service.api.app import create_app
 
     port = _free_port()
     server = uvicorn.Server(
@@ -289,12 +289,17 @@ def run_service_bench(
     settings: Settings, options: BenchOptions, console: Console | None = None
 ) -> dict[str, Any]:
     """Run the whole benchmark against the Neo4j of `settings`; returns the results object."""
-    from service import migrate
-    from service.auth import create_key
-    from service.knowledge import EXACT_SEARCH_MAX_STATES, MAX_FETCH_K, OVERFETCH, KnowledgeService
-    from service.models import Role
-    from service.neo4j_local import LocalNeo4j
-    from service.store import GraphStore, open_driver
+    from kernelgraph.client.models import Role
+    from kernelgraph.service import migrate
+    from kernelgraph.service.auth import create_key
+    from kernelgraph.service.knowledge import (
+        EXACT_SEARCH_MAX_STATES,
+        MAX_FETCH_K,
+        OVERFETCH,
+        KnowledgeService,
+    )
+    from kernelgraph.service.neo4j_local import LocalNeo4j
+    from kernelgraph.service.store import GraphStore, open_driver
 
     console = console or Console(stderr=True)
     started = time.perf_counter()
@@ -449,8 +454,8 @@ def render(result: dict[str, Any], console: Console) -> None:
 
 def main(measurements: int, *, as_json: bool, quick: bool, threads: int, results_dir: str | Path) -> int:
     """The `kernelgraph bench service` command: run, save, print; the exit code."""
-    from service import settings as settings_module
-    from service.errors import KernelGraphError
+    from kernelgraph.client import settings as settings_module
+    from kernelgraph.client.errors import KernelGraphError
 
     err = Console(stderr=True)
     options = BenchOptions(measurements=measurements, quick=quick, threads=threads)

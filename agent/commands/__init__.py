@@ -7,7 +7,7 @@ import typer
 
 def register_all(app: typer.Typer) -> None:
     """Attach every area's commands to the app (each module's `register` adds its own)."""
-    from agent.commands import (
+    from kernelgraph.agent.commands import (
         agent_cmd,
         bench,
         browser_cmd,

@@ -1,6 +1,6 @@
 """`kernelgraph optimize` and `kernelgraph demo`: the agent from the terminal.
 
-Both reach the experience graph through `service.client.connect(settings)`: over HTTP when
+Both reach the experience graph through `kernelgraph.client.connect(settings)`: over HTTP when
 KERNELGRAPH_SERVICE_URL is set, else in-process on the configured (or local) Neo4j.
 """
 
@@ -17,11 +17,11 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from agent.backends.base import Backend
-    from agent.loop import OptimizeResult
-    from agent.proposers.base import Proposer
-    from service.client import ExperienceClient
-    from service.settings import Settings
+    from kernelgraph.agent.backends.base import Backend
+    from kernelgraph.agent.loop import OptimizeResult
+    from kernelgraph.agent.proposers.base import Proposer
+    from kernelgraph.client import ExperienceClient
+    from kernelgraph.client.settings import Settings
 
 console = Console()
 err = Console(stderr=True)
@@ -44,20 +44,20 @@ def make_backend(name: str, *, quick: bool = True) -> Backend:
     """The backend by name; `quick` caps the trials (still 20 at least: the evaluator's floor) and the time.
 
     Fails here, before any run starts, when the sandbox every kernel runs in is not installed."""
-    from agent.backends.bubblewrap import Sandbox, SandboxUnavailable
+    from kernelgraph.agent.backends.bubblewrap import Sandbox, SandboxUnavailable
 
     try:
         Sandbox().check_available()
     except SandboxUnavailable as exc:
         raise _fail(str(exc)) from None
     if name == "c":
-        from agent.backends.c import CBackend
-        from agent.backends.sandbox import FAST_TIMING, TimingPlan
+        from kernelgraph.agent.backends.c import CBackend
+        from kernelgraph.agent.backends.sandbox import FAST_TIMING, TimingPlan
 
         plan = FAST_TIMING if quick else TimingPlan()
         return CBackend(timing=plan)
     if name == "triton":
-        from agent.backends.triton import TritonBackend
+        from kernelgraph.agent.backends.triton import TritonBackend
 
         return TritonBackend()
     raise _fail(f"unknown backend {name!r}; known: c, triton")
@@ -67,8 +67,8 @@ def make_proposer(
     kind: str, client: ExperienceClient, settings: Settings, seed: int, exclude_task: str | None = None
 ) -> Proposer:
     """The proposer by CLI name (the one place that picks a concrete proposer)."""
-    from agent.proposers.experience import ExperienceProposer
-    from agent.proposers.memoryless import MemorylessProposer
+    from kernelgraph.agent.proposers.experience import ExperienceProposer
+    from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 
     if kind == "memoryless":
         return MemorylessProposer(seed)
@@ -78,7 +78,7 @@ def make_proposer(
     if kind == "llm":
         import os
 
-        from agent.proposers.llm import LLMProposer
+        from kernelgraph.agent.proposers.llm import LLMProposer
 
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise _fail("the llm proposer needs ANTHROPIC_API_KEY in the environment")
@@ -88,8 +88,8 @@ def make_proposer(
 
 
 def _connect(settings: Settings) -> ExperienceClient:
-    from service.client import connect
-    from service.errors import KernelGraphError
+    from kernelgraph.client import connect
+    from kernelgraph.client.errors import KernelGraphError
 
     try:
         return connect(settings)
@@ -145,11 +145,11 @@ def optimize_cmd(
     out: Annotated[Path | None, typer.Option("--out", help="Write the best source here.")] = None,
 ) -> None:
     """Optimize one task on one target with a budget of attempts; every attempt lands in the graph."""
-    from agent.loop import OptimizeError, optimize
-    from agent.targets import UnknownTargetError, get_target
-    from agent.tasks import UnknownTaskError, get_task
-    from service.errors import KernelGraphError
-    from service.settings import get_settings
+    from kernelgraph.agent.loop import OptimizeError, optimize
+    from kernelgraph.agent.targets import UnknownTargetError, get_target
+    from kernelgraph.agent.tasks import UnknownTaskError, get_task
+    from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.client.settings import get_settings
 
     if proposer_kind not in PROPOSERS:
         raise _fail(f"unknown proposer {proposer_kind!r}; known: {', '.join(PROPOSERS)}")
@@ -195,14 +195,14 @@ def demo_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Seed of every proposer.")] = 0,
 ) -> None:
     """Learn from a few tasks, then optimize an unseen one with experience and without, side by side."""
-    from agent.loop import OptimizeError, optimize
-    from agent.proposers.experience import ExperienceProposer
-    from agent.proposers.memoryless import MemorylessProposer
-    from agent.targets import get_target
-    from agent.tasks import get_task
-    from service.errors import KernelGraphError
-    from service.neo4j_local import LocalNeo4j
-    from service.settings import get_settings
+    from kernelgraph.agent.loop import OptimizeError, optimize
+    from kernelgraph.agent.proposers.experience import ExperienceProposer
+    from kernelgraph.agent.proposers.memoryless import MemorylessProposer
+    from kernelgraph.agent.targets import get_target
+    from kernelgraph.agent.tasks import get_task
+    from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.client.settings import get_settings
+    from kernelgraph.service.neo4j_local import LocalNeo4j
 
     started = time.monotonic()
     settings = get_settings().model_copy(update={"namespace": DEMO_NAMESPACE})

@@ -14,7 +14,7 @@ def gpu(
     budget_s: float = typer.Option(300.0, "--budget-s", help="stop starting new tasks past this"),
 ) -> None:
     """Check the Triton backend end to end on a GPU: compile, correctness, timing (L2 flushed), ncu."""
-    from agent.bench.gpu import run_gpu_bench
+    from kernelgraph.agent.bench.gpu import run_gpu_bench
 
     raise typer.Exit(run_gpu_bench(target, [t for t in tasks.split(",") if t], budget_s))
 
@@ -32,7 +32,7 @@ def service(
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
 ) -> None:
     """Benchmark the knowledge service: ingestion, retrieval latency (in-process and HTTP), ANN recall@10."""
-    from agent.bench.service_bench import main
+    from kernelgraph.agent.bench.service_bench import main
 
     raise typer.Exit(
         main(measurements, as_json=as_json, quick=quick, threads=threads, results_dir=results_dir)
@@ -73,12 +73,12 @@ def ablation(
 
     from rich.console import Console
 
-    from agent.bench import ablation as study
-    from agent.commands.graph import cli_errors, open_store
-    from agent.targets import get_target
-    from agent.tasks import all_tasks, get_task
-    from service.embeddings import MiniLMEmbedder
-    from service.knowledge import KnowledgeService
+    from kernelgraph.agent.bench import ablation as study
+    from kernelgraph.agent.commands.graph import cli_errors, open_store
+    from kernelgraph.agent.targets import get_target
+    from kernelgraph.agent.tasks import all_tasks, get_task
+    from kernelgraph.service.embeddings import MiniLMEmbedder
+    from kernelgraph.service.knowledge import KnowledgeService
 
     budget = budget or (3 if quick else 6)
     seeds = seeds or (2 if quick else 3)
@@ -134,8 +134,8 @@ def sandbox(
     import json
     from pathlib import Path
 
-    from agent.backends.bubblewrap import SandboxUnavailable
-    from agent.bench.sandbox_bench import render, run_bench, save_results
+    from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
+    from kernelgraph.agent.bench.sandbox_bench import render, run_bench, save_results
 
     try:
         result = run_bench(task, target, repeats)

@@ -13,7 +13,7 @@ from urllib.parse import quote, urlsplit
 import typer
 from rich.console import Console
 
-from service.settings import Settings, get_settings
+from kernelgraph.client.settings import Settings, get_settings
 
 console = Console()
 

@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from service.errors import KernelGraphError
-from service.settings import Settings, get_settings
+from kernelgraph.client.errors import KernelGraphError
+from kernelgraph.client.settings import Settings, get_settings
 
 console = Console()
 err = Console(stderr=True)
@@ -40,7 +40,7 @@ def cli_errors():  # type: ignore[no-untyped-def]
 @contextmanager
 def open_store(settings: Settings | None = None):  # type: ignore[no-untyped-def]
     """One driver for this command, closed at the end."""
-    from service.store import GraphStore, open_driver
+    from kernelgraph.service.store import GraphStore, open_driver
 
     settings = settings or get_settings()
     with cli_errors():
@@ -52,7 +52,7 @@ def open_store(settings: Settings | None = None):  # type: ignore[no-untyped-def
 
 
 def _server():  # type: ignore[no-untyped-def]
-    from service.neo4j_local import LocalNeo4j
+    from kernelgraph.service.neo4j_local import LocalNeo4j
 
     return LocalNeo4j(get_settings())
 
@@ -111,7 +111,7 @@ def neo4j_logs(lines: Annotated[int, typer.Option("-n", help="Lines per log file
 @schema_app.command("apply")
 def schema_apply() -> None:
     """Apply pending migrations in order (applying twice changes nothing)."""
-    from service import migrate
+    from kernelgraph.service import migrate
 
     with open_store() as store, cli_errors():
         applied = migrate.apply(store)
@@ -124,7 +124,7 @@ def schema_apply() -> None:
 @schema_app.command("status")
 def schema_status() -> None:
     """List applied and pending migrations."""
-    from service import migrate
+    from kernelgraph.service import migrate
 
     with open_store() as store, cli_errors():
         states = migrate.status(store)

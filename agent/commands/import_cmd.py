@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from agent.commands.graph import cli_errors, fail
+from kernelgraph.agent.commands.graph import cli_errors, fail
 
 console = Console()
 err = Console(stderr=True)
@@ -32,11 +32,12 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object 
 @contextmanager
 def open_client(namespace: str | None) -> Iterator[Any]:
     """The experience client for this command: HTTP when KERNELGRAPH_SERVICE_URL is set, else in-process."""
-    from service import settings as settings_module
-    from service.auth import check_namespace
-    from service.client import InProcessClient, KernelGraphClient
-    from service.knowledge import KnowledgeService
-    from service.store import GraphStore, open_driver
+    from kernelgraph.client import KernelGraphClient
+    from kernelgraph.client import settings as settings_module
+    from kernelgraph.service.auth import check_namespace
+    from kernelgraph.service.inprocess import InProcessClient
+    from kernelgraph.service.knowledge import KnowledgeService
+    from kernelgraph.service.store import GraphStore, open_driver
 
     settings = settings_module.get_settings()
     with cli_errors():
@@ -69,7 +70,7 @@ def import_kernelbench_timing(
     configuration, one attempt per hardware, problem and configuration. Malformed files are reported
     and skipped whole; re-importing writes nothing (attempt keys are deterministic).
     """
-    from agent.importers.kernelbench import import_timings
+    from kernelgraph.agent.importers.kernelbench import import_timings
 
     if not directory.is_dir():
         raise fail(f"{directory}: not a directory")

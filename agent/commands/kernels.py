@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from agent.backends.base import Backend
-    from agent.backends.bubblewrap import Sandbox
+    from kernelgraph.agent.backends.base import Backend
+    from kernelgraph.agent.backends.bubblewrap import Sandbox
 
 UNSAFE_HELP = (
     "Run model-written code WITHOUT the bubblewrap sandbox (debugging only): it can then read secrets, "
@@ -33,7 +33,7 @@ def list_tasks(
     backend: str = typer.Option("c", help="Only tasks that render source for this backend."),
 ) -> None:
     """List every task: name, access-pattern family, patterns and applicable transforms."""
-    from agent.tasks import all_tasks
+    from kernelgraph.agent.tasks import all_tasks
 
     table = Table(title=f"Kernel tasks ({backend} backend)")
     for column in ("name", "family", "patterns", "transforms"):
@@ -50,7 +50,7 @@ def list_targets(
     measure: bool = typer.Option(True, help="Probe peaks if this host has none cached."),
 ) -> None:
     """List every target with its availability on this host and its measured fp32 peaks."""
-    from agent.targets import all_targets
+    from kernelgraph.agent.targets import all_targets
 
     table = Table(title="Targets")
     for column in ("name", "kind", "arch", "available", "cores", "peak GFLOP/s", "peak GB/s", "note"):
@@ -80,9 +80,9 @@ def check(
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help=UNSAFE_HELP),
 ) -> None:
     """Check a kernel source for correctness against the task's reference on several input sets."""
-    from agent.backends.bubblewrap import SandboxUnavailable
-    from agent.targets import UnknownTargetError, get_target
-    from agent.tasks import UnknownTaskError, get_task
+    from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
+    from kernelgraph.agent.targets import UnknownTargetError, get_target
+    from kernelgraph.agent.tasks import UnknownTaskError, get_task
 
     try:
         task = get_task(task_name, backend)
@@ -119,18 +119,18 @@ def check(
 
 def _backend(name: str, unsafe_no_sandbox: bool) -> tuple[Backend, Sandbox]:
     """The backend named on the command line, and the sandbox it runs kernels in."""
-    from agent.backends.bubblewrap import Sandbox
+    from kernelgraph.agent.backends.bubblewrap import Sandbox
 
     sandbox = Sandbox(enabled=not unsafe_no_sandbox)
     if unsafe_no_sandbox:
         typer.echo("warning: --unsafe-no-sandbox: model-written code runs unconfined", err=True)
     if name == "triton":
-        from agent.backends.triton import TritonBackend
+        from kernelgraph.agent.backends.triton import TritonBackend
 
         return TritonBackend(sandbox=sandbox), sandbox
     if name != "c":
         _fail(f"--backend must be c or triton, not {name!r}")
-    from agent.backends.c import CBackend
+    from kernelgraph.agent.backends.c import CBackend
 
     return CBackend(sandbox=sandbox), sandbox
 
@@ -153,10 +153,10 @@ def evaluate(
     """Evaluate a kernel as the optimization loop does: admission, correctness, timing interleaved
     with the parent on distinct inputs, counters, the outcome and its reason. Exit status 0 when the
     candidate would be kept, 1 otherwise, 2 on a usage error."""
-    from agent.backends.bubblewrap import SandboxUnavailable
-    from agent.loop import evaluate as evaluate_candidate
-    from agent.targets import UnknownTargetError, get_target
-    from agent.tasks import UnknownTaskError, get_task
+    from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
+    from kernelgraph.agent.loop import evaluate as evaluate_candidate
+    from kernelgraph.agent.targets import UnknownTargetError, get_target
+    from kernelgraph.agent.tasks import UnknownTaskError, get_task
 
     name = target_name or ("cuda-sm90" if backend == "triton" else "cpu-x86-64-v3")
     try:

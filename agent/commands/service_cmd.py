@@ -38,8 +38,8 @@ def serve(
     """Run the HTTP knowledge service (OpenAPI docs at /docs). Apply migrations first: `kernelgraph schema apply`."""
     import uvicorn
 
-    from service.api.app import create_app
-    from service.settings import get_settings
+    from kernelgraph.client.settings import get_settings
+    from kernelgraph.service.api.app import create_app
 
     settings = get_settings()
     app = create_app(settings)
@@ -48,8 +48,8 @@ def serve(
 
 def _store_then(action):  # type: ignore[no-untyped-def]
     """Run `action(store)` with one driver for the command, closed at the end."""
-    from service.settings import get_settings
-    from service.store import GraphStore, open_driver
+    from kernelgraph.client.settings import get_settings
+    from kernelgraph.service.store import GraphStore, open_driver
 
     settings = get_settings()
     driver = open_driver(settings)
@@ -68,8 +68,8 @@ def keys_create(
     label: Annotated[str, typer.Option(help="A note to recognise the key by in `keys list`.")] = "",
 ) -> None:
     """Create an API key and print it once: it is stored only as a hash and cannot be shown again."""
-    from service.auth import create_key
-    from service.errors import KernelGraphError
+    from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.service.auth import create_key
 
     try:
         created = _store_then(lambda store: create_key(store, role.value, namespace, label))
@@ -84,7 +84,7 @@ def keys_create(
 @keys_app.command("list")
 def keys_list() -> None:
     """List API keys: id, role, namespace, label, creation time (never the keys themselves)."""
-    from service.auth import list_keys
+    from kernelgraph.service.auth import list_keys
 
     rows = _store_then(list_keys)
     table = Table("key id", "role", "namespace", "label", "created")
@@ -105,9 +105,9 @@ def mcp(
     It talks to KERNELGRAPH_SERVICE_URL when set (with KERNELGRAPH_API_KEY), else to Neo4j in-process
     (namespace KERNELGRAPH_NAMESPACE).
     """
-    from service.client import connect
-    from service.mcp import build_server
-    from service.settings import get_settings
+    from kernelgraph.client import connect
+    from kernelgraph.client.settings import get_settings
+    from kernelgraph.service.mcp import build_server
 
     server = build_server(lambda: connect(get_settings()))
     if transport is Transport.stdio:

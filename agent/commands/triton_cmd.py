@@ -29,9 +29,9 @@ def compile_cmd(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
     """Compile a task's kernel variant ahead of time and print its static metrics."""
-    from agent.backends.triton import TritonBackend
-    from agent.targets import get_target
-    from agent.tasks import get_task
+    from kernelgraph.agent.backends.triton import TritonBackend
+    from kernelgraph.agent.targets import get_target
+    from kernelgraph.agent.tasks import get_task
 
     if backend != "triton":
         raise typer.BadParameter(

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from service.models import (
+from kernelgraph.client.models import (
     MAX_BATCH,
     AttemptRecord,
     HardwareTarget,

@@ -16,12 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from agent.results import Outcome, ProfileResult
-from agent.targets import Target
-from agent.tasks.base import Config, Task
+from kernelgraph.agent.results import Outcome, ProfileResult
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks.base import Config, Task
 
 if TYPE_CHECKING:
-    from agent.backends.base import Backend
+    from kernelgraph.agent.backends.base import Backend
 
 
 @dataclass(frozen=True)

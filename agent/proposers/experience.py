@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent.proposers.base import (
+from kernelgraph.agent.proposers.base import (
     Candidate,
     HistoryEntry,
     Proposal,
@@ -30,10 +30,10 @@ from agent.proposers.base import (
     candidates,
     finite_counters,
 )
-from agent.results import Outcome
-from service.client import ExperienceClient
-from service.errors import KernelGraphError
-from service.models import ParamEvidence, RetrievalMode, RetrievedTransform, RetrieveRequest
+from kernelgraph.agent.results import Outcome
+from kernelgraph.client import ExperienceClient
+from kernelgraph.client.errors import KernelGraphError
+from kernelgraph.client.models import ParamEvidence, RetrievalMode, RetrievedTransform, RetrieveRequest
 
 log = logging.getLogger(__name__)
 

@@ -17,16 +17,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent.proposers.base import Proposal, ProposalContext, Proposer, describe_config, finite_counters
-from agent.proposers.experience import ExperienceProposer
-from agent.proposers.memoryless import MemorylessProposer
-from agent.transforms import Transform
-from service.models import RetrievedTransform
+from kernelgraph.agent.proposers.base import (
+    Proposal,
+    ProposalContext,
+    Proposer,
+    describe_config,
+    finite_counters,
+)
+from kernelgraph.agent.proposers.experience import ExperienceProposer
+from kernelgraph.agent.proposers.memoryless import MemorylessProposer
+from kernelgraph.agent.transforms import Transform
+from kernelgraph.client.models import RetrievedTransform
 
 if TYPE_CHECKING:
     import anthropic
 
-    from service.settings import Settings
+    from kernelgraph.client.settings import Settings
 
 log = logging.getLogger(__name__)
 

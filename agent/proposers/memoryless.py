@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
-from agent.proposers.base import Candidate, Proposal, ProposalContext, candidates
+from kernelgraph.agent.proposers.base import Candidate, Proposal, ProposalContext, candidates
 
 
 class MemorylessProposer:

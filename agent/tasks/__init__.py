@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
-from agent.tasks.base import Task
+from kernelgraph.agent.tasks.base import Task
 
 # One module per task under agent/tasks/; each exposes `task() -> Task`.
 TASK_MODULES: tuple[str, ...] = (
@@ -40,13 +40,15 @@ class UnknownTaskError(KeyError):
 
 @cache
 def _load_all() -> tuple[Task, ...]:
-    return tuple(importlib.import_module(f"agent.tasks.{module}").task() for module in TASK_MODULES)
+    return tuple(
+        importlib.import_module(f"kernelgraph.agent.tasks.{module}").task() for module in TASK_MODULES
+    )
 
 
 def all_tasks(backend: str = "c") -> list[Task]:
     """Every task that can render source for `backend`, in registry order."""
     if backend == "triton":  # the Triton variants live in their own package (agent/tasks/triton)
-        from agent.tasks.triton import triton_tasks
+        from kernelgraph.agent.tasks.triton import triton_tasks
 
         return triton_tasks()
     return [t for t in _load_all() if backend in t.render]

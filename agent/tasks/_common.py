@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from agent.tasks.base import Config, TransformSpec
-from agent.transforms import Transform
+from kernelgraph.agent.tasks.base import Config, TransformSpec
+from kernelgraph.agent.transforms import Transform
 
 C_PRELUDE = "#include <math.h>\n#include <stdlib.h>\n#include <string.h>\n#include <omp.h>\n\n"
 

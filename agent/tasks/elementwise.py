@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import (
+from kernelgraph.agent.tasks._common import (
     f32,
     nt_fence,
     nt_store,
@@ -17,8 +17,8 @@ from agent.tasks._common import (
     turn_on,
     vloop,
 )
-from agent.tasks.base import Arrays, Config, Task
-from agent.transforms import Transform
+from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = 8 * 1024 * 1024, 30_011
 

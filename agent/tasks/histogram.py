@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import C_PRELUDE, SCHEDULES, f32, rng, schedule_of, set_knob, turn_on
-from agent.tasks.base import Arrays, Config, Task
-from agent.transforms import Transform
+from kernelgraph.agent.tasks._common import C_PRELUDE, SCHEDULES, f32, rng, schedule_of, set_knob, turn_on
+from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL, BINS = 8 * 1024 * 1024, 40_009, 256
 

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import C_PRELUDE, f32, omp_for, parallelize, rng, schedule, set_knob, turn_on, vloop
-from agent.tasks.base import Arrays, Config, Task
-from agent.transforms import Transform
+from kernelgraph.agent.tasks._common import (
+    C_PRELUDE,
+    f32,
+    omp_for,
+    parallelize,
+    rng,
+    schedule,
+    set_knob,
+    turn_on,
+    vloop,
+)
+from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 1024), (33, 70)
 EPS = 1e-5

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.tasks._common import (
+from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
     f32,
     omp_for,
@@ -14,8 +14,8 @@ from agent.tasks._common import (
     turn_on,
     unroll,
 )
-from agent.tasks.base import Arrays, Config, Task
-from agent.transforms import Transform
+from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.transforms import Transform
 
 N_FULL, N_SMALL = 300, 72  # 72 is not a multiple of any tile: edge handling gets checked
 

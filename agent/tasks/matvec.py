@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.tasks._common import (
+from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
     f32,
     omp_for,
@@ -15,8 +15,8 @@ from agent.tasks._common import (
     turn_on,
     vloop,
 )
-from agent.tasks.base import Arrays, Config, Task
-from agent.transforms import Transform
+from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (6144, 2048), (67, 45)
 

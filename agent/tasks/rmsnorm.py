@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import (
+from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
     f32,
     omp_for,
@@ -16,8 +16,8 @@ from agent.tasks._common import (
     turn_on,
     vloop,
 )
-from agent.tasks.base import Arrays, Config, Task
-from agent.transforms import Transform
+from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 2048), (31, 66)
 EPS = 1e-6

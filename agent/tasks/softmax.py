@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from agent.tasks._common import (
+from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
     f32,
     omp_for,
@@ -19,8 +19,8 @@ from agent.tasks._common import (
     vloop,
     with_,
 )
-from agent.tasks.base import Arrays, Config, Task, TransformSpec
-from agent.transforms import Transform
+from kernelgraph.agent.tasks.base import Arrays, Config, Task, TransformSpec
+from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 1024), (37, 50)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import (
+from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
     SCHEDULES,
     f32,
@@ -17,8 +17,8 @@ from agent.tasks._common import (
     turn_on,
     vloop,
 )
-from agent.tasks.base import Arrays, Config, Task
-from agent.transforms import Transform
+from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = 300_000, 523
 STRUCTURE_SEED = 424242  # the sparsity pattern is fixed; values and x change with the seed

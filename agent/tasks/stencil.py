@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.tasks._common import (
+from kernelgraph.agent.tasks._common import (
     f32,
     nt_fence,
     nt_store,
@@ -16,8 +16,8 @@ from agent.tasks._common import (
     turn_on,
     vloop,
 )
-from agent.tasks.base import Arrays, Config, Task
-from agent.transforms import Transform
+from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 1024), (41, 53)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks._common import (
+from kernelgraph.agent.tasks._common import (
     f32,
     nt_fence,
     nt_store,
@@ -16,8 +16,8 @@ from agent.tasks._common import (
     set_knob,
     turn_on,
 )
-from agent.tasks.base import Arrays, Config, Task
-from agent.transforms import Transform
+from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (1536, 1536), (70, 45)
 

@@ -21,17 +21,17 @@ from neo4j import Driver
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.auth import KeyAuthenticator
-from service.errors import (
+from kernelgraph.client.errors import (
     InvalidInput,
     KernelGraphError,
     PayloadTooLarge,
     Retryable,
     UnsupportedMediaType,
 )
-from service.knowledge import KnowledgeService
-from service.settings import Settings
-from service.store import GraphStore, open_driver
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.auth import KeyAuthenticator
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore, open_driver
 
 log = logging.getLogger(__name__)
 
@@ -169,8 +169,8 @@ def create_app(
     settings: Settings, *, driver: Driver | None = None, max_body_bytes: int = MAX_BODY_BYTES
 ) -> FastAPI:
     """The service app. With `driver`, the caller owns it; otherwise the lifespan opens and closes one."""
-    from service.api.routes import attempts, experience, health, targets
-    from service.embeddings import MiniLMEmbedder
+    from kernelgraph.service.api.routes import attempts, experience, health, targets
+    from kernelgraph.service.embeddings import MiniLMEmbedder
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -7,11 +7,11 @@ from typing import Annotated
 from fastapi import Depends, Header, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from service.api.app import ServiceState
-from service.auth import Principal
-from service.errors import InvalidInput
-from service.knowledge import KnowledgeService
-from service.settings import Settings
+from kernelgraph.client.errors import InvalidInput
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.api.app import ServiceState
+from kernelgraph.service.auth import Principal
+from kernelgraph.service.knowledge import KnowledgeService
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from `kernelgraph keys create`.")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.backends.c import CBackend
-from agent.targets import Target, get_target
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.targets import Target, get_target
 from tests.prerequisites import unavailable
 
 

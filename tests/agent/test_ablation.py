@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent.bench.ablation import ArmRuns, goals_of, results_markdown, summarize
-from agent.cli import app
-from service.settings import Settings
+from kernelgraph.agent.bench.ablation import ArmRuns, goals_of, results_markdown, summarize
+from kernelgraph.agent.cli import app
+from kernelgraph.client.settings import Settings
 
 
 def _arm(budget: int, curves: dict[str, list[list[float]]]) -> ArmRuns:
@@ -46,8 +46,8 @@ def test_summary_geomeans_spread_and_attempts_to_90_percent() -> None:
 
 
 def test_padding_keeps_a_run_that_stopped_early_at_its_last_value() -> None:
-    from agent.loop import OptimizeResult, StepReport
-    from agent.results import Outcome
+    from kernelgraph.agent.loop import OptimizeResult, StepReport
+    from kernelgraph.agent.results import Outcome
 
     result = OptimizeResult(task="t", target="x", proposer="p", run_id="r", budget=4, baseline_ns=10.0, best_ns=5.0,
                             best_source="", best_config=None)  # fmt: skip
@@ -73,7 +73,7 @@ def test_quick_ablation_runs_end_to_end_on_real_kernels(
             monkeypatch.setenv(f"KERNELGRAPH_{key.upper()}", str(value))
     if neo4j_settings.neo4j_password is not None:
         monkeypatch.setenv("KERNELGRAPH_NEO4J_PASSWORD", neo4j_settings.neo4j_password.get_secret_value())
-    from service.settings import get_settings
+    from kernelgraph.client.settings import get_settings
 
     get_settings.cache_clear()
     monkeypatch.chdir(tmp_path)

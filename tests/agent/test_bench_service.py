@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from agent.bench.service_bench import BenchOptions, generate, percentiles
-from agent.cli import app
-from service.settings import Settings
+from kernelgraph.agent.bench.service_bench import BenchOptions, generate, percentiles
+from kernelgraph.agent.cli import app
+from kernelgraph.client.settings import Settings
 
 pytestmark = pytest.mark.neo4j
 
@@ -30,7 +30,7 @@ def test_generate_reaches_the_measurement_count() -> None:
 def test_bench_service_cli_json(
     monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr("service.settings.get_settings", lambda: neo4j_settings)
+    monkeypatch.setattr("kernelgraph.client.settings.get_settings", lambda: neo4j_settings)
     result = CliRunner().invoke(app, ["bench", "service", "--measurements", "300", "--quick", "--json",
                                       "--results-dir", str(tmp_path)])  # fmt: skip
     assert result.exit_code == 0, result.output

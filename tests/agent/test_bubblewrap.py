@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.backends.bubblewrap import (
+from kernelgraph.agent.backends.bubblewrap import (
     SANDBOX_UID,
     UNSAFE_LABEL,
     Mount,
@@ -16,9 +16,9 @@ from agent.backends.bubblewrap import (
     SandboxUnavailable,
     scratch_dir,
 )
-from agent.backends.c import CBackend
-from agent.targets import Target
-from agent.tasks import get_task
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks import get_task
 
 SECRET = "kg-bubblewrap-test-secret"
 

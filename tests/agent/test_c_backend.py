@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent.backends.base import Backend
-from agent.backends.bubblewrap import Sandbox
-from agent.backends.c import CBackend, parse_diagnostics
-from agent.backends.sandbox import TimingPlan
-from agent.results import Outcome
-from agent.targets import Target, get_target
-from agent.tasks import get_task
-from agent.tasks.matmul import BASELINE, BEST_KNOWN
+from kernelgraph.agent.backends.base import Backend
+from kernelgraph.agent.backends.bubblewrap import Sandbox
+from kernelgraph.agent.backends.c import CBackend, parse_diagnostics
+from kernelgraph.agent.backends.sandbox import TimingPlan
+from kernelgraph.agent.results import Outcome
+from kernelgraph.agent.targets import Target, get_target
+from kernelgraph.agent.tasks import get_task
+from kernelgraph.agent.tasks.matmul import BASELINE, BEST_KNOWN
 from tests.prerequisites import unavailable
 
 SIGNATURE_COUNTERS = {
@@ -80,7 +80,7 @@ def test_profile_of_crashing_kernel_is_an_outcome(backend: CBackend, cpu_target:
 
 
 def test_cachegrind_uses_v3_build_for_avx512(c_cache: Path) -> None:
-    from agent.counters import cachegrind_counters, valgrind_version
+    from kernelgraph.agent.counters import cachegrind_counters, valgrind_version
 
     if not valgrind_version():
         unavailable("valgrind is not installed")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from agent.cli import app
-from agent.evaluator import EVALUATOR_VERSION
+from kernelgraph.agent.cli import app
+from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 
 CHEATS = Path(__file__).with_name("cheats")
 

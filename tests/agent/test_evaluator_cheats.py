@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agent.backends.c import CBackend
-from agent.evaluator import RunReport, RunStatus, check, digest, impossibility, suspicion
-from agent.results import Outcome
-from agent.targets import Target
-from agent.tasks import get_task
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.evaluator import RunReport, RunStatus, check, digest, impossibility, suspicion
+from kernelgraph.agent.results import Outcome
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks import get_task
 
 CHEATS = Path(__file__).with_name("cheats")
 
@@ -122,7 +122,7 @@ def test_impossible_speed_is_named_and_suspicious_speed_is_flagged() -> None:
 def _timed_snapshot(task_name: str, calls: list[int], seed: int, stale_from: int | None = None):  # type: ignore[no-untyped-def]
     """What an honest timing child keeps for `calls`; with `stale_from`, every kept output is that
     call's (a cache that returns what it computed once)."""
-    from agent.backends._child import variant_factors, write_variant
+    from kernelgraph.agent.backends._child import variant_factors, write_variant
 
     task = get_task(task_name)
     base = task.make_inputs(1, True)
@@ -148,7 +148,7 @@ def _timed_snapshot(task_name: str, calls: list[int], seed: int, stale_from: int
 
 
 def test_timed_outputs_are_checked_against_each_calls_own_inputs() -> None:
-    from agent.backends.sandbox import verify_timed_calls
+    from kernelgraph.agent.backends.sandbox import verify_timed_calls
 
     task, base, extra = _timed_snapshot("rmsnorm", [3, 7, 11], seed=42)
     assert verify_timed_calls(task, base, extra).correct
@@ -161,6 +161,6 @@ def test_timed_outputs_are_checked_against_each_calls_own_inputs() -> None:
 
 def test_agent_and_service_outcomes_stay_in_sync() -> None:
     """Every outcome the evaluator can give is one the graph can store (two enums until unified)."""
-    from service.models import Outcome as ServiceOutcome
+    from kernelgraph.client.models import Outcome as ServiceOutcome
 
     assert [o.value for o in Outcome] == [o.value for o in ServiceOutcome]

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from agent.cli import app
-from agent.importers.kernelbench import (
+from kernelgraph.agent.cli import app
+from kernelgraph.agent.importers.kernelbench import (
     config_of,
     import_timings,
     parse_timing_file,
@@ -27,10 +27,10 @@ from agent.importers.kernelbench import (
     target_for,
     task_of,
 )
-from service.client import InProcessClient
-from service.knowledge import KnowledgeService
-from service.settings import Settings
-from service.store import GraphStore
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.inprocess import InProcessClient
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "kernelbench"
 PROBLEMS = 10
@@ -59,7 +59,7 @@ def client(store: GraphStore, namespace: str) -> InProcessClient:
 @pytest.fixture
 def cli_settings(monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings) -> Settings:
     """Make the CLI talk to the test session's Neo4j."""
-    monkeypatch.setattr("service.settings.get_settings", lambda: neo4j_settings)
+    monkeypatch.setattr("kernelgraph.client.settings.get_settings", lambda: neo4j_settings)
     return neo4j_settings
 
 
@@ -94,7 +94,7 @@ def test_names_configs_and_targets() -> None:
 
 
 def test_malformed_files_report_every_bad_key() -> None:
-    from agent.importers.kernelbench import MalformedFile
+    from kernelgraph.agent.importers.kernelbench import MalformedFile
 
     with pytest.raises(MalformedFile) as caught:
         parse_timing_file(

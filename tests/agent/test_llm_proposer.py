@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
-from agent.backends.c import CBackend
-from agent.backends.sandbox import TimingPlan
-from agent.loop import optimize
-from agent.proposers.base import ProposalContext
-from agent.proposers.llm import TOOL_NAME, LLMProposer
-from agent.results import Outcome, ProfileResult
-from agent.targets import Target
-from agent.tasks import get_task
-from service.client import InProcessClient
-from service.knowledge import KnowledgeService
-from service.store import GraphStore
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.backends.sandbox import TimingPlan
+from kernelgraph.agent.loop import optimize
+from kernelgraph.agent.proposers.base import ProposalContext
+from kernelgraph.agent.proposers.llm import TOOL_NAME, LLMProposer
+from kernelgraph.agent.results import Outcome, ProfileResult
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks import get_task
+from kernelgraph.service.inprocess import InProcessClient
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore
 
 MATMUL = get_task("matmul")
 GOOD_SOURCE = MATMUL.source("c", {**MATMUL.baseline_config, "order": "ikj", "parallel": True})

@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from agent.backends.c import CBackend
-from agent.backends.sandbox import TimingPlan
-from agent.evaluator import EVALUATOR_VERSION
-from agent.loop import optimize
-from agent.proposers.base import Proposal, ProposalContext
-from agent.proposers.memoryless import MemorylessProposer
-from agent.results import Outcome
-from agent.targets import Target
-from agent.tasks import get_task
-from service.client import InProcessClient
-from service.knowledge import KnowledgeService
-from service.store import GraphStore
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.backends.sandbox import TimingPlan
+from kernelgraph.agent.evaluator import EVALUATOR_VERSION
+from kernelgraph.agent.loop import optimize
+from kernelgraph.agent.proposers.base import Proposal, ProposalContext
+from kernelgraph.agent.proposers.memoryless import MemorylessProposer
+from kernelgraph.agent.results import Outcome
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks import get_task
+from kernelgraph.service.inprocess import InProcessClient
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore
 
 QUICK = TimingPlan(warmup=1, min_trials=5, max_trials=15, budget_s=0.4)
 MATMUL_HEAD = "#include <string.h>\nvoid kernel(const float* restrict a, const float* restrict b, float* restrict c, int n) {\n"
@@ -116,8 +116,8 @@ def test_triton_without_a_gpu_records_static_attempts_and_keeps_nothing(
 ) -> None:
     import torch
 
-    from agent.backends.triton import TritonBackend
-    from agent.targets import get_target
+    from kernelgraph.agent.backends.triton import TritonBackend
+    from kernelgraph.agent.targets import get_target
 
     if torch.cuda.is_available():
         pytest.skip("with a GPU the Triton path is timed for real")

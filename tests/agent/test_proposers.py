@@ -7,17 +7,29 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.backends.c import CBackend
-from agent.proposers.base import Candidate, HistoryEntry, ProposalContext, Proposer, candidates, config_key
-from agent.proposers.experience import ExperienceProposer, params_match, posterior, setting_evidence
-from agent.proposers.memoryless import MemorylessProposer
-from agent.results import Outcome, ProfileResult
-from agent.targets import Target
-from agent.tasks import get_task
-from service.client import InProcessClient
-from service.knowledge import KnowledgeService
-from service.models import ParamEvidence, RetrievedTransform
-from service.store import GraphStore
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.proposers.base import (
+    Candidate,
+    HistoryEntry,
+    ProposalContext,
+    Proposer,
+    candidates,
+    config_key,
+)
+from kernelgraph.agent.proposers.experience import (
+    ExperienceProposer,
+    params_match,
+    posterior,
+    setting_evidence,
+)
+from kernelgraph.agent.proposers.memoryless import MemorylessProposer
+from kernelgraph.agent.results import Outcome, ProfileResult
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks import get_task
+from kernelgraph.client.models import ParamEvidence, RetrievedTransform
+from kernelgraph.service.inprocess import InProcessClient
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore
 from tests import factories
 
 TARGET = Target(name="cpu-test", kind="cpu", arch="x86-64-v3", peak_gflops=200.0, peak_gbps=20.0, cores=2,

@@ -24,15 +24,15 @@ from pathlib import Path
 
 import pytest
 
-from agent.backends import admission
-from agent.backends.bubblewrap import Sandbox
-from agent.backends.c import CBackend
-from agent.backends.sandbox import TimingPlan
-from agent.backends.triton import TritonBackend
-from agent.loop import evaluate
-from agent.results import CheckResult, Outcome
-from agent.targets import Target, get_target
-from agent.tasks import get_task
+from kernelgraph.agent.backends import admission
+from kernelgraph.agent.backends.bubblewrap import Sandbox
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.backends.sandbox import TimingPlan
+from kernelgraph.agent.backends.triton import TritonBackend
+from kernelgraph.agent.loop import evaluate
+from kernelgraph.agent.results import CheckResult, Outcome
+from kernelgraph.agent.targets import Target, get_target
+from kernelgraph.agent.tasks import get_task
 
 RED_TEAM = Path(__file__).with_name("red_team")
 CHEATS = Path(__file__).with_name("cheats")

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from agent.backends.c import CBackend
-from agent.targets import Target
-from agent.tasks import UnknownTaskError, all_tasks, get_task
-from agent.tasks._common import count_configs
-from agent.tasks.base import Config, Task
-from agent.transforms import Transform
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks import UnknownTaskError, all_tasks, get_task
+from kernelgraph.agent.tasks._common import count_configs
+from kernelgraph.agent.tasks.base import Config, Task
+from kernelgraph.agent.transforms import Transform
 
 TASKS = all_tasks("c")
 NAMES = [t.name for t in TASKS]

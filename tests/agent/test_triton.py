@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from agent.backends.triton import ARCH_LIMITS, TritonBackend, theoretical_occupancy
-from agent.results import Outcome
-from agent.targets import get_target
-from agent.tasks import get_task
-from agent.tasks.base import Task
-from agent.tasks.triton import TASK_MODULES, triton_tasks
-from agent.transforms import Transform
+from kernelgraph.agent.backends.triton import ARCH_LIMITS, TritonBackend, theoretical_occupancy
+from kernelgraph.agent.results import Outcome
+from kernelgraph.agent.targets import get_target
+from kernelgraph.agent.tasks import get_task
+from kernelgraph.agent.tasks.base import Task
+from kernelgraph.agent.tasks.triton import TASK_MODULES, triton_tasks
+from kernelgraph.agent.transforms import Transform
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +185,7 @@ def test_gpu_time_beyond_the_peak_is_implausible(
     """The GPU profile path (faked here: no GPU) applies the same peak check as the C backend."""
     import dataclasses
 
-    from agent.backends import triton as triton_mod
+    from kernelgraph.agent.backends import triton as triton_mod
 
     real_worker = triton_mod._run_worker
 

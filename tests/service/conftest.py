@@ -13,11 +13,11 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from service.api.app import create_app
-from service.auth import create_key
-from service.models import Role
-from service.settings import Settings
-from service.store import GraphStore
+from kernelgraph.client.models import Role
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.api.app import create_app
+from kernelgraph.service.auth import create_key
+from kernelgraph.service.store import GraphStore
 
 
 def free_port() -> int:

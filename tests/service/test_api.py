@@ -11,11 +11,11 @@ import httpx
 import pytest
 from neo4j import GraphDatabase
 
-from service.api.app import create_app
-from service.models import MAX_BATCH
-from service.settings import Settings
-from service.signature import SIGNATURE_DIM
-from service.store import GraphStore
+from kernelgraph.client.models import MAX_BATCH
+from kernelgraph.client.settings import Settings
+from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service.api.app import create_app
+from kernelgraph.service.store import GraphStore
 from tests import factories
 from tests.service.conftest import Keys, bearer, free_port, make_keys, serve
 
@@ -375,8 +375,8 @@ def test_keys_create_prints_a_key_once_that_then_authenticates(
 ) -> None:
     from typer.testing import CliRunner
 
-    from agent.cli import app
-    from service.settings import get_settings
+    from kernelgraph.agent.cli import app
+    from kernelgraph.client.settings import get_settings
 
     monkeypatch.setenv("KERNELGRAPH_NEO4J_URI", neo4j_settings.effective_neo4j_uri)
     monkeypatch.setenv("KERNELGRAPH_NEO4J_PASSWORD", neo4j_settings.effective_neo4j_password())

@@ -8,13 +8,14 @@ from typing import Any
 import httpx
 import pytest
 
-from service.client import ExperienceClient, InProcessClient, KernelGraphClient, connect
-from service.errors import Forbidden, InvalidInput, NotFound, Retryable, Unauthorized
-from service.knowledge import KnowledgeService
-from service.models import LineageStep, RecordResult, RetrieveResponse, TransferResponse
-from service.settings import Settings
-from service.signature import SIGNATURE_DIM
-from service.store import GraphStore
+from kernelgraph.client import ExperienceClient, KernelGraphClient, connect
+from kernelgraph.client.errors import Forbidden, InvalidInput, NotFound, Retryable, Unauthorized
+from kernelgraph.client.models import LineageStep, RecordResult, RetrieveResponse, TransferResponse
+from kernelgraph.client.settings import Settings
+from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service.inprocess import InProcessClient
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore
 from tests import factories
 from tests.service.conftest import Keys
 

@@ -17,8 +17,8 @@ from typing import Any
 import neo4j
 import pytest
 
-from service.queries import CYPHER_DIR, NamedQuery, parse_query
-from service.store import GraphStore
+from kernelgraph.service.queries import CYPHER_DIR, NamedQuery, parse_query
+from kernelgraph.service.store import GraphStore
 
 pytestmark = pytest.mark.neo4j
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from service import migrate
-from service.knowledge import KnowledgeService
-from service.signature import SIGNATURE_DIM
-from service.store import GraphStore
+from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service import migrate
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore
 from tests import factories
 
 pytestmark = pytest.mark.neo4j

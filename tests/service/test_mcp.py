@@ -9,11 +9,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from service.client import ExperienceClient, InProcessClient
-from service.knowledge import KnowledgeService
-from service.mcp import build_server
-from service.signature import SIGNATURE_DIM
-from service.store import GraphStore
+from kernelgraph.client import ExperienceClient
+from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service.inprocess import InProcessClient
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.mcp import build_server
+from kernelgraph.service.store import GraphStore
 from tests import factories
 
 pytestmark = pytest.mark.neo4j

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from service.errors import LocalServerError
-from service.neo4j_local import LocalNeo4j
-from service.settings import Settings
-from service.store import open_driver
+from kernelgraph.client.errors import LocalServerError
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.neo4j_local import LocalNeo4j
+from kernelgraph.service.store import open_driver
 from tests.conftest import _free_port
 from tests.prerequisites import unavailable
 

@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from service.embeddings import MiniLMEmbedder
-from service.errors import NotFound
-from service.knowledge import KnowledgeService, spearman
-from service.signature import SIGNATURE_DIM
-from service.store import GraphStore
+from kernelgraph.client.errors import NotFound
+from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service.embeddings import MiniLMEmbedder
+from kernelgraph.service.knowledge import KnowledgeService, spearman
+from kernelgraph.service.store import GraphStore
 from tests import factories
 
 pytestmark = pytest.mark.neo4j

@@ -8,9 +8,9 @@ from urllib.parse import urlsplit
 import pytest
 from pydantic import SecretStr
 
-from service.knowledge import KnowledgeService
-from service.settings import Settings
-from service.store import GraphStore, open_driver
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore, open_driver
 from tests import factories
 
 pytestmark = pytest.mark.neo4j

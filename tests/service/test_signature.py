@@ -6,7 +6,13 @@ import math
 
 import pytest
 
-from service.signature import DIMENSION_NAMES, SIGNATURE_DIM, CounterSource, TargetPeaks, compute_signature
+from kernelgraph.client.signature import (
+    DIMENSION_NAMES,
+    SIGNATURE_DIM,
+    CounterSource,
+    TargetPeaks,
+    compute_signature,
+)
 
 CPU = TargetPeaks(kind="cpu", peak_gflops=200.0, peak_gbps=20.0, cores=2, isa="x86-64-v3")
 BIG_CPU = TargetPeaks(kind="cpu", peak_gflops=2000.0, peak_gbps=200.0, cores=20, isa="x86-64-v4")

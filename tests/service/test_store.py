@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from service import migrate
-from service.errors import InvalidInput
-from service.knowledge import KnowledgeService
-from service.signature import SIGNATURE_DIM
-from service.store import GraphStore
+from kernelgraph.client.errors import InvalidInput
+from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service import migrate
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore
 from tests import factories
 
 pytestmark = pytest.mark.neo4j

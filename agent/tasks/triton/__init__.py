@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from agent.tasks.base import Task
+from kernelgraph.agent.tasks.base import Task
 
 TASK_MODULES = (
     "softmax",
@@ -34,7 +34,7 @@ def triton_tasks() -> list[Task]:
 def _load_all() -> tuple[Task, ...]:
     from importlib import import_module
 
-    return tuple(import_module(f"agent.tasks.triton.{name}").task() for name in TASK_MODULES)
+    return tuple(import_module(f"kernelgraph.agent.tasks.triton.{name}").task() for name in TASK_MODULES)
 
 
 def triton_task(name: str) -> Task:

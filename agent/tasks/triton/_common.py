@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from agent.tasks.base import Arrays, Config, Task, TransformSpec
-from agent.transforms import Transform
+from kernelgraph.agent.tasks.base import Arrays, Config, Task, TransformSpec
+from kernelgraph.agent.transforms import Transform
 
 BACKEND = "triton"
 
@@ -99,7 +99,7 @@ class Fallback:
 def _cpu_task(name: str) -> Task | None:
     """The CPU engineer's task of that name, if the registry exists and has it."""
     try:
-        from agent import tasks as registry
+        from kernelgraph.agent import tasks as registry
     except ImportError:  # pragma: no cover
         return None
     for getter in ("cpu_tasks", "all_tasks"):

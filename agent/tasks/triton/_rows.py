@@ -6,8 +6,8 @@ streamed in BLOCK_N tiles twice: once for the statistics, once to normalise and 
 
 from __future__ import annotations
 
-from agent.tasks.base import Config
-from agent.tasks.triton._common import check_pow2, header, pow2
+from kernelgraph.agent.tasks.base import Config
+from kernelgraph.agent.tasks.triton._common import check_pow2, header, pow2
 
 AOT_ROWS, AOT_COLS = 4096, 4096
 

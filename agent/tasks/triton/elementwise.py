@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks.base import Arrays, Config, Task
-from agent.tasks.triton._common import (
+from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.triton._common import (
     Fallback,
     check_pow2,
     header,
@@ -15,7 +15,7 @@ from agent.tasks.triton._common import (
     toggle,
     warps_and_stages,
 )
-from agent.transforms import Transform
+from kernelgraph.agent.transforms import Transform
 
 AOT_N = 1 << 26
 

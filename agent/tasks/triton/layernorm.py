@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from agent.tasks.base import Arrays, Config, Task
-from agent.tasks.triton._common import Fallback, make_task, rng, set_knobs, toggle, warps_and_stages
-from agent.tasks.triton._rows import AOT_COLS, AOT_ROWS, render_rows
-from agent.transforms import Transform
+from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.triton._common import (
+    Fallback,
+    make_task,
+    rng,
+    set_knobs,
+    toggle,
+    warps_and_stages,
+)
+from kernelgraph.agent.tasks.triton._rows import AOT_COLS, AOT_ROWS, render_rows
+from kernelgraph.agent.transforms import Transform
 
 
 def _make_inputs(seed: int, small: bool) -> Arrays:

@@ -7,9 +7,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.api.deps import KnowledgeDep, WriteNamespace
-from service.errors import InvalidInput, PayloadTooLarge
-from service.models import MAX_BATCH, AttemptRecord, RecordResult, validate
+from kernelgraph.client.errors import InvalidInput, PayloadTooLarge
+from kernelgraph.client.models import MAX_BATCH, AttemptRecord, RecordResult, validate
+from kernelgraph.service.api.deps import KnowledgeDep, WriteNamespace
 
 router = APIRouter(tags=["attempts"])
 

@@ -8,8 +8,15 @@ from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel
 from pydantic import Field as PydanticField
 
-from service.api.deps import KnowledgeDep, ReadNamespaces
-from service.models import LineageStep, Name, RetrieveRequest, RetrieveResponse, Strict, TransferResponse
+from kernelgraph.client.models import (
+    LineageStep,
+    Name,
+    RetrieveRequest,
+    RetrieveResponse,
+    Strict,
+    TransferResponse,
+)
+from kernelgraph.service.api.deps import KnowledgeDep, ReadNamespaces
 
 router = APIRouter(tags=["experience"])
 

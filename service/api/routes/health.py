@@ -6,8 +6,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from service.api.deps import StateDep
-from service.errors import Retryable
+from kernelgraph.client.errors import Retryable
+from kernelgraph.service.api.deps import StateDep
 
 router = APIRouter(tags=["health"])
 

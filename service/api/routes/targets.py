@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.api.deps import KnowledgeDep, ReadNamespaces, WriteNamespace
-from service.models import MAX_BATCH, HardwareTarget
+from kernelgraph.client.models import MAX_BATCH, HardwareTarget
+from kernelgraph.service.api.deps import KnowledgeDep, ReadNamespaces, WriteNamespace
 
 router = APIRouter(tags=["targets"])
 
