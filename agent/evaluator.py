@@ -26,12 +26,18 @@ import numpy as np
 from kernelgraph.agent.results import CheckResult, Outcome
 from kernelgraph.agent.tasks.base import Arrays, Task
 
+# Bumped whenever what a measurement means changes, so consolidation can tell old from new.
+# 1: the evaluator before it was sandboxed (measurements without `evaluator_version`).
+# 2: bubblewrap sandbox, admission checks, a distinct input variant per timed call with the timed
+#    outputs verified, and times beyond the target's peak an IMPLAUSIBLE outcome.
+EVALUATOR_VERSION = 2
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
-# Beyond these the measurement contradicts the hardware: re-verify before believing it.
+# Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.
 MAX_COMPUTE_FRACTION = 1.1  # of the measured FMA peak
 MAX_MEMORY_FRACTION = 8.0  # of DRAM triad bandwidth: cache-resident data legitimately beats DRAM
-MAX_SPEEDUP = 10.0  # over the parent, as KernelBench flags
+# Beyond this the result is possible but suspicious: re-verify on fresh inputs, as KernelBench flags.
+MAX_SPEEDUP = 10.0
 
 
 class RunStatus(StrEnum):
@@ -73,6 +79,18 @@ def fresh_output(spec: OutputSpec) -> np.ndarray:
     out = np.empty(spec.shape, dtype=spec.dtype)
     out.fill(np.nan if out.dtype.kind == "f" else np.iinfo(out.dtype).min)
     return out
+
+
+def conforming(output: object, spec: OutputSpec) -> np.ndarray:
+    """`output` if it is an array of the spec's shape and dtype; ValueError otherwise (runners check
+    what a sandboxed process handed back before the evaluator compares it)."""
+    if (
+        not isinstance(output, np.ndarray)
+        or output.shape != spec.shape
+        or output.dtype != np.dtype(spec.dtype)
+    ):
+        raise ValueError(f"output {spec.name!r} is not a {spec.dtype} array of shape {spec.shape}")
+    return output
 
 
 def digest(array: np.ndarray) -> str:
@@ -177,25 +195,30 @@ def check(
     return verify(task, sets, report, digests)
 
 
-def implausibility(
-    task: Task,
-    inputs: Arrays,
-    median_ns: float,
-    *,
-    peak_gflops: float | None,
-    peak_gbps: float | None,
-    parent_median_ns: float | None = None,
+def impossibility(
+    task: Task, inputs: Arrays, median_ns: float, *, peak_gflops: float | None, peak_gbps: float | None
 ) -> str:
-    """Why this timing is too good to believe without re-verification ("" when plausible)."""
+    """Why this time cannot be real on the target ("" when physically possible).
+
+    A time beyond the measured compute or bandwidth peak is a broken measurement (state kept between
+    timed calls, work done elsewhere), never a fast kernel: the attempt is IMPLAUSIBLE.
+    """
     if not np.isfinite(median_ns) or median_ns <= 0:
         return f"non-positive time {median_ns} ns"
     gflops = task.flops(inputs) / median_ns
     gbps = task.bytes_moved(inputs) / median_ns
     reasons = []
     if peak_gflops and gflops > MAX_COMPUTE_FRACTION * peak_gflops:
-        reasons.append(f"{gflops:.1f} GFLOP/s exceeds the {peak_gflops:.1f} GFLOP/s peak")
+        reasons.append(
+            f"{gflops:.1f} GFLOP/s exceeds {MAX_COMPUTE_FRACTION:g}x the target's {peak_gflops:.1f} GFLOP/s peak"
+        )
     if peak_gbps and gbps > MAX_MEMORY_FRACTION * peak_gbps:
         reasons.append(f"{gbps:.1f} GB/s exceeds {MAX_MEMORY_FRACTION:g}x the {peak_gbps:.1f} GB/s peak")
-    if parent_median_ns and parent_median_ns / median_ns > MAX_SPEEDUP:
-        reasons.append(f"{parent_median_ns / median_ns:.1f}x faster than its parent")
     return "; ".join(reasons)
+
+
+def suspicion(median_ns: float, parent_median_ns: float | None) -> str:
+    """Why a physically possible time still deserves re-verification ("" when unremarkable)."""
+    if parent_median_ns and median_ns > 0 and parent_median_ns / median_ns > MAX_SPEEDUP:
+        return f"{parent_median_ns / median_ns:.1f}x faster than its parent"
+    return ""

@@ -22,6 +22,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kernelgraph.agent.backends.base import Backend
+from kernelgraph.agent.backends.bubblewrap import UNSAFE_LABEL
+from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 from kernelgraph.agent.proposers.base import (
     HistoryEntry,
     Proposal,
@@ -182,6 +184,8 @@ def measurement(profile: ProfileResult) -> Measurement:
         counter_source=profile.counter_source,  # type: ignore[arg-type]
         counters=counters,
         tool_versions={k: v[:128] for k, v in profile.tool_versions.items()},
+        evaluator_version=profile.evaluator_version,
+        sandboxed=(profile.sandbox != UNSAFE_LABEL) if profile.sandbox else None,
     )
 
 
@@ -198,23 +202,83 @@ class _Best:
     label: str
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """The loop's verdict on one candidate against its parent (what `kernelgraph evaluate` prints)."""
+
+    outcome: Outcome
+    reason: str
+    profile: ProfileResult | None  # None unless the candidate compiled, passed admission and ran correctly
+    speedup: float | None  # parent time / candidate time, interleaved in one process
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.profile
+        return {
+            "outcome": self.outcome.value,
+            "kept": self.outcome == Outcome.KEPT,
+            "reason": self.reason,
+            "speedup": self.speedup,
+            "median_ns": p.median_ns if p is not None and not p.static else None,
+            "iqr_ns": p.iqr_ns if p is not None and not p.static else None,
+            "parent_median_ns": p.parent_median_ns if p is not None else None,
+            "trials": p.trials if p is not None else 0,
+            "static": p.static if p is not None else False,
+            "reverified": p.reverified if p is not None else False,
+            "counter_source": p.counter_source if p is not None else None,
+            "counters": {k: v for k, v in p.counters.items() if math.isfinite(v)} if p is not None else {},
+            "evaluator_version": EVALUATOR_VERSION,
+        }
+
+
 def _judge(
-    task: Task, backend: Backend, target: Target, source: str, parent: _Best
+    task: Task, backend: Backend, target: Target, source: str, parent_source: str
 ) -> tuple[Outcome, str, ProfileResult | None]:
     """(outcome before the keep decision, diagnosis, profile) of one candidate source."""
     built = backend.compile(task, source, target)
     if not built.ok:
-        return Outcome.COMPILE_ERROR, built.diagnosis or "compile failed", None
+        failed = Outcome.REJECTED if built.rejected else Outcome.COMPILE_ERROR
+        return failed, built.diagnosis or "compile failed", None
     checked = backend.check(task, source, target)
     if not checked.correct:
         return checked.outcome, checked.reason, None
-    profile = backend.profile(task, source, target, parent_source=parent.source)
+    profile = backend.profile(task, source, target, parent_source=parent_source)
     if profile.outcome == Outcome.KEPT and profile.static:
         return Outcome.DISCARDED, STATIC_ONLY, profile
     if profile.outcome != Outcome.KEPT or not math.isfinite(profile.median_ns) or profile.median_ns <= 0:
         outcome = profile.outcome if profile.outcome != Outcome.KEPT else Outcome.CRASHED
         return outcome, profile.reason or "profile failed", None
     return Outcome.KEPT, "", profile
+
+
+def evaluate(
+    task: Task,
+    backend: Backend,
+    target: Target,
+    source: str,
+    parent_source: str,
+    *,
+    parent_median_ns: float | None = None,
+    keep_threshold: float = DEFAULT_KEEP_THRESHOLD,
+) -> Evaluation:
+    """The full evaluation the loop applies to a candidate: admission and compile, correctness on
+    several input sets, timing interleaved with `parent_source` (distinct inputs per call, the timed
+    outputs verified, impossible times IMPLAUSIBLE), counters, and the keep decision.
+
+    `parent_median_ns` is used only when the profile did not time the parent interleaved.
+    """
+    outcome, diagnosis, profile = _judge(task, backend, target, source, parent_source)
+    speedup: float | None = None
+    if profile is not None and not profile.static:
+        parent_ns = profile.parent_median_ns or parent_median_ns
+        speedup = parent_ns / profile.median_ns if parent_ns else None
+        if speedup is None or speedup <= 1.0 + keep_threshold:
+            outcome = Outcome.DISCARDED
+            diagnosis = (
+                f"correct but not faster: {speedup:.3f}x the current best (threshold {1 + keep_threshold:.2f}x)"
+                if speedup is not None
+                else "correct, but the parent was not timed: nothing to compare"
+            )
+    return Evaluation(outcome, diagnosis, profile, speedup)
 
 
 def optimize(
@@ -330,6 +394,7 @@ def _attempt(
     task: Task, backend: Backend, target: Target, client: ExperienceClient, proposal: Proposal, best: _Best,
     result: OptimizeResult, step: int, run_id: str, agent: str, keep_threshold: float,
 ) -> tuple[StepReport, _Best, HistoryEntry]:  # fmt: skip
+    speedup: float | None = None
     try:
         source = proposal.render(task, backend.name)
     except Exception as exc:  # a task that cannot render a proposed config is a compile error of that config
@@ -340,24 +405,24 @@ def _attempt(
             None,
         )
     else:
-        outcome, diagnosis, profile = _judge(task, backend, target, source, best)
-    speedup: float | None = None
+        verdict = evaluate(task, backend, target, source, best.source,
+                           parent_median_ns=best.profile.median_ns, keep_threshold=keep_threshold)  # fmt: skip
+        outcome, diagnosis, profile, speedup = (
+            verdict.outcome,
+            verdict.reason,
+            verdict.profile,
+            verdict.speedup,
+        )
     new_best = best
-    if profile is not None and not profile.static:
-        parent_ns = profile.parent_median_ns or best.profile.median_ns
-        speedup = parent_ns / profile.median_ns
-        if speedup > 1.0 + keep_threshold:
-            label = describe_config(proposal.config) if proposal.config is not None else f"llm step {step}"
-            new_best = _Best(proposal.config, source, profile, label)
-            result.chained_speedup *= speedup
-            result.best_ns, result.best_source, result.best_config = (
-                profile.median_ns,
-                source,
-                proposal.config,
-            )
-        else:
-            outcome = Outcome.DISCARDED
-            diagnosis = f"correct but not faster: {speedup:.3f}x the current best (threshold {1 + keep_threshold:.2f}x)"
+    if outcome == Outcome.KEPT and profile is not None and speedup is not None:
+        label = describe_config(proposal.config) if proposal.config is not None else f"llm step {step}"
+        new_best = _Best(proposal.config, source, profile, label)
+        result.chained_speedup *= speedup
+        result.best_ns, result.best_source, result.best_config = (
+            profile.median_ns,
+            source,
+            proposal.config,
+        )
     record = AttemptRecord(
         attempt_key=f"{run_id}:{step}",
         run_id=run_id,
@@ -401,7 +466,8 @@ def _params(params: Any) -> dict[str, Any]:
 
 _STYLE = {
     Outcome.KEPT: "green", Outcome.DISCARDED: "yellow", Outcome.COMPILE_ERROR: "red",
-    Outcome.INCORRECT: "red", Outcome.CRASHED: "red", Outcome.TIMEOUT: "red",
+    Outcome.INCORRECT: "red", Outcome.CRASHED: "red", Outcome.TIMEOUT: "red", Outcome.REJECTED: "red",
+    Outcome.IMPLAUSIBLE: "magenta",
 }  # fmt: skip
 
 

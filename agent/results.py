@@ -3,18 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
-
-class Outcome(StrEnum):
-    """What happened to one attempt. Mirrors `service.models.Outcome` value for value."""
-
-    KEPT = "kept"
-    DISCARDED = "discarded"
-    COMPILE_ERROR = "compile_error"
-    INCORRECT = "incorrect"
-    CRASHED = "crashed"
-    TIMEOUT = "timeout"
+from kernelgraph.client.models import Outcome  # the one definition, shared with the service
 
 
 @dataclass(frozen=True)
@@ -38,6 +28,7 @@ class CompileResult:
     diagnostics: tuple[Diagnostic, ...] = ()
     log: str = ""
     static_metrics: dict[str, float] = field(default_factory=dict)  # Triton: registers, spills, smem...
+    rejected: bool = False  # built, but refused by the admission checks (the diagnostics say why)
 
     @property
     def diagnosis(self) -> str:
@@ -72,3 +63,5 @@ class ProfileResult:
     # (then median_ns is NaN and `reason` says why).
     outcome: Outcome = Outcome.KEPT
     reason: str = ""
+    evaluator_version: int | None = None  # agent.evaluator.EVALUATOR_VERSION of the code that measured
+    sandbox: str = ""  # the sandbox it ran in ("bubblewrap 0.8.0"), or that it was off

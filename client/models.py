@@ -44,12 +44,16 @@ ParamValue = int | float | bool | Annotated[str, StringConstraints(max_length=25
 
 
 class Outcome(StrEnum):
+    """What happened to one attempt: the evaluator gives it, the graph stores it."""
+
     KEPT = "kept"
     DISCARDED = "discarded"
     COMPILE_ERROR = "compile_error"
     INCORRECT = "incorrect"
     CRASHED = "crashed"
     TIMEOUT = "timeout"
+    REJECTED = "rejected"  # refused by the evaluator's admission checks before running
+    IMPLAUSIBLE = "implausible"  # timed beyond the target's measured peak: never kept
 
 
 class TargetKind(StrEnum):
@@ -130,6 +134,10 @@ class Measurement(Strict):
     tool_versions: Annotated[
         dict[Name, Annotated[str, StringConstraints(max_length=128)]], Field(max_length=32)
     ] = Field(default_factory=dict)
+    # Which evaluator measured (agent.evaluator.EVALUATOR_VERSION) and whether its sandbox was on;
+    # None on measurements recorded before these were kept (evaluator 1, unsandboxed).
+    evaluator_version: Annotated[int, Field(ge=1, le=1000)] | None = None
+    sandboxed: bool | None = None
 
     @field_validator("signature")
     @classmethod

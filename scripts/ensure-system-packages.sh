@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# System tools KernelGraph needs: Java 17 + Maven (the local Neo4j), gcc (C kernels), valgrind (counters).
+# System tools KernelGraph needs: Java 17 + Maven (the local Neo4j), gcc (C kernels), valgrind (counters),
+# bubblewrap (the sandbox every model-written kernel runs in; docs/sandbox.md).
 # Installs the missing ones with apt-get when running as root; otherwise says what to install.
 set -euo pipefail
 missing=()
@@ -7,6 +8,8 @@ command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || missing+=(maven)
 command -v gcc >/dev/null || missing+=(gcc)
 command -v valgrind >/dev/null || missing+=(valgrind)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
+command -v setpriv >/dev/null || missing+=(util-linux)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
     echo "installing: ${missing[*]}"

@@ -273,6 +273,8 @@ class KnowledgeService:
                 "signature_missing": missing,
                 "taken_at": measurement.taken_at,
                 "tool_versions_json": json.dumps(measurement.tool_versions, sort_keys=True),
+                "evaluator_version": measurement.evaluator_version,
+                "sandboxed": measurement.sandboxed,
             },
         }
 

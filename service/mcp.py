@@ -84,8 +84,10 @@ def record_attempt(ctx: Context, attempt: AttemptRecord) -> dict[str, Any]:
     harmless no-op), `run_id`, `agent`, `target` (a registered hardware target), `parent` (the kernel
     before: task, backend, source, patterns), `parent_measurement`, `transform` ({name, params}),
     `child` (the kernel after), `child_measurement` (omit when it did not compile or run), `outcome`
-    (kept | discarded | compile_error | incorrect | crashed | timeout), `speedup` (parent time / child
-    time, when both ran), and optional `diagnosis` and `rationale` text.
+    (kept | discarded | compile_error | rejected | incorrect | crashed | timeout | implausible:
+    rejected = refused by the evaluator's admission checks, implausible = timed beyond the target's
+    peak), `speedup` (parent time / child time, when both ran), and optional `diagnosis` and
+    `rationale` text. Measurements may carry `evaluator_version` and `sandboxed`.
     Returns {"attempt_key", "created" (false when it was already recorded), "parent_kernel_id",
     "child_kernel_id", "parent_measurement_id", "child_measurement_id"}; use `child_kernel_id` with lineage.
     """

@@ -1,12 +1,17 @@
 """Sandbox child: loads one compiled kernel with ctypes and runs it; see agent/backends/sandbox.py.
 
-Run as a script (`python _child.py REQUEST RESULT`): it imports nothing from the project, so a
-kernel's crash, exit() or hang takes down only this process. The result is written atomically;
-a missing result file means the process died before reporting.
+Run as a script (`python _child.py REQUEST RESULT_DIR`) inside the sandbox
+(agent/backends/bubblewrap.py): it imports nothing from the project, so a kernel's crash, exit() or
+hang takes down only this process. The result is written atomically as JSON + npz
+(`write_result`); a missing result means the process died before reporting. The parent imports
+`variant_factors`/`write_variant` (to rebuild the inputs of the timed calls it verifies) and
+`decode_result` from here: one definition for both sides.
 """
 
 import ctypes
 import hashlib
+import io
+import json
 import os
 import pickle
 import resource
@@ -15,6 +20,58 @@ import time
 from typing import Any
 
 import numpy as np
+
+# The result goes back as JSON plus an .npz of its arrays, never as a pickle: the parent must not
+# unpickle what a process running model-written code could have written (that runs code).
+RESULT_JSON, RESULT_ARRAYS = "result.json", "result.npz"
+
+
+def _encode(value: Any, arrays: list[Any]) -> Any:
+    if isinstance(value, np.ndarray):
+        arrays.append(np.ascontiguousarray(value))
+        return {"__array__": len(arrays) - 1}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {"__items__": [[_encode(k, arrays), _encode(v, arrays)] for k, v in value.items()]}
+    if isinstance(value, list | tuple):
+        return [_encode(v, arrays) for v in value]
+    return value
+
+
+def encode_result(value: Any) -> tuple[bytes, bytes]:
+    """(JSON, npz) bytes of a result made of dicts, lists, numbers, strings and numpy arrays."""
+    arrays: list[Any] = []
+    text = json.dumps(_encode(value, arrays)).encode()
+    buf = io.BytesIO()
+    np.savez(buf, *arrays)
+    return text, buf.getvalue()
+
+
+def _decode(value: Any, arrays: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v, arrays) for v in value]
+    if isinstance(value, dict):
+        if "__array__" in value:
+            return arrays[f"arr_{int(value['__array__'])}"]
+        return {_decode(k, arrays): _decode(v, arrays) for k, v in value.get("__items__", [])}
+    return value
+
+
+def decode_result(text: bytes, npz: bytes) -> Any:
+    """The inverse of `encode_result`; refuses pickled (object) arrays."""
+    with np.load(io.BytesIO(npz), allow_pickle=False) as arrays:
+        return _decode(json.loads(text), {k: arrays[k] for k in arrays.files})
+
+
+def write_result(directory: str, value: Any) -> None:
+    """Write the result atomically (the JSON last: its presence means the result is complete)."""
+    text, npz = encode_result(value)
+    for name, data in ((RESULT_ARRAYS, npz), (RESULT_JSON, text)):
+        tmp = os.path.join(directory, name + ".tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, os.path.join(directory, name))
 
 
 def _vm_size() -> int:
@@ -66,33 +123,74 @@ def _verify_runs(
     return outputs, digests
 
 
-def _time(fns: Any, buffers: Any, specs: Any, sizes: Any, req: Any) -> list[list[int]]:
-    outs = [_fresh(s) for s in specs]
-    args = _args(buffers, outs, sizes)
-    for _ in range(req["warmup"]):
-        for fn in fns:
-            fn(*args)
+# Timed calls never see the same input twice: call k reads the base set with every float element
+# scaled by a factor in (1 - VARIANT_EPS, 1] taken from a fixed random array at offset k. Shrinking
+# toward zero keeps values inside the ranges tasks draw from ([0, 1) stays [0, 1)); a stale output
+# of another call is off by ~VARIANT_EPS, far beyond any tolerance. Integer inputs (indices, CSR
+# structure) cannot vary without breaking the task and repeat: docs/sandbox.md says so.
+VARIANT_EPS = 2.0**-7
+
+
+def variant_factors(size: int, calls: int, seed: int) -> Any:
+    """The per-element factors: call k uses `factors[k : k + size]` (a view, no copy)."""
+    rng = np.random.default_rng(seed)
+    return (1.0 - VARIANT_EPS * rng.random(size + calls)).astype(np.float32)
+
+
+def write_variant(base: Any, factors: Any, call: int, out: Any) -> None:
+    """Input `base` as timed call `call` sees it, written into `out` (same shape and dtype)."""
+    if base.dtype.kind != "f":
+        np.copyto(out, base)
+        return
+    flat = factors[call : call + base.size].reshape(base.shape)
+    np.multiply(base, flat, out=out, casting="unsafe")
+
+
+def _time(fns: Any, buffers: Any, base: Any, specs: Any, sizes: Any, req: Any) -> dict[str, Any]:
+    """Interleaved timing (A B A B ...); every call on its own input variant, outputs fresh per call.
+
+    The outputs (and the inputs' digests after the call) of the calls in `req["sampled_calls"]` are
+    kept for the parent to verify against the reference of that call's variant.
+    """
+    warmup, max_trials = int(req["warmup"]), int(req["max_trials"])
+    factors = variant_factors(max(b.size for b in base), warmup + max_trials, int(req["variant_seed"]))
+    sampled = set(int(c) for c in req["sampled_calls"])
+    kept: dict[int, Any] = {}
+    outs = [[_fresh(s) for s in specs] for _ in fns]
+    for call in range(warmup):
+        for b, buf in zip(base, buffers, strict=True):
+            write_variant(b, factors, call, buf)
+        for k, fn in enumerate(fns):
+            fn(*_args(buffers, outs[k], sizes))
     times: list[list[int]] = [[] for _ in fns]
     start = time.perf_counter()
     trials = 0
     while True:
+        call = warmup + trials
+        for b, buf in zip(base, buffers, strict=True):
+            write_variant(b, factors, call, buf)
         for k, fn in enumerate(fns):  # interleaved A B A B: drift hits both alike
+            for o in outs[k]:
+                o.fill(np.nan if o.dtype.kind == "f" else np.iinfo(o.dtype).min)
+            args = _args(buffers, outs[k], sizes)
             t0 = time.perf_counter_ns()
             fn(*args)
             times[k].append(time.perf_counter_ns() - t0)
+        if call in sampled:  # the candidate's own timed outputs, snapshotted right after its call
+            kept[call] = {"outputs": [o.copy() for o in outs[0]], "digests": [_digest(b) for b in buffers]}
         trials += 1
         if trials < req["min_trials"]:
             continue
-        if trials >= req["max_trials"] or time.perf_counter() - start > req["budget_s"]:
+        if trials >= max_trials or time.perf_counter() - start > req["budget_s"]:
             break
         a = np.asarray(times[0], dtype=float)
         q1, med, q3 = np.percentile(a, [25, 50, 75])
         if (q3 - q1) / med <= req["target_rel_iqr"]:
             break
-    return times
+    return {"times": times, "timed_calls": kept}
 
 
-def main(request_path: str, result_path: str) -> None:
+def main(request_path: str, result_dir: str) -> None:
     with open(request_path, "rb") as f:
         req = pickle.load(f)
     result: dict[str, Any] = {}
@@ -104,15 +202,11 @@ def main(request_path: str, result_path: str) -> None:
         buffers = [np.array(a, copy=True) for a in sets[0]]
         specs, sizes = req["output_specs"], req["sizes"]
         if req["mode"] == "time":
-            result["times"] = _time(fns, buffers, specs, sizes, req)
+            result.update(_time(fns, buffers, sets[0], specs, sizes, req))
         result["outputs"], result["input_digests"] = _verify_runs(fns[0], buffers, sets, specs, sizes)
     except Exception as exc:  # reported, not raised: the parent maps it to an Outcome
         result = {"error": f"{type(exc).__name__}: {exc}"}
-    tmp = result_path + ".tmp"
-    with open(tmp, "wb") as f:
-        pickle.dump(result, f, protocol=5)
-
-    os.replace(tmp, result_path)
+    write_result(result_dir, result)
 
 
 if __name__ == "__main__":

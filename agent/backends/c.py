@@ -1,4 +1,5 @@
-"""The C backend: gcc into a content-addressed cache, sandboxed runs, interleaved timing, cachegrind.
+"""The C backend: gcc and admission checks in the sandbox into a content-addressed cache, sandboxed
+runs, interleaved timing on distinct inputs with the timed outputs verified, cachegrind.
 
 ABI (docs/adding-a-task.md): `void kernel(<inputs as const float*/const int*>, <outputs as float*/int*>,
 <int sizes>)`, inputs in `make_inputs` order, outputs in `output_shapes` order, sizes in `sizes` order.
@@ -18,15 +19,31 @@ from pathlib import Path
 
 import numpy as np
 
-from kernelgraph.agent import counters as counters_mod
-from kernelgraph.agent.backends.sandbox import SandboxLimits, SharedObjectRunner, TimingPlan
+from kernelgraph.agent.backends import admission
+from kernelgraph.agent.backends import counters as counters_mod
+from kernelgraph.agent.backends.bubblewrap import (
+    Mount,
+    Rlimits,
+    Sandbox,
+    UntrustedFileError,
+    read_untrusted,
+    scratch_dir,
+)
+from kernelgraph.agent.backends.sandbox import (
+    SandboxLimits,
+    SharedObjectRunner,
+    TimingPlan,
+    verify_timed_calls,
+)
 from kernelgraph.agent.evaluator import (
     DEFAULT_SEEDS,
+    EVALUATOR_VERSION,
     REVERIFY_SEEDS,
     digest,
-    implausibility,
+    impossibility,
     make_input_sets,
     output_specs,
+    suspicion,
     verify,
 )
 from kernelgraph.agent.evaluator import (
@@ -40,6 +57,19 @@ from kernelgraph.client.settings import get_settings
 log = logging.getLogger(__name__)
 
 BASE_FLAGS: tuple[str, ...] = ("-O2", "-fPIC", "-shared", "-fopenmp", "-std=gnu11")
+COMPILE_TIMEOUT_S = 120.0
+# Compile to kernel.o, list its symbols and disassembly for admission, then link kernel.so: one
+# sandboxed shell, so gcc, nm and objdump (which parse model-written input) never run unconfined.
+_BUILD_SCRIPT = """set -u
+gcc "$@" -c kernel.c -o kernel.o 2> compile.log || exit 10
+nm kernel.o > nm.txt 2>> compile.log || exit 11
+objdump -d --no-show-raw-insn kernel.o > asm.txt 2>> compile.log || exit 11
+gcc -shared -fopenmp kernel.o -o kernel.so -lm 2>> compile.log || exit 12
+nm -D --defined-only kernel.so > exports.txt 2>> compile.log || exit 11
+"""
+COMPILE_LIMITS = Rlimits(
+    address_space_bytes=8 << 30, cpu_seconds=int(COMPILE_TIMEOUT_S), file_size_bytes=256 << 20
+)
 _DIAG = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$",
     re.M,
@@ -84,7 +114,9 @@ class CBackend:
         memory_bytes: int = 4 << 30,
         timing: TimingPlan | None = None,
         counters: bool = True,
+        sandbox: Sandbox | None = None,
     ) -> None:
+        self.sandbox = sandbox or Sandbox()
         self.cache_dir = cache_dir
         self.check_timeout_s = check_timeout_s
         self.profile_timeout_s = profile_timeout_s
@@ -99,7 +131,9 @@ class CBackend:
         return [*BASE_FLAGS, *target.cflags]
 
     def compile(self, task: Task, source: str, target: Target) -> CompileResult:
-        """gcc the source into `<cache>/<sha256>/kernel.so`; errors become located Diagnostics."""
+        """gcc the source into `<cache>/<sha256>/kernel.so` in the sandbox, then admission; errors
+        become located Diagnostics. Raises SandboxUnavailable (with the fix) when bwrap is missing."""
+        self.sandbox.check_available()
         if target.kind != "cpu":
             return CompileResult(
                 False,
@@ -117,41 +151,69 @@ class CBackend:
         if shutil.which("gcc") is None:
             return CompileResult(False, diagnostics=(Diagnostic("gcc not found on PATH"),))
         flags = self.compile_flags(target)
-        key = hashlib.sha256("\0".join([source, *flags, gcc_version()]).encode()).hexdigest()[:32]
+        key_parts = [source, *flags, gcc_version(), f"admission-{admission.ADMISSION_VERSION}"]
+        key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:32]
         out_dir = self._cache() / key
         artifact = out_dir / "kernel.so"
-        if artifact.exists():
+        if artifact.exists():  # only admitted builds are cached
             return CompileResult(True, artifact=str(artifact), log="cached")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        src = out_dir / "kernel.c"
-        src.write_text(source)
-        tmp = out_dir / f"kernel.{id(self)}.so.tmp"
-        try:
-            proc = subprocess.run(
-                ["gcc", *flags, "-o", str(tmp), str(src), "-lm"], capture_output=True, text=True, timeout=120
+        with scratch_dir("kg-compile-") as work:
+            (work / "kernel.c").write_text(source)
+            done = self.sandbox.run(
+                ["/bin/sh", "-c", _BUILD_SCRIPT, "build", *(f for f in flags if f != "-shared")],
+                mounts=[Mount(work, writable=True)],
+                env={},
+                cwd=work,
+                limits=COMPILE_LIMITS,
+                timeout_s=COMPILE_TIMEOUT_S,
             )
-        except subprocess.TimeoutExpired:
-            return CompileResult(False, diagnostics=(Diagnostic("gcc timed out after 120 s"),))
-        log_text = proc.stderr
-        if proc.returncode != 0:
-            diags = parse_diagnostics(log_text) or (Diagnostic(log_text.strip()[-500:] or "gcc failed"),)
-            return CompileResult(False, diagnostics=diags, log=log_text)
-        if not _exports_kernel(tmp):
-            tmp.unlink(missing_ok=True)
-            return CompileResult(
-                False,
-                diagnostics=(
-                    Diagnostic("the source does not export `void kernel(...)` (see docs/adding-a-task.md)"),
-                ),
-                log=log_text,
-            )
-        tmp.replace(artifact)
+            log_text = _read(work / "compile.log")
+            if done.timed_out:
+                return CompileResult(
+                    False, diagnostics=(Diagnostic(f"gcc timed out after {COMPILE_TIMEOUT_S:g} s"),)
+                )
+            if done.returncode != 0:
+                text = log_text or done.stderr
+                diags = parse_diagnostics(text) or (Diagnostic(text.strip()[-500:] or "gcc failed"),)
+                return CompileResult(False, diagnostics=diags, log=text)
+            rejections = self._admit(_read(work / "nm.txt"), _read(work / "asm.txt"))
+            if rejections:
+                return CompileResult(
+                    False,
+                    diagnostics=(Diagnostic(admission.describe(rejections)),),
+                    log=log_text,
+                    rejected=True,
+                )
+            if not _exports_kernel(_read(work / "exports.txt")):
+                return CompileResult(
+                    False,
+                    diagnostics=(
+                        Diagnostic(
+                            "the source does not export `void kernel(...)` (see docs/adding-a-task.md)"
+                        ),
+                    ),
+                    log=log_text,
+                )
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / "kernel.c").write_text(source)
+            tmp = out_dir / f"kernel.{id(self)}.so.tmp"
+            tmp.write_bytes(read_untrusted(work / "kernel.so", max_bytes=256 << 20))
+            tmp.replace(artifact)
         return CompileResult(
             True, artifact=str(artifact), diagnostics=parse_diagnostics(log_text), log=log_text
         )
 
+    def _admit(self, nm_output: str, disassembly: str) -> list[admission.Rejection]:
+        """The admission checks on kernel.o (a seam: the red-team tests also run kernels past them)."""
+        return admission.check_object(nm_output, disassembly)
+
     def _limits(self, target: Target, timeout_s: float) -> SandboxLimits:
-        return SandboxLimits(timeout_s=timeout_s, memory_bytes=self.memory_bytes, threads=target.cores or 1)
+        return SandboxLimits(
+            timeout_s=timeout_s,
+            memory_bytes=self.memory_bytes,
+            threads=target.cores or 1,
+            sandbox=self.sandbox,
+        )
 
     def check(
         self, task: Task, source: str, target: Target, seeds: Sequence[int] = DEFAULT_SEEDS
@@ -159,7 +221,7 @@ class CBackend:
         """Correctness on several small input sets in a sandbox (KEPT means correct)."""
         built = self.compile(task, source, target)
         if not built.ok or built.artifact is None:
-            return CheckResult(Outcome.COMPILE_ERROR, built.diagnosis)
+            return CheckResult(Outcome.REJECTED if built.rejected else Outcome.COMPILE_ERROR, built.diagnosis)
         sizes = list(task.sizes(task.make_inputs(seeds[0], True)).values())
         runner = SharedObjectRunner(built.artifact, sizes, self._limits(target, self.check_timeout_s))
         return evaluate(task, runner, seeds, small=True)
@@ -170,12 +232,16 @@ class CBackend:
         """Median/IQR over >= 20 interleaved trials at full size, verified, plus cachegrind counters."""
         built = self.compile(task, source, target)
         if not built.ok or built.artifact is None:
-            return _failed(Outcome.COMPILE_ERROR, built.diagnosis)
+            return self._failed(
+                Outcome.REJECTED if built.rejected else Outcome.COMPILE_ERROR, built.diagnosis
+            )
         parent_artifact = None
         if parent_source is not None:
             parent_built = self.compile(task, parent_source, target)
             if not parent_built.ok:
-                return _failed(Outcome.COMPILE_ERROR, f"parent does not compile: {parent_built.diagnosis}")
+                return self._failed(
+                    Outcome.COMPILE_ERROR, f"parent does not compile: {parent_built.diagnosis}"
+                )
             parent_artifact = parent_built.artifact
         # Set 0 is timed; every set (same buffers, new values) is then verified in the same process.
         sets = make_input_sets(task, (TIMING_SEED, *DEFAULT_SEEDS[:1]), small=False)
@@ -188,33 +254,38 @@ class CBackend:
         )
         verdict = verify(task, sets, report, digests)
         if not verdict.correct:
-            return _failed(verdict.outcome, f"during profiling: {verdict.reason}")
+            return self._failed(verdict.outcome, f"during profiling: {verdict.reason}")
+        timed = verify_timed_calls(task, sets[0], report.extra)
+        if not timed.correct:
+            return self._failed(timed.outcome, f"while timed: {timed.reason}")
         times = report.extra["times"]
         cand = np.asarray(times[0], dtype=float)
         q1, median, q3 = (float(v) for v in np.percentile(cand, [25, 50, 75]))
         parent_median = float(np.median(times[1])) if parent_artifact else None
-        reason = implausibility(
-            task,
-            sets[0],
-            median,
-            peak_gflops=target.peak_gflops,
-            peak_gbps=target.peak_gbps,
-            parent_median_ns=parent_median,
+        impossible = impossibility(
+            task, sets[0], median, peak_gflops=target.peak_gflops, peak_gbps=target.peak_gbps
         )
+        if impossible:  # no re-verification: a correct output does not make an impossible time real
+            return self._failed(
+                Outcome.IMPLAUSIBLE,
+                f"implausible timing: {impossible}; the kernel must not keep state between calls or "
+                "work outside the timed call",
+            )
+        reason = suspicion(median, parent_median)
         reverified = False
         if reason:
-            log.info("%s: implausible timing (%s); re-verifying", task.name, reason)
+            log.info("%s: suspicious timing (%s); re-verifying", task.name, reason)
             again = self.check(task, source, target, seeds=REVERIFY_SEEDS)
             if not again.correct:
-                return _failed(
-                    again.outcome, f"implausible timing ({reason}) and re-verification failed: {again.reason}"
+                return self._failed(
+                    again.outcome, f"suspicious timing ({reason}) and re-verification failed: {again.reason}"
                 )
             reverified = True
         threads = float(target.cores or 1) if "omp parallel" in source else 1.0
         derived = counters_mod.derived_counters(task, sets[0], median, threads, target)
         counter_source, tool_versions = "cpu_timing", {"gcc": gcc_version()}
         if self.counters:
-            measured = counters_mod.cachegrind_counters(task, source, target, cache_dir=self._cache())
+            measured = counters_mod.cachegrind_counters(task, source, target, sandbox=self.sandbox)
             derived.update(measured.counters)
             counter_source = measured.source
             tool_versions.update(measured.tool_versions)
@@ -223,7 +294,7 @@ class CBackend:
         derived["iqr_ns"] = q3 - q1
         derived["rel_iqr"] = (q3 - q1) / median if median else math.nan
         if reason:
-            derived["implausible_flagged"] = 1.0
+            derived["reverified_suspicious"] = 1.0
         return ProfileResult(
             median_ns=median,
             iqr_ns=q3 - q1,
@@ -234,27 +305,32 @@ class CBackend:
             tool_versions=tool_versions,
             reverified=reverified,
             reason=reason,
+            evaluator_version=EVALUATOR_VERSION,
+            sandbox=self.sandbox.label,
+        )
+
+    def _failed(self, outcome: Outcome, reason: str) -> ProfileResult:
+        return ProfileResult(
+            median_ns=math.nan,
+            iqr_ns=math.nan,
+            trials=0,
+            counters={},
+            counter_source="cpu_timing",
+            outcome=outcome,
+            reason=reason,
+            evaluator_version=EVALUATOR_VERSION,
+            sandbox=self.sandbox.label,
         )
 
 
-def _failed(outcome: Outcome, reason: str) -> ProfileResult:
-    return ProfileResult(
-        median_ns=math.nan,
-        iqr_ns=math.nan,
-        trials=0,
-        counters={},
-        counter_source="cpu_timing",
-        outcome=outcome,
-        reason=reason,
-    )
-
-
-def _exports_kernel(artifact: Path) -> bool:
-    """True when the shared object defines a dynamic symbol `kernel` (checked without loading it)."""
+def _read(path: Path) -> str:
+    """A text file the sandboxed build wrote ("" when absent or not a plain file)."""
     try:
-        out = subprocess.run(
-            ["nm", "-D", "--defined-only", str(artifact)], capture_output=True, text=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return True  # cannot tell here: the sandbox reports a missing symbol as a crash
-    return any(line.split()[-1:] == ["kernel"] for line in out.stdout.splitlines())
+        return read_untrusted(path, max_bytes=64 << 20).decode(errors="replace")
+    except UntrustedFileError:
+        return ""
+
+
+def _exports_kernel(exports: str) -> bool:
+    """True when `nm -D --defined-only` of the shared object lists a symbol `kernel`."""
+    return any(line.split()[-1:] == ["kernel"] for line in exports.splitlines())

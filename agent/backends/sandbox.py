@@ -1,28 +1,48 @@
-"""Run an untrusted compiled kernel in a separate process with a time and a memory limit.
+"""Run an untrusted compiled kernel in a separate, confined process with a time and a memory limit.
 
-The child (`_child.py`) loads the shared object with ctypes; a segfault, an exit() call, a hang or
-an allocation storm ends only the child, and comes back as a `RunReport` status, never an exception.
+The child (`_child.py`) loads the shared object with ctypes inside the bubblewrap sandbox
+(agent/backends/bubblewrap.py: no network, no view of the home directory, the data home or the
+repository, an unprivileged uid, rlimits); a segfault, an exit() call, a hang, a fork or an
+allocation storm ends only the child and everything it started, and comes back as a `RunReport`
+status, never an exception.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import pickle
+import random
 import signal
 import subprocess
-import sys
-import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus
-from kernelgraph.agent.tasks.base import Arrays
+from kernelgraph.agent.backends._child import (
+    RESULT_ARRAYS,
+    RESULT_JSON,
+    decode_result,
+    variant_factors,
+    write_variant,
+)
+from kernelgraph.agent.backends.bubblewrap import (
+    Mount,
+    Rlimits,
+    Sandbox,
+    UntrustedFileError,
+    kill_tree,
+    python_executable,
+    python_mounts,
+    read_untrusted,
+    scratch_dir,
+)
+from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus, compare, conforming, digest
+from kernelgraph.agent.results import CheckResult, Outcome
+from kernelgraph.agent.tasks.base import Arrays, Task
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +54,12 @@ class SandboxLimits:
     timeout_s: float = 20.0
     memory_bytes: int = 4 << 30  # address space the kernel may add on top of the child's own
     threads: int = 1
+    sandbox: Sandbox = field(default_factory=Sandbox)
+
+    def rlimits(self) -> Rlimits:
+        """The process limits of one run: CPU time covers every thread for the whole timeout."""
+        cpu = int(self.timeout_s * max(self.threads, 1)) + 10
+        return Rlimits(address_space_bytes=self.memory_bytes + (8 << 30), cpu_seconds=cpu)
 
 
 @dataclass(frozen=True)
@@ -43,6 +69,7 @@ class TimingPlan:
     max_trials: int = 200
     budget_s: float = 3.0  # stop adding trials past this, once min_trials are done
     target_rel_iqr: float = 0.02  # ... or as soon as the spread is this tight
+    verified_calls: int = 3  # timed calls whose own outputs are kept and checked (within min_trials)
 
 
 # Enough for keep decisions and the studies: the 20-trial floor, capped at about a second per pair.
@@ -50,8 +77,8 @@ FAST_TIMING = TimingPlan(warmup=2, min_trials=20, max_trials=60, budget_s=1.0)
 
 
 def child_env(threads: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "GOMP_", "KMP_"))}
-    env.update(
+    """What the kernel's process may see, on top of the sandbox's allow-listed base."""
+    return dict(
         OMP_NUM_THREADS=str(threads),
         OMP_PROC_BIND="close",
         OMP_PLACES="cores",
@@ -60,7 +87,6 @@ def child_env(threads: int) -> dict[str, str]:
         MKL_NUM_THREADS="1",
         PYTHONDONTWRITEBYTECODE="1",
     )
-    return env
 
 
 def _signal_name(code: int) -> str:
@@ -70,57 +96,65 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def run_request(request: dict[str, Any], limits: SandboxLimits) -> tuple[RunStatus, dict[str, Any], str]:
-    """Run one request in a fresh child; (status, result dict, message)."""
-    with tempfile.TemporaryDirectory(prefix="kg-sandbox-") as tmp:
-        req_path, res_path, log_path = (Path(tmp) / n for n in ("request.pkl", "result.pkl", "child.log"))
+def run_request(
+    request: dict[str, Any], artifacts: Sequence[str], limits: SandboxLimits
+) -> tuple[RunStatus, dict[str, Any], str]:
+    """Run one request in a fresh sandboxed child; (status, result dict, message).
+
+    The child sees the interpreter, the venv, the `agent` package, `artifacts` (read-only) and one
+    scratch directory holding the request and its result; nothing else of this machine.
+    """
+    with scratch_dir("kg-sandbox-") as tmp:
+        req_path = tmp / "request.pkl"  # pickled by us, for the child: the trusted direction
         with req_path.open("wb") as f:
             pickle.dump({**request, "memory_bytes": limits.memory_bytes}, f, protocol=5)
-        with log_path.open("wb") as logf:
-            proc = subprocess.Popen(
-                [sys.executable, "-I", str(CHILD), str(req_path), str(res_path)],
-                stdin=subprocess.DEVNULL,
-                stdout=logf,
-                stderr=subprocess.STDOUT,
+        mounts = [Mount(tmp, writable=True), *python_mounts(), *(Mount(Path(a)) for a in artifacts)]
+        # The log is read back through our own descriptor: the child may replace the path with a
+        # symlink to a secret, and the log's tail goes into the diagnosis.
+        with (tmp / "child.log").open("w+b") as logf:
+            proc = limits.sandbox.popen(
+                [python_executable(), "-I", str(CHILD), str(req_path), str(tmp)],
+                mounts=mounts,
                 env=child_env(limits.threads),
                 cwd=tmp,
-                start_new_session=True,  # its own process group: a timeout kills every thread and child
+                limits=limits.rlimits(),
+                stdout=logf,
+                stderr=subprocess.STDOUT,
             )
             try:
                 code = proc.wait(timeout=limits.timeout_s)
             except subprocess.TimeoutExpired:
-                _kill(proc)
+                kill_tree(proc)
                 return RunStatus.TIMEOUT, {}, f"kernel did not finish within {limits.timeout_s:g} s"
             finally:
-                _kill(proc)
-        tail = log_path.read_bytes()[-1500:].decode(errors="replace").strip()
-        if code < 0:
+                kill_tree(proc)
+            logf.seek(max(0, os.fstat(logf.fileno()).st_size - 1500))
+            tail = logf.read(1500).decode(errors="replace").strip()
+        if code < 0 or code >= 128:  # bwrap reports a killed child as 128 + signal
             return (
                 RunStatus.CRASHED,
                 {},
-                f"kernel process killed by {_signal_name(code)}" + (f": {tail}" if tail else ""),
+                f"kernel process killed by {_signal_name(code if code < 0 else 128 - code)}"
+                + (f": {tail}" if tail else ""),
             )
-        if not res_path.exists():
+        if not (tmp / RESULT_JSON).exists():
             return (
                 RunStatus.CRASHED,
                 {},
                 f"kernel process exited with status {code} before reporting (exit() or abort in the kernel?)"
                 + (f": {tail}" if tail else ""),
             )
-        with res_path.open("rb") as f:
-            result: dict[str, Any] = pickle.load(f)
+        try:
+            result = decode_result(read_untrusted(tmp / RESULT_JSON), read_untrusted(tmp / RESULT_ARRAYS))
+        except (UntrustedFileError, ValueError, KeyError, TypeError) as exc:
+            return RunStatus.CRASHED, {}, f"the kernel's process left an unreadable result: {exc}"
+        if not isinstance(result, dict):
+            return RunStatus.CRASHED, {}, "the kernel's process left a malformed result"
         if "error" in result:
             return RunStatus.CRASHED, result, f"kernel could not run: {result['error']}"
         if code != 0:
             return RunStatus.CRASHED, result, f"kernel process exited with status {code} after reporting"
         return RunStatus.OK, result, ""
-
-
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def _request(
@@ -148,11 +182,16 @@ def _report(
 ) -> RunReport:
     if status is not RunStatus.OK:
         return RunReport(status=status, message=message)
-    outputs = tuple({s.name: o for s, o in zip(specs, outs, strict=True)} for outs in result["outputs"])
-    digests = tuple(
-        dict(zip(inputs.keys(), d, strict=True))
-        for inputs, d in zip(input_sets, result["input_digests"], strict=True)
-    )
+    try:  # the result came from a process running model-written code: check its shape first
+        outputs = tuple(
+            {s.name: conforming(o, s) for s, o in zip(specs, outs, strict=True)} for outs in result["outputs"]
+        )
+        digests = tuple(
+            dict(zip(inputs.keys(), (str(x) for x in d), strict=True))
+            for inputs, d in zip(input_sets, result["input_digests"], strict=True)
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        return RunReport(RunStatus.CRASHED, message=f"the kernel's process left a malformed result: {exc}")
     return RunReport(status=status, outputs=outputs, input_digests=digests, message=message, extra=result)
 
 
@@ -164,7 +203,7 @@ class SharedObjectRunner:
 
     def __call__(self, input_sets: Sequence[Arrays], specs: Sequence[OutputSpec]) -> RunReport:
         status, result, message = run_request(
-            _request("check", [self.artifact], input_sets, specs, self.sizes), self.limits
+            _request("check", [self.artifact], input_sets, specs, self.sizes), [self.artifact], self.limits
         )
         return _report(status, result, message, input_sets, specs)
 
@@ -175,18 +214,82 @@ class SharedObjectRunner:
         plan: TimingPlan,
         parent: str | None = None,
     ) -> RunReport:
-        """Time this kernel (and `parent`, interleaved) on input set 0, then verify on every set.
+        """Time this kernel (and `parent`, interleaved), each call on its own variant of input set 0,
+        then verify on every set.
 
-        `extra["times"]` holds per-kernel lists of nanoseconds: [candidate, parent?].
+        `extra["times"]` holds per-kernel lists of nanoseconds: [candidate, parent?];
+        `extra["timed_calls"]` the kept outputs of sampled timed calls (see `verify_timed_calls`),
+        `extra["variant_seed"]` the seed of the variants.
         """
         artifacts = [self.artifact] + ([parent] if parent else [])
         request = _request("time", artifacts, input_sets, specs, self.sizes)
+        # Drawn here, per run: the kernel cannot know in advance which calls are checked.
+        draw = random.SystemRandom()
+        calls = range(plan.warmup, plan.warmup + plan.min_trials)
         request.update(
             warmup=plan.warmup,
             min_trials=plan.min_trials,
             max_trials=plan.max_trials,
             budget_s=plan.budget_s,
             target_rel_iqr=plan.target_rel_iqr,
+            variant_seed=draw.randrange(1 << 31),
+            sampled_calls=sorted(draw.sample(calls, min(plan.verified_calls, len(calls)))),
         )
-        status, result, message = run_request(request, self.limits)
+        status, result, message = run_request(request, artifacts, self.limits)
+        if status is RunStatus.OK:  # ours, not the child's: which variants and which calls to check
+            result = {
+                **result,
+                "variant_seed": request["variant_seed"],
+                "calls": plan.warmup + plan.max_trials,
+                "sampled_calls": request["sampled_calls"],
+            }
         return _report(status, result, message, input_sets, specs)
+
+
+def verify_timed_calls(task: Task, base: Arrays, extra: Mapping[str, Any]) -> CheckResult:
+    """Check the kept outputs of timed calls against the reference of each call's own input variant.
+
+    A kernel that is right when verified but returns something else while timed (a cache keyed on
+    pointers, shapes or a few values; a call counter) fails here, on the calls that were measured.
+    """
+    kept: Mapping[int, Mapping[str, Any]] = extra.get("timed_calls", {})
+    if not kept or sorted(kept) != sorted(extra["sampled_calls"]):
+        return CheckResult(
+            Outcome.CRASHED, "the timing run did not keep the timed calls drawn for verification"
+        )
+    try:
+        return _verify_timed_calls(task, base, extra, kept)
+    except (KeyError, TypeError, ValueError) as exc:  # the snapshots came from the kernel's process
+        return CheckResult(Outcome.CRASHED, f"the timed outputs are malformed: {exc}")
+
+
+def _verify_timed_calls(
+    task: Task, base: Arrays, extra: Mapping[str, Any], kept: Mapping[int, Mapping[str, Any]]
+) -> CheckResult:
+    size = max(a.size for a in base.values())
+    factors = variant_factors(size, int(extra["calls"]), int(extra["variant_seed"]))
+    worst = 0.0
+    for call, snapshot in sorted(kept.items()):
+        inputs = {}
+        for name, array in base.items():
+            variant = np.empty_like(array)
+            write_variant(array, factors, call, variant)
+            inputs[name] = variant
+        after = dict(zip(inputs, snapshot["digests"], strict=True))
+        changed = [n for n, a in inputs.items() if digest(a) != after[n]]
+        if changed:
+            return CheckResult(
+                Outcome.INCORRECT, f"timed call {call}: the kernel modified input(s) {', '.join(changed)}"
+            )
+        expected = task.reference(inputs)
+        shapes = task.output_shapes(base)
+        outputs = dict(zip(shapes, snapshot["outputs"], strict=True))
+        for name, out in outputs.items():
+            spec = OutputSpec(name, tuple(int(d) for d in shapes[name]), task.output_dtype(name))
+            conforming(out, spec)
+        for name, want in expected.items():
+            ok, reason, err = compare(task, name, np.asarray(outputs[name]), np.asarray(want))
+            if not ok:
+                return CheckResult(Outcome.INCORRECT, f"timed call {call}: {reason}")
+            worst = max(worst, err)
+    return CheckResult(Outcome.KEPT, f"the outputs of {len(kept)} timed calls are correct", worst)

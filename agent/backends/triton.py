@@ -4,11 +4,15 @@ on CPU, timing and counters only where a matching GPU is present. See docs/trito
 A rendered source (agent/tasks/triton) is a module with `@triton.jit` kernels, an `AOT` list that
 says how to compile each kernel ahead of time, and `launch(**tensors)`. Every step that executes
 that module runs in a spawned worker process (`python -m agent.backends.triton REQUEST RESPONSE`)
-with a timeout, so a crash, hang or compiler abort becomes an Outcome, never an exception here.
+inside the bubblewrap sandbox (agent/backends/bubblewrap.py) with a timeout, so a crash, hang or
+compiler abort becomes an Outcome, never an exception here, and the module's Python (arbitrary code
+a model wrote) reaches no file, secret or socket of this machine. Before anything runs, the source's
+imports are checked (agent/backends/admission.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -19,7 +23,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,13 +31,28 @@ from typing import Any
 
 import numpy as np
 
-from kernelgraph import PACKAGE_ROOT
-from kernelgraph.agent.evaluator import DEFAULT_SEEDS
+from kernelgraph.agent.backends import admission
+from kernelgraph.agent.backends._child import RESULT_ARRAYS, RESULT_JSON, decode_result, write_result
+from kernelgraph.agent.backends.bubblewrap import (
+    Mount,
+    Rlimits,
+    Sandbox,
+    UntrustedFileError,
+    python_executable,
+    python_mounts,
+    python_path,
+    read_untrusted,
+    scratch_dir,
+)
+from kernelgraph.agent.evaluator import DEFAULT_SEEDS, EVALUATOR_VERSION, impossibility
 from kernelgraph.agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
 from kernelgraph.agent.tasks.base import Arrays, Task
 from kernelgraph.client.settings import get_settings
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: built in the sandbox after admission
+# torch and Triton reserve large virtual ranges; CUDA reserves far more, so the GPU path lifts the cap.
+WORKER_LIMITS = Rlimits(address_space_bytes=64 << 30, cpu_seconds=1800, open_files=4096)
+GPU_WORKER_LIMITS = dataclasses.replace(WORKER_LIMITS, address_space_bytes=1 << 46)
 _RESOURCE = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 
 
@@ -113,8 +131,10 @@ class TritonBackend:
         timeout_s: float = 300.0,
         device: str | None = None,
         trials: int = 50,
+        sandbox: Sandbox | None = None,
     ) -> None:
         """`device` forces "interpreter" or "cuda" for check(); None picks cuda only on a matching GPU."""
+        self.sandbox = sandbox or Sandbox()
         self.cache_dir = Path(cache_dir) if cache_dir else _default_cache_dir()
         self.timeout_s = timeout_s
         self.device = device
@@ -127,6 +147,10 @@ class TritonBackend:
             arch = target_arch(target)
         except ValueError as exc:
             return CompileResult(ok=False, diagnostics=(Diagnostic(str(exc)),), log=str(exc))
+        rejections = self._admit(source)
+        if rejections:
+            reason = admission.describe(rejections)
+            return CompileResult(ok=False, diagnostics=(Diagnostic(reason),), log=reason, rejected=True)
         key = hashlib.sha256(f"{CACHE_VERSION}\0{_triton_version()}\0{arch}\0{source}".encode()).hexdigest()[
             :32
         ]
@@ -136,9 +160,11 @@ class TritonBackend:
             return _compile_result(json.loads(cached.read_text()), entry)
         entry.mkdir(parents=True, exist_ok=True)
         response = _run_worker(
-            {"op": "compile", "source": source, "arch": arch, "out_dir": str(entry)},
+            {"op": "compile", "source": source, "arch": arch},
             timeout_s=self.timeout_s,
             interpret=False,
+            sandbox=self.sandbox,
+            keep=entry,  # the worker's cubin/ptx files are copied here
         )
         if "error" in response and "ok" not in response:  # the worker itself died or timed out
             return CompileResult(
@@ -163,6 +189,9 @@ class TritonBackend:
         """
         from kernelgraph.agent import evaluator
 
+        rejections = self._admit(source)
+        if rejections:
+            return CheckResult(Outcome.REJECTED, admission.describe(rejections))
         device = self._device_for(target)
 
         def runner(
@@ -175,16 +204,28 @@ class TritonBackend:
                 "outputs": [(s.name, s.shape, s.dtype) for s in specs],
                 "device": device,
             }
-            response = _run_worker(request, timeout_s=self.timeout_s, interpret=device == "interpreter")
+            response = _run_worker(
+                request,
+                timeout_s=self.timeout_s,
+                interpret=device == "interpreter",
+                sandbox=self._for(device),
+            )
             if response.get("timeout"):
                 return evaluator.RunReport(evaluator.RunStatus.TIMEOUT, message=response["error"])
             if "error" in response:
-                return evaluator.RunReport(evaluator.RunStatus.CRASHED, message=response["error"])
+                return evaluator.RunReport(evaluator.RunStatus.CRASHED, message=str(response["error"]))
+            try:  # the worker ran model-written Python: check what it returned before judging it
+                outputs = tuple(
+                    {s.name: evaluator.conforming(out[s.name], s) for s in specs}
+                    for out in response["outputs"]
+                )
+                digests = tuple({str(k): str(v) for k, v in d.items()} for d in response["digests"])
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                return evaluator.RunReport(
+                    evaluator.RunStatus.CRASHED, message=f"malformed worker result: {exc}"
+                )
             return evaluator.RunReport(
-                evaluator.RunStatus.OK,
-                outputs=tuple(response["outputs"]),
-                input_digests=tuple(response["digests"]),
-                extra={"device": device},
+                evaluator.RunStatus.OK, outputs=outputs, input_digests=digests, extra={"device": device}
             )
 
         try:
@@ -203,6 +244,10 @@ class TritonBackend:
         A runtime is never invented.
         """
         compiled = self.compile(task, source, target)
+        if compiled.rejected:
+            return ProfileResult(math.nan, math.nan, 0, {}, "nvidia_static", outcome=Outcome.REJECTED,
+                                 reason=compiled.diagnosis, evaluator_version=EVALUATOR_VERSION,
+                                 sandbox=self.sandbox.label)  # fmt: skip
         versions = {"triton": _triton_version()}
         counters: dict[str, float] = dict(compiled.static_metrics)
         try:
@@ -215,8 +260,9 @@ class TritonBackend:
             if not compiled.ok:
                 versions["error"] = compiled.diagnosis[:500]
             return ProfileResult(
-                math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions
-            )
+                math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions,
+                evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label,
+            )  # fmt: skip
         response = _run_worker(
             {
                 "op": "profile",
@@ -229,12 +275,22 @@ class TritonBackend:
             },
             timeout_s=self.timeout_s,
             interpret=False,
+            sandbox=self._for("cuda"),
         )
         if "error" in response:
             versions["error"] = response["error"][:500]
             return ProfileResult(
-                math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions
-            )
+                math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions,
+                evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label,
+            )  # fmt: skip
+        impossible = impossibility(
+            task, full, float(response["median_ns"]),
+            peak_gflops=getattr(target, "peak_gflops", None), peak_gbps=getattr(target, "peak_gbps", None),
+        )  # fmt: skip
+        if impossible:  # never rescued: a correct output does not make an impossible time real
+            return ProfileResult(math.nan, math.nan, 0, counters, "nvidia_timing", outcome=Outcome.IMPLAUSIBLE,
+                                 reason=f"implausible timing: {impossible}", tool_versions=versions,
+                                 evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label)  # fmt: skip
         counters["time_ns"] = response["median_ns"]
         counters.update(response.get("ncu", {}))
         versions.update(response.get("versions", {}))
@@ -246,7 +302,17 @@ class TritonBackend:
             counter_source="nvidia_ncu" if response.get("ncu") else "nvidia_timing",
             parent_median_ns=response.get("parent_median_ns"),
             tool_versions=versions,
+            evaluator_version=EVALUATOR_VERSION,
+            sandbox=self.sandbox.label,
         )
+
+    def _admit(self, source: str) -> list[admission.Rejection]:
+        """The admission checks on the source (a seam: the red-team tests also run past them)."""
+        return admission.check_python_source(source)
+
+    def _for(self, device: str) -> Sandbox:
+        """The sandbox of a worker on `device`: the GPU path also binds the NVIDIA device nodes."""
+        return dataclasses.replace(self.sandbox, gpu=device == "cuda")
 
     def _device_for(self, target: Any) -> str:
         if self.device:
@@ -348,29 +414,47 @@ def _compile_result(response: Mapping[str, Any], entry: Path) -> CompileResult:
     )
 
 
-def _run_worker(request: dict[str, Any], timeout_s: float, interpret: bool) -> dict[str, Any]:
-    """Run one request in a fresh `python -m kernelgraph.agent.backends.triton` process; errors come back as data."""
-    env = dict(os.environ)
-    # The worker imports kernelgraph from where this process did (a checkout or site-packages).
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT.parent), env.get("PYTHONPATH")) if p)
-    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+def _run_worker(
+    request: dict[str, Any], timeout_s: float, interpret: bool, sandbox: Sandbox, keep: Path | None = None
+) -> dict[str, Any]:
+    """Run one request in a fresh, sandboxed `python -m kernelgraph.agent.backends.triton` process; errors come
+    back as data. Files the worker writes under `out/` are copied to `keep` (the compile cache)."""
+    env = {
+        "PYTHONPATH": python_path(),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "TRITON_DEFAULT_FP_FUSION": "1",
+        "TRITON_CACHE_DIR": "/tmp/triton-cache",  # the sandbox's private tmpfs
+    }
     if interpret:
         env["TRITON_INTERPRET"] = "1"  # must be set before triton is imported: hence a fresh process
-    else:
-        env.pop("TRITON_INTERPRET", None)
-    with tempfile.TemporaryDirectory(prefix="kg-triton-") as tmp:
-        req, resp = Path(tmp) / "request.pkl", Path(tmp) / "response.pkl"
-        request = {**request, "tmp": tmp}
+    with scratch_dir("kg-triton-") as tmp:
+        req = tmp / "request.pkl"  # pickled by us, for the worker: the trusted direction
+        request = {**request, "tmp": str(tmp), "out_dir": str(tmp / "out")}
         req.write_bytes(pickle.dumps(request))
-        cmd = [sys.executable, "-m", "kernelgraph.agent.backends.triton", str(req), str(resp)]
-        try:
-            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
-        except subprocess.TimeoutExpired:
+        done = sandbox.run(
+            [python_executable(), "-s", "-m", "kernelgraph.agent.backends.triton", str(req), str(tmp)],
+            mounts=[Mount(tmp, writable=True), *python_mounts()],
+            env=env,
+            cwd=tmp,
+            limits=GPU_WORKER_LIMITS if sandbox.gpu else WORKER_LIMITS,
+            timeout_s=timeout_s,
+        )
+        if done.timed_out:
             return {"error": f"timed out after {timeout_s:.0f} s", "timeout": True}
-        if not resp.exists():
-            tail = (proc.stderr or proc.stdout)[-2000:]
-            return {"error": f"worker exited with status {proc.returncode}: {tail}", "log": tail}
-        result: dict[str, Any] = pickle.loads(resp.read_bytes())
+        if not (tmp / RESULT_JSON).exists():
+            tail = (done.stderr or done.stdout)[-2000:]
+            return {"error": f"worker exited with status {done.returncode}: {tail}", "log": tail}
+        # Never unpickle what the worker wrote, never follow a link it planted: it ran model code.
+        try:
+            result = decode_result(read_untrusted(tmp / RESULT_JSON), read_untrusted(tmp / RESULT_ARRAYS))
+            out = tmp / "out"
+            if keep is not None and out.is_dir() and not out.is_symlink():
+                for produced in out.iterdir():
+                    (keep / produced.name).write_bytes(read_untrusted(produced, max_bytes=256 << 20))
+        except (UntrustedFileError, ValueError, KeyError, TypeError) as exc:
+            return {"error": f"the worker left an unreadable result: {exc}"}
+        if not isinstance(result, dict):
+            return {"error": "the worker left a malformed result"}
         return result
 
 
@@ -487,6 +571,7 @@ def _worker_compile(request: Mapping[str, Any]) -> dict[str, Any]:
             "diagnostics": [{"message": "the source defines no AOT list of kernels to compile"}],
         }
     arch, out_dir = int(request["arch"]), Path(request["out_dir"])
+    out_dir.mkdir(parents=True, exist_ok=True)
     kernels: list[dict[str, Any]] = []
     for spec in specs:
         fn = getattr(module, spec.get("kernel", ""), None)
@@ -622,8 +707,9 @@ NCU_METRICS = {
 def _ncu_counters(request: Mapping[str, Any]) -> dict[str, float]:
     """Run the candidate once under Nsight Compute and average each metric over its kernels."""
     tmp = Path(request["tmp"])
-    once = tmp / "once.pkl"
+    once, once_out = tmp / "once.pkl", tmp / "once-out"
     once.write_bytes(pickle.dumps({**request, "op": "once"}))
+    once_out.mkdir(exist_ok=True)
     cmd = [
         "ncu",
         "--csv",
@@ -634,9 +720,7 @@ def _ncu_counters(request: Mapping[str, Any]) -> dict[str, float]:
         "kernelgraph.agent.backends.triton",
     ]
     try:
-        proc = subprocess.run(
-            [*cmd, str(once), str(tmp / "once-out.pkl")], capture_output=True, text=True, timeout=300
-        )
+        proc = subprocess.run([*cmd, str(once), str(once_out)], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired):
         return {}
     values: dict[str, list[float]] = {}
@@ -671,7 +755,7 @@ def _worker_main(argv: Sequence[str]) -> int:
         response = ops[request["op"]](request)
     except Exception as exc:
         response = {"error": f"{type(exc).__name__}: {exc}", "log": traceback.format_exc()[-4000:]}
-    Path(argv[1]).write_bytes(pickle.dumps(response))
+    write_result(argv[1], response)
     return 0
 
 

@@ -42,7 +42,15 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 
 
 def make_backend(name: str, *, quick: bool = True) -> Backend:
-    """The backend by name; `quick` caps the trials (still 20 at least: the evaluator's floor) and the time."""
+    """The backend by name; `quick` caps the trials (still 20 at least: the evaluator's floor) and the time.
+
+    Fails here, before any run starts, when the sandbox every kernel runs in is not installed."""
+    from kernelgraph.agent.backends.bubblewrap import Sandbox, SandboxUnavailable
+
+    try:
+        Sandbox().check_available()
+    except SandboxUnavailable as exc:
+        raise _fail(str(exc)) from None
     if name == "c":
         from kernelgraph.agent.backends.c import CBackend
         from kernelgraph.agent.backends.sandbox import FAST_TIMING, TimingPlan

@@ -122,6 +122,34 @@ def ablation(
     )
 
 
+@bench_app.command("sandbox")
+def sandbox(
+    task: str = typer.Option("rmsnorm", "--task", help="the C task whose baseline is evaluated"),
+    target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build and time for"),
+    repeats: int = typer.Option(5, "--repeats", min=1, max=50, help="evaluations per mode (interleaved)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+) -> None:
+    """What the sandbox costs: overhead per evaluation step and timing noise (rel. IQR) with and without."""
+    import json
+    from pathlib import Path
+
+    from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
+    from kernelgraph.agent.bench.sandbox_bench import render, run_bench, save_results
+
+    try:
+        result = run_bench(task, target, repeats)
+    except SandboxUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    path = save_results(result, Path(results_dir))
+    if as_json:
+        typer.echo(json.dumps({k: v for k, v in result.items() if k != "runs"} | {"saved": str(path)}))
+    else:
+        typer.echo(render(result))
+        typer.echo(f"saved to {path}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(bench_app, name="bench")
 

@@ -1,13 +1,23 @@
-"""`kernelgraph tasks list`, `kernelgraph targets list` and `kernelgraph check`: tasks, targets, verdicts."""
+"""`kernelgraph tasks list`, `targets list`, `check` and `evaluate`: tasks, targets, verdicts."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from kernelgraph.agent.backends.base import Backend
+    from kernelgraph.agent.backends.bubblewrap import Sandbox
+
+UNSAFE_HELP = (
+    "Run model-written code WITHOUT the bubblewrap sandbox (debugging only): it can then read secrets, "
+    "write files and open connections. Recorded in every result."
+)
 
 tasks_app = typer.Typer(help="Kernel tasks KernelGraph can optimize.", no_args_is_help=True)
 targets_app = typer.Typer(help="Compilation targets and their measured peaks.", no_args_is_help=True)
@@ -67,9 +77,10 @@ def check(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
     backend: str = typer.Option("c", "--backend", help="c | triton (Triton checks run in its interpreter)."),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help=UNSAFE_HELP),
 ) -> None:
     """Check a kernel source for correctness against the task's reference on several input sets."""
-    from kernelgraph.agent.backends.c import CBackend
+    from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
     from kernelgraph.agent.targets import UnknownTargetError, get_target
     from kernelgraph.agent.tasks import UnknownTaskError, get_task
 
@@ -81,15 +92,23 @@ def check(
         return
     if not source.is_file():
         _fail(f"source file not found: {source}")
-    if backend == "triton":
-        from kernelgraph.agent.backends.triton import TritonBackend
-
-        result = TritonBackend().check(task, source.read_text(), target)
-    else:
-        result = CBackend().check(task, source.read_text(), target)
+    chosen, confinement = _backend(backend, unsafe_no_sandbox)
+    try:
+        result = chosen.check(task, source.read_text(), target)
+        sandbox = confinement.label
+    except SandboxUnavailable as exc:
+        _fail(str(exc))
+        return
     if as_json:
         typer.echo(
-            json.dumps({"correct": result.correct, "outcome": str(result.outcome), "reason": result.reason})
+            json.dumps(
+                {
+                    "correct": result.correct,
+                    "outcome": str(result.outcome),
+                    "reason": result.reason,
+                    "sandbox": sandbox,
+                }
+            )
         )
     else:
         verdict = "[green]correct[/green]" if result.correct else f"[red]{result.outcome}[/red]"
@@ -98,7 +117,89 @@ def check(
         raise typer.Exit(1)
 
 
+def _backend(name: str, unsafe_no_sandbox: bool) -> tuple[Backend, Sandbox]:
+    """The backend named on the command line, and the sandbox it runs kernels in."""
+    from kernelgraph.agent.backends.bubblewrap import Sandbox
+
+    sandbox = Sandbox(enabled=not unsafe_no_sandbox)
+    if unsafe_no_sandbox:
+        typer.echo("warning: --unsafe-no-sandbox: model-written code runs unconfined", err=True)
+    if name == "triton":
+        from kernelgraph.agent.backends.triton import TritonBackend
+
+        return TritonBackend(sandbox=sandbox), sandbox
+    if name != "c":
+        _fail(f"--backend must be c or triton, not {name!r}")
+    from kernelgraph.agent.backends.c import CBackend
+
+    return CBackend(sandbox=sandbox), sandbox
+
+
+def evaluate(
+    task_name: str = typer.Argument(..., metavar="TASK", help="Task name (see `kernelgraph tasks list`)."),
+    source: Path = typer.Option(..., "--source", help="The candidate kernel source file."),
+    parent: str = typer.Option(
+        "baseline",
+        "--parent",
+        help="`baseline` (the task's baseline source) or a source file to time against.",
+    ),
+    target_name: str | None = typer.Option(
+        None, "--target", help="Target name (default: cpu-x86-64-v3 for c, cuda-sm90 for triton)."
+    ),
+    backend: str = typer.Option("c", "--backend", help="c | triton"),
+    as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
+    unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help=UNSAFE_HELP),
+) -> None:
+    """Evaluate a kernel as the optimization loop does: admission, correctness, timing interleaved
+    with the parent on distinct inputs, counters, the outcome and its reason. Exit status 0 when the
+    candidate would be kept, 1 otherwise, 2 on a usage error."""
+    from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
+    from kernelgraph.agent.loop import evaluate as evaluate_candidate
+    from kernelgraph.agent.targets import UnknownTargetError, get_target
+    from kernelgraph.agent.tasks import UnknownTaskError, get_task
+
+    name = target_name or ("cuda-sm90" if backend == "triton" else "cpu-x86-64-v3")
+    try:
+        task = get_task(task_name, backend)
+        target = get_target(name)
+    except (UnknownTaskError, UnknownTargetError) as exc:
+        _fail(str(exc))
+        return
+    if not source.is_file():
+        _fail(f"--source: file not found: {source}")
+    if parent == "baseline":
+        parent_source = task.source(backend, task.baseline_config)
+    elif Path(parent).is_file():
+        parent_source = Path(parent).read_text()
+    else:
+        _fail(f"--parent: expected `baseline` or an existing source file, got {parent!r}")
+        return
+    chosen, confinement = _backend(backend, unsafe_no_sandbox)
+    try:
+        verdict = evaluate_candidate(task, chosen, target, source.read_text(), parent_source)
+        sandbox = confinement.label
+    except SandboxUnavailable as exc:
+        _fail(str(exc))
+        return
+    report = {"task": task.name, "target": target.name, "backend": backend, "parent": parent,
+              **verdict.to_json(), "sandbox": sandbox}  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps(report))
+    else:
+        style = "green" if verdict.outcome.value == "kept" else "red"
+        gain = f" {verdict.speedup:.3f}x over the parent" if verdict.speedup else ""
+        Console().print(f"{task.name} on {target.name}: [{style}]{verdict.outcome.value}[/{style}]{gain}")
+        if verdict.reason:
+            Console().print(f"  reason: {verdict.reason}", highlight=False, markup=False)
+        Console().print(
+            f"  sandbox: {sandbox}; evaluator version {report['evaluator_version']}", highlight=False
+        )
+    if verdict.outcome.value != "kept":
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(tasks_app, name="tasks")
     app.add_typer(targets_app, name="targets")
     app.command("check")(check)
+    app.command("evaluate")(evaluate)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelgraph.agent.backends.base import Backend
+from kernelgraph.agent.backends.bubblewrap import Sandbox
 from kernelgraph.agent.backends.c import CBackend, parse_diagnostics
 from kernelgraph.agent.backends.sandbox import TimingPlan
 from kernelgraph.agent.results import Outcome
@@ -79,13 +80,15 @@ def test_profile_of_crashing_kernel_is_an_outcome(backend: CBackend, cpu_target:
 
 
 def test_cachegrind_uses_v3_build_for_avx512(c_cache: Path) -> None:
-    from kernelgraph.agent.counters import cachegrind_counters, valgrind_version
+    from kernelgraph.agent.backends.counters import cachegrind_counters, valgrind_version
 
     if not valgrind_version():
         unavailable("valgrind is not installed")
     target = get_target("cpu-x86-64-v4", measure=False)
     task = get_task("reduction")
-    report = cachegrind_counters(task, task.source("c", {"acc": 4, "simd": True, "parallel": True}), target)
+    report = cachegrind_counters(
+        task, task.source("c", {"acc": 4, "simd": True, "parallel": True}), target, sandbox=Sandbox()
+    )
     assert report.source == "cpu_cachegrind", report.note
     assert report.tool_versions["counter_build_isa"] == "x86-64-v3"
     assert report.counters["instructions"] > 0

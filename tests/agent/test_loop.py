@@ -9,6 +9,7 @@ import pytest
 
 from kernelgraph.agent.backends.c import CBackend
 from kernelgraph.agent.backends.sandbox import TimingPlan
+from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 from kernelgraph.agent.loop import optimize
 from kernelgraph.agent.proposers.base import Proposal, ProposalContext
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
@@ -40,7 +41,8 @@ def attempts_in_graph(store: GraphStore, namespace: str, run_id: str) -> list[di
         "MATCH (a:Attempt {namespace: $ns, run_id: $run}) "
         "OPTIONAL MATCH (a)-[:RESULTED_IN]->(m:Measurement) "
         "RETURN a.attempt_key AS key, a.outcome AS outcome, a.diagnosis AS diagnosis, a.transform AS transform, "
-        "m IS NOT NULL AS measured ORDER BY key",
+        "m IS NOT NULL AS measured, m.evaluator_version AS evaluator_version, m.sandboxed AS sandboxed "
+        "ORDER BY key",
         {"ns": namespace, "run": run_id},
         write=False,
     )
@@ -69,6 +71,7 @@ BAD_SOURCES = {
     Outcome.CRASHED: MATMUL_HEAD + "    *(volatile int*)0 = 1;\n}\n",
     Outcome.TIMEOUT: MATMUL_HEAD + "    for (volatile int i = 0; ; i++) {}\n}\n",
     Outcome.INCORRECT: MATMUL_HEAD + "    memset(c, 0, sizeof(float) * (size_t)n * n);\n}\n",
+    Outcome.REJECTED: MATMUL_HEAD + "    static int calls;\n    if (++calls > 1) return;\n}\n",
 }
 
 
@@ -95,14 +98,17 @@ def test_bad_proposals_are_recorded_and_the_loop_goes_on(
     quick_backend: CBackend, cpu_target: Target, client: InProcessClient, store: GraphStore, namespace: str
 ) -> None:
     proposer = ScriptedProposer()
-    result = optimize(get_task("matmul"), quick_backend, cpu_target, proposer, client, budget=5)
+    bad = len(BAD_SOURCES)
+    result = optimize(get_task("matmul"), quick_backend, cpu_target, proposer, client, budget=bad + 1)
     assert [s.outcome for s in result.steps] == [*BAD_SOURCES, Outcome.KEPT]
-    assert all(s.diagnosis for s in result.steps[:4])
+    assert all(s.diagnosis for s in result.steps[:bad])
     assert "expected" in proposer.seen_diagnoses[1]  # the compile error's located diagnosis came back
+    assert "`calls`" in proposer.seen_diagnoses[bad]  # the admission rejection named the static
     rows = attempts_in_graph(store, namespace, result.run_id)
     assert [r["outcome"] for r in rows] == [o.value for o in [*BAD_SOURCES, Outcome.KEPT]]
-    assert all(r["diagnosis"] for r in rows[:4]) and not any(r["measured"] for r in rows[:4])
-    assert rows[4]["measured"] and result.speedup > 1.0
+    assert all(r["diagnosis"] for r in rows[:bad]) and not any(r["measured"] for r in rows[:bad])
+    assert rows[bad]["measured"] and result.speedup > 1.0
+    assert (rows[bad]["evaluator_version"], rows[bad]["sandboxed"]) == (EVALUATOR_VERSION, True)
 
 
 def test_triton_without_a_gpu_records_static_attempts_and_keeps_nothing(

@@ -177,3 +177,27 @@ def test_gpu_check_and_timing() -> None:  # pragma: no cover - needs a GPU
     prof = backend.profile(task, source, target, parent_source=source)
     if not prof.static:
         assert prof.median_ns > 0 and prof.parent_median_ns and prof.counters["time_ns"] == prof.median_ns
+
+
+def test_gpu_time_beyond_the_peak_is_implausible(
+    backend: TritonBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GPU profile path (faked here: no GPU) applies the same peak check as the C backend."""
+    import dataclasses
+
+    from kernelgraph.agent.backends import triton as triton_mod
+
+    real_worker = triton_mod._run_worker
+
+    def worker(request: dict[str, object], *args: object, **kwargs: object) -> dict[str, object]:
+        if request["op"] != "profile":
+            return real_worker(request, *args, **kwargs)  # type: ignore[arg-type]
+        return {"median_ns": 1.0, "iqr_ns": 0.1, "trials": 50, "parent_median_ns": None}  # 1 ns: impossible
+
+    monkeypatch.setattr(triton_mod, "_local_cuda_arch", lambda: 90)
+    monkeypatch.setattr(triton_mod, "_run_worker", worker)
+    target = dataclasses.replace(get_target("cuda-sm90"), peak_gflops=1000.0, peak_gbps=3000.0)
+    task = _task("softmax")
+    result = backend.profile(task, task.source("triton", task.baseline_config), target)
+    assert result.outcome == Outcome.IMPLAUSIBLE, result
+    assert "exceeds" in result.reason and math.isnan(result.median_ns)

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -24,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, read_untrusted, scratch_dir
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Arrays, Task
 
@@ -134,18 +133,22 @@ def parse_cachegrind(text: str, kernel_file: str) -> dict[str, float]:
     return dict(zip(events, totals.tolist(), strict=True))
 
 
-def cachegrind_counters(
-    task: Task, source: str, target: Target, *, cache_dir: Path | None = None
-) -> CounterReport:
-    """instructions, d1_miss_rate, ll_miss_rate (+ raw events) from cachegrind; never raises."""
+CACHEGRIND_TIMEOUT_S = 120.0
+CACHEGRIND_LIMITS = Rlimits(address_space_bytes=16 << 30, cpu_seconds=int(2 * CACHEGRIND_TIMEOUT_S))
+
+
+def cachegrind_counters(task: Task, source: str, target: Target, *, sandbox: Sandbox) -> CounterReport:
+    """instructions, d1_miss_rate, ll_miss_rate (+ raw events) from cachegrind; never raises.
+
+    The harness is built and run under valgrind inside `sandbox`, like every step that runs the kernel.
+    """
     version = valgrind_version()
     if not version:
         return CounterReport({}, "cpu_timing", note="valgrind not installed: counters are timing-only")
     build_isa = "x86-64-v3" if (target.isa or "") in VALGRIND_UNSAFE_ISAS else (target.isa or "x86-64-v2")
     inputs = task.make_inputs(COUNTER_SEED, True)
     try:
-        with tempfile.TemporaryDirectory(prefix="kg-cachegrind-") as tmp:
-            d = Path(tmp)
+        with scratch_dir("kg-cachegrind-") as d:
             (d / "kernel.c").write_text(source)
             (d / "harness.c").write_text(harness_source(task, inputs))
             files = []
@@ -153,48 +156,25 @@ def cachegrind_counters(
                 path = d / f"in{k}.bin"
                 np.ascontiguousarray(a).tofile(path)
                 files.append(str(path))
-            cc = subprocess.run(
-                [
-                    "gcc",
-                    "-O2",
-                    "-g",
-                    "-fopenmp",
-                    "-std=gnu11",
-                    f"-march={build_isa}",
-                    "harness.c",
-                    "kernel.c",
-                    "-o",
-                    "harness",
-                    "-lm",
-                ],
-                cwd=d,
-                capture_output=True,
-                text=True,
-                timeout=120,
+            build = ["gcc", "-O2", "-g", "-fopenmp", "-std=gnu11", f"-march={build_isa}", "harness.c",
+                     "kernel.c", "-o", "harness", "-lm"]  # fmt: skip
+            run = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", *CACHE_MODEL,
+                   "--cachegrind-out-file=cg.out", "./harness", *files]  # fmt: skip
+            steps: tuple[tuple[str, list[str], dict[str, str]], ...] = (
+                ("cachegrind build", build, {}),
+                ("cachegrind", run, {"OMP_NUM_THREADS": "1"}),
             )
-            if cc.returncode != 0:
-                return CounterReport({}, "cpu_timing", note=f"cachegrind build failed: {cc.stderr[-300:]}")
-            env = {**os.environ, "OMP_NUM_THREADS": "1"}
-            run = subprocess.run(
-                [
-                    "valgrind",
-                    "--tool=cachegrind",
-                    "--cache-sim=yes",
-                    *CACHE_MODEL,
-                    "--cachegrind-out-file=cg.out",
-                    "./harness",
-                    *files,
-                ],
-                cwd=d,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                env=env,
+            for what, argv, env in steps:
+                done = sandbox.run(argv, mounts=[Mount(d, writable=True)], env=env, cwd=d,
+                                   limits=CACHEGRIND_LIMITS, timeout_s=CACHEGRIND_TIMEOUT_S)  # fmt: skip
+                if done.timed_out or done.returncode != 0:
+                    status = "timed out" if done.timed_out else "failed"
+                    return CounterReport({}, "cpu_timing", note=f"{what} {status}: {done.stderr[-300:]}")
+            # read_untrusted: the harness ran the kernel, which could have planted a link here
+            raw = parse_cachegrind(
+                read_untrusted(d / "cg.out", 256 << 20).decode(errors="replace"), "kernel.c"
             )
-            if run.returncode != 0 or not (d / "cg.out").exists():
-                return CounterReport({}, "cpu_timing", note=f"cachegrind failed: {run.stderr[-300:]}")
-            raw = parse_cachegrind((d / "cg.out").read_text(), "kernel.c")
-    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+    except (OSError, ValueError) as exc:
         return CounterReport({}, "cpu_timing", note=f"cachegrind unavailable: {exc}")
     return CounterReport(
         _rates(raw, task, inputs),

@@ -1,0 +1,340 @@
+"""The confinement every untrusted step runs in: bubblewrap, an unprivileged uid and rlimits.
+
+Code a model wrote is hostile (docs/sandbox.md). Compile, admission, check, profile, counters and the
+Triton worker all start their process through `Sandbox.popen`, which wraps the command as
+
+    bwrap <namespaces> <read-only binds> --tmpfs /tmp <scratch bind> --clearenv --setenv ...
+          -- setpriv --reuid=65534 ... -- <command>
+
+so the step sees only `/usr` (compiler, binutils, valgrind), the interpreter and the venv (Python
+steps), the project's `agent` package (Python steps), the files it was handed read-only and one
+scratch directory; it has no network (own network namespace), its own PID namespace (everything it
+started dies with it), no capabilities and an environment built from `ENV_ALLOWED` plus the values the
+caller sets. rlimits (address space, CPU time, processes, file size, open files) are set before exec
+and inherited by everything inside.
+
+Paths inside are the same as outside (each bind maps a path to itself), so one command line works
+with and without the sandbox. A missing bwrap raises `SandboxUnavailable` with the fix; only
+`Sandbox(enabled=False)` (the CLI's `--unsafe-no-sandbox`) runs unconfined, and its `label` says so
+in every result it touches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import IO, Any
+
+from kernelgraph import PACKAGE_ROOT
+
+SANDBOX_UID = 65534  # nobody: owns nothing on the host
+UNSAFE_LABEL = "off (--unsafe-no-sandbox)"
+INSTALL_FIX = (
+    "install bubblewrap (`apt-get install bubblewrap`, which `make install` does), or pass "
+    "--unsafe-no-sandbox to run model-written code unconfined (debugging only; recorded in every result)"
+)
+# Variables the sandboxed step may inherit when the caller does not set them; everything else
+# (API keys, KERNELGRAPH_NEO4J_*, HOME, ...) is dropped.
+ENV_ALLOWED = ("LANG", "LC_ALL", "TZ")
+# Device nodes the GPU path binds (only those that exist): the control node, unified memory and the
+# GPUs themselves. Nothing else under /dev beyond bwrap's minimal --dev (null, zero, random, ...).
+NVIDIA_DEVICES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot start: nothing untrusted runs (the message names the fix)."""
+
+
+@dataclass(frozen=True)
+class Rlimits:
+    """Per-process limits inherited by everything inside the sandbox (`setrlimit` before exec)."""
+
+    address_space_bytes: int = 16 << 30
+    cpu_seconds: int = 600
+    processes: int = 512  # counted per uid; threads count too (OpenMP, torch)
+    file_size_bytes: int = 2 << 30
+    open_files: int = 1024
+
+    def apply(self) -> None:
+        for which, value in (
+            (resource.RLIMIT_AS, self.address_space_bytes),
+            (resource.RLIMIT_CPU, self.cpu_seconds),
+            (resource.RLIMIT_NPROC, self.processes),
+            (resource.RLIMIT_FSIZE, self.file_size_bytes),
+            (resource.RLIMIT_NOFILE, self.open_files),
+            (resource.RLIMIT_CORE, 0),
+        ):
+            resource.setrlimit(which, (value, value))
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host path the step sees at the same path: read-only unless `writable`."""
+
+    path: Path
+    writable: bool = False
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A sandboxed command that ran to its end (or was killed at its timeout)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+
+
+@cache
+def _bwrap_version(path: str) -> str:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SandboxUnavailable(f"{path} does not run ({exc}): {INSTALL_FIX}") from exc
+    return out.stdout.strip() or "bubblewrap"
+
+
+def python_mounts() -> tuple[Mount, ...]:
+    """What a Python step needs: the interpreter's prefix, the venv, and of KernelGraph only the
+    `kernelgraph` folder with the agent and client packages (never the service, the data or the rest
+    of a checkout, where kernelgraph/agent and kernelgraph/client link to the top-level folders)."""
+    packages = {PACKAGE_ROOT, (PACKAGE_ROOT / "agent").resolve(), (PACKAGE_ROOT / "client").resolve()}
+    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), *packages}
+    return tuple(Mount(p) for p in sorted(paths))
+
+
+def python_executable() -> str:
+    """The venv's interpreter by its resolved path (a symlinked venv directory is not bound)."""
+    return str(Path(sys.prefix).resolve() / "bin" / Path(sys.executable).name)
+
+
+def python_path() -> str:
+    """PYTHONPATH inside the sandbox: the directory holding the bound `kernelgraph` package."""
+    return str(PACKAGE_ROOT.parent)
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How untrusted steps run. `enabled=False` is the explicit, recorded, debug-only escape hatch."""
+
+    enabled: bool = True
+    gpu: bool = False
+    bwrap: str | None = field(default=None, compare=False)
+
+    def _bwrap(self) -> str:
+        path = self.bwrap or shutil.which("bwrap")
+        if not path:
+            raise SandboxUnavailable(f"bubblewrap (`bwrap`) is not installed: {INSTALL_FIX}")
+        return path
+
+    @property
+    def label(self) -> str:
+        """What every result records: the bubblewrap version, or that the sandbox was off."""
+        return _bwrap_version(self._bwrap()) if self.enabled else UNSAFE_LABEL
+
+    def check_available(self) -> None:
+        """Raise SandboxUnavailable (with the fix) unless bwrap is installed and runs."""
+        if self.enabled:
+            _bwrap_version(self._bwrap())
+
+    def command(
+        self, argv: Sequence[str], *, mounts: Sequence[Mount], env: Mapping[str, str], cwd: Path
+    ) -> list[str]:
+        """The full command line: bwrap + setpriv around `argv` (just `argv` when disabled)."""
+        if not self.enabled:
+            return list(argv)
+        cmd = [
+            self._bwrap(),
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",  # no TIOCSTI into a terminal
+            "--hostname",
+            "kernelgraph-sandbox",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "--symlink",
+            "usr/sbin",
+            "/sbin",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--perms",
+            "1777",
+            "--tmpfs",
+            "/tmp",
+        ]
+        if Path("/etc/ld.so.cache").exists():
+            cmd += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+        made: set[str] = {"/", "/usr", "/tmp", "/proc", "/dev", "/etc"}
+        for mount in mounts:
+            path = Path(mount.path).resolve()
+            for parent in reversed(path.parents):  # bwrap would create missing parents 0700
+                if str(parent) not in made:
+                    cmd += ["--perms", "0755", "--dir", str(parent)]
+                    made.add(str(parent))
+            cmd += ["--bind" if mount.writable else "--ro-bind", str(path), str(path)]
+            made.add(str(path))
+        if self.gpu:
+            cmd += self._gpu_binds()
+        cmd += ["--chdir", str(cwd), "--clearenv"]
+        for key, value in env.items():
+            cmd += ["--setenv", key, value]
+        if os.geteuid() != 0:  # unprivileged bwrap: its user namespace maps us to the sandbox uid
+            return [*cmd[:1], "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+                    "--cap-drop", "ALL", *cmd[1:], "--", *argv]  # fmt: skip
+        cmd += [
+            "--",
+            "/usr/bin/setpriv",
+            f"--reuid={SANDBOX_UID}",
+            f"--regid={SANDBOX_UID}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+            *argv,
+        ]
+        return cmd
+
+    def _gpu_binds(self) -> list[str]:
+        """The NVIDIA device nodes that exist (docs/sandbox.md lists them); untested without a GPU."""
+        binds: list[str] = []
+        dev = Path("/dev")
+        nodes = sorted(dev.glob("nvidia[0-9]*")) + [dev / n for n in NVIDIA_DEVICES]
+        for node in nodes:
+            if node.exists():
+                binds += ["--dev-bind", str(node), str(node)]
+        if Path("/sys").exists():  # the CUDA driver reads PCI topology from sysfs
+            binds += ["--ro-bind", "/sys", "/sys"]
+        return binds
+
+    def environment(self, values: Mapping[str, str]) -> dict[str, str]:
+        """The allow-listed environment: ENV_ALLOWED from ours, then `values`; nothing else."""
+        env = {k: os.environ[k] for k in ENV_ALLOWED if k in os.environ}
+        env.update(PATH="/usr/bin:/bin", HOME="/tmp", TMPDIR="/tmp")
+        env.update(values)
+        return env
+
+    def popen(
+        self,
+        argv: Sequence[str],
+        *,
+        mounts: Sequence[Mount],
+        env: Mapping[str, str],
+        cwd: Path,
+        limits: Rlimits,
+        stdout: IO[bytes] | int | None = subprocess.PIPE,
+        stderr: IO[bytes] | int | None = subprocess.PIPE,
+    ) -> subprocess.Popen[bytes]:
+        """Start `argv` confined; `env` is added to the allow-listed base. Its own session and process
+        group, so `kill_tree` ends it and (through the PID namespace) everything it started."""
+        full_env = self.environment(env)
+        return subprocess.Popen(
+            self.command(argv, mounts=mounts, env=full_env, cwd=cwd),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            env=full_env if not self.enabled else {"PATH": "/usr/bin:/bin"},
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=_limiter(limits),
+        )
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        mounts: Sequence[Mount],
+        env: Mapping[str, str],
+        cwd: Path,
+        limits: Rlimits,
+        timeout_s: float,
+    ) -> Finished:
+        """Run `argv` confined to completion or its timeout (then killed with all it started)."""
+        proc = self.popen(argv, mounts=mounts, env=env, cwd=cwd, limits=limits)
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            kill_tree(proc)
+            out, err = proc.communicate()
+            return Finished(-9, _text(out), _text(err), timed_out=True)
+        finally:
+            kill_tree(proc)
+        return Finished(proc.returncode, _text(out), _text(err))
+
+
+def _text(data: bytes | None) -> str:
+    return (data or b"").decode(errors="replace")
+
+
+def _limiter(limits: Rlimits) -> Callable[[], None]:
+    def apply() -> None:  # runs in the forked child before exec: only async-signal-safe work
+        limits.apply()
+
+    return apply
+
+
+def kill_tree(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL the process group (bwrap's PID namespace takes everything inside down with it)."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+class UntrustedFileError(OSError):
+    """A file the sandbox left is not a plain file of sane size (a symlink, a fifo, too big)."""
+
+
+def read_untrusted(path: Path, max_bytes: int = 1 << 30) -> bytes:
+    """Read a file a sandboxed step wrote, without following a symlink it may have planted there
+    (to make us read, and echo, a secret such as the Neo4j password file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise UntrustedFileError(f"{path.name}: cannot open as a plain file ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise UntrustedFileError(f"{path.name}: not a regular file")
+        if info.st_size > max_bytes:
+            raise UntrustedFileError(f"{path.name}: {info.st_size} bytes, over the {max_bytes}-byte limit")
+        return f.read(max_bytes)
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    """A fresh host directory the sandboxed uid may write: the step's only writable bind."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        path = Path(tmp)
+        if os.geteuid() == 0:
+            os.chown(path, SANDBOX_UID, SANDBOX_UID)
+        else:  # not root: setpriv cannot switch uid, so bwrap's own user namespace maps us instead
+            path.chmod(0o777)
+        yield path

@@ -1,0 +1,389 @@
+"""Hostile kernels (tests/agent/red_team/) against the evaluator: each is contained or rejected with a
+clear reason, the evaluator keeps going, and the EFFECT did not happen.
+
+The world each attack aims at is the test's own: a data home whose Neo4j password file holds a
+canary, the same canary in the environment and in a file under HOME, a sentinel path outside any
+scratch directory, and a TCP listener on a free localhost port standing in for Bolt. Every C attack
+runs twice: through the real backend (admission rejects most of them, naming the symbol) and
+"past admission" (a backend whose admission admits everything), so the sandbox alone must contain
+it. docs/sandbox.md describes the attack classes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kernelgraph.agent.backends import admission
+from kernelgraph.agent.backends.bubblewrap import Sandbox
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.backends.sandbox import TimingPlan
+from kernelgraph.agent.backends.triton import TritonBackend
+from kernelgraph.agent.loop import evaluate
+from kernelgraph.agent.results import CheckResult, Outcome
+from kernelgraph.agent.targets import Target, get_target
+from kernelgraph.agent.tasks import get_task
+
+RED_TEAM = Path(__file__).with_name("red_team")
+CHEATS = Path(__file__).with_name("cheats")
+CANARY = "kg-canary-7f3a9c1e-secret"
+ORPHAN_NAME = "kgredteamorphan"
+QUICK = TimingPlan(warmup=1, min_trials=5, max_trials=8, budget_s=0.3, verified_calls=3)
+
+
+class _Listener:
+    """A TCP listener on a free localhost port that records every connection it accepts."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = int(self.sock.getsockname()[1])
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+@dataclass(frozen=True)
+class World:
+    """What the attacks aim at; `render` fills a kernel template's @PLACEHOLDERS@ with it."""
+
+    password_file: Path
+    home: Path
+    sentinel: Path
+    listener: _Listener
+
+    def render(self, name: str) -> str:
+        text = (RED_TEAM / name).read_text()
+        for key, value in {
+            "@PASSWORD_FILE@": str(self.password_file),
+            "@HOME@": str(self.home),
+            "@SENTINEL@": str(self.sentinel),
+            "@PORT@": str(self.listener.port),
+        }.items():
+            text = text.replace(key, value)
+        return text
+
+    def assert_no_effect(self, *texts: str) -> None:
+        """No file escaped, no connection was made and the canary appears in no output."""
+        assert not self.sentinel.exists(), "a kernel wrote outside its scratch directory"
+        assert self.listener.connections == 0, "a kernel connected to the Bolt stand-in"
+        for text in texts:
+            assert CANARY not in text, f"the canary leaked: {text[:300]}"
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    data_home = tmp_path / "data-home"
+    (data_home / "neo4j").mkdir(parents=True)
+    password = data_home / "neo4j" / "password"
+    password.write_text(f'"{CANARY}"\n')  # quoted: a valid C string literal for the #include attack
+    password.chmod(0o600)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "secret.txt").write_text(CANARY)
+    monkeypatch.setenv("KERNELGRAPH_DATA_HOME", str(data_home))
+    monkeypatch.setenv("KERNELGRAPH_NEO4J_PASSWORD", CANARY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
+    monkeypatch.setenv("HOME", str(home))
+    listener = _Listener()
+    try:
+        yield World(password, home, tmp_path / "escaped.txt", listener)
+    finally:
+        listener.close()
+
+
+class _PastAdmissionC(CBackend):
+    """Admits everything: the sandbox alone must contain what the kernel does."""
+
+    def _admit(self, nm_output: str, disassembly: str) -> list[admission.Rejection]:
+        return []
+
+
+class _PastAdmissionTriton(TritonBackend):
+    def _admit(self, source: str) -> list[admission.Rejection]:
+        return []
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> CBackend:
+    return CBackend(cache_dir=tmp_path_factory.mktemp("rt-c"), check_timeout_s=10.0, memory_bytes=768 << 20,
+                    timing=QUICK, counters=False)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def unguarded(tmp_path_factory: pytest.TempPathFactory) -> CBackend:
+    return _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-c-past"), check_timeout_s=10.0,
+                           memory_bytes=768 << 20, timing=QUICK, counters=False)  # fmt: skip
+
+
+def _orphans() -> list[str]:
+    """Live processes (zombies are dead and cannot act) named like the fork attack's child."""
+    found = []
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            alive = comm.with_name("stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            if alive and comm.read_text().strip() == ORPHAN_NAME[:15]:
+                found.append(comm.parent.name)
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def _honest_still_passes(backend: CBackend, target: Target) -> None:
+    """The evaluator keeps going after an attack."""
+    result = backend.check(get_task("rmsnorm"), (CHEATS / "correct.c").read_text(), target)
+    assert result.correct, result.reason
+
+
+# (kernel, the symbol or construct admission names) for attacks that need a forbidden capability.
+ADMISSION_REJECTS = {
+    "write_outside.c": "`fopen`",
+    "read_password.c": "`fopen`",
+    "read_environment.c": "`getenv`",
+    "read_home.c": "`opendir`",
+    "connect_bolt.c": "`socket`",
+    "fork_orphan.c": "`fork`",
+    "raw_syscall.c": "`syscall` instruction",
+    "content_cache.c": "writable global or static data",
+    "call_counting.c": "writable global or static data `calls`",
+}
+
+
+@pytest.mark.parametrize("kernel", sorted(ADMISSION_REJECTS))
+def test_admission_rejects_with_the_reason(
+    kernel: str, world: World, guarded: CBackend, cpu_target: Target
+) -> None:
+    result = guarded.check(get_task("rmsnorm"), world.render(kernel), cpu_target)
+    assert result.outcome == Outcome.REJECTED, result.reason
+    assert ADMISSION_REJECTS[kernel] in result.reason, result.reason
+    world.assert_no_effect(result.reason)
+
+
+# Past admission, what the sandbox makes of each attack (the kernel may crash trying).
+CONTAINED = {
+    "write_outside.c": {Outcome.KEPT},  # fopen fails: the path does not exist in the sandbox
+    "read_password.c": {Outcome.CRASHED},  # abort() after printing what it read: nothing
+    "read_environment.c": {Outcome.CRASHED},
+    "read_home.c": {Outcome.CRASHED},
+    "connect_bolt.c": {Outcome.KEPT},  # the sandbox's own network namespace has no route out
+    "raw_syscall.c": {Outcome.KEPT},
+}
+
+
+@pytest.mark.parametrize("kernel", sorted(CONTAINED))
+def test_sandbox_contains_what_admission_would_reject(
+    kernel: str, world: World, unguarded: CBackend, guarded: CBackend, cpu_target: Target,
+    capfd: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    result = unguarded.check(get_task("rmsnorm"), world.render(kernel), cpu_target)
+    assert result.outcome in CONTAINED[kernel], result.reason
+    out, err = capfd.readouterr()
+    world.assert_no_effect(result.reason, out, err)
+    if result.outcome == Outcome.CRASHED:
+        assert "leak" in result.reason  # the leak channel worked, and carried nothing
+    _honest_still_passes(guarded, cpu_target)
+
+
+def test_fork_does_not_outlive_the_run(world: World, unguarded: CBackend, cpu_target: Target) -> None:
+    assert not _orphans()
+    result = unguarded.check(get_task("rmsnorm"), world.render("fork_orphan.c"), cpu_target)
+    assert result.correct, result.reason  # the parent's work was right; the child is the attack
+    time.sleep(1.5)  # the orphan would write the sentinel after 1 s
+    assert not _orphans(), "a process started by the kernel outlived the run"
+    world.assert_no_effect(result.reason)
+
+
+def test_include_of_a_secret_path_leaks_nothing(world: World, guarded: CBackend, cpu_target: Target) -> None:
+    task = get_task("rmsnorm")
+    built = guarded.compile(task, world.render("include_secret.c"), cpu_target)
+    assert not built.ok
+    assert "No such file or directory" in built.diagnosis, built.diagnosis
+    world.assert_no_effect(built.diagnosis, built.log)
+    result = guarded.check(task, world.render("include_secret.c"), cpu_target)
+    assert result.outcome == Outcome.COMPILE_ERROR
+    world.assert_no_effect(result.reason)
+
+
+def test_content_cache_gains_nothing_while_timed(
+    world: World, unguarded: CBackend, cpu_target: Target
+) -> None:
+    """Every timed call sees a distinct input variant, so a cache keyed on content never hits."""
+    task = get_task("rmsnorm")
+    verdict = evaluate(task, unguarded, cpu_target, world.render("content_cache.c"),
+                       (CHEATS / "correct.c").read_text())  # fmt: skip
+    assert verdict.outcome in {Outcome.DISCARDED, Outcome.KEPT}, verdict.reason
+    assert verdict.speedup is not None and verdict.speedup < 3.0, verdict.speedup  # a hit would be >10x
+
+
+@pytest.mark.parametrize("kernel", ["call_counting.c", "size_gated.c"])
+def test_lazy_while_timed_is_incorrect(
+    kernel: str, world: World, unguarded: CBackend, cpu_target: Target
+) -> None:
+    task = get_task("rmsnorm")
+    verdict = evaluate(task, unguarded, cpu_target, world.render(kernel), (CHEATS / "correct.c").read_text())
+    assert verdict.outcome == Outcome.INCORRECT, verdict.reason
+    assert "NaN" in verdict.reason, verdict.reason
+
+
+def test_background_thread_is_rejected_and_caught_past_admission(
+    guarded: CBackend, unguarded: CBackend, cpu_target: Target
+) -> None:
+    source = (CHEATS / "background_thread.c").read_text()
+    rejected = guarded.check(get_task("rmsnorm"), source, cpu_target)
+    assert rejected.outcome == Outcome.REJECTED and "`pthread_create`" in rejected.reason
+    past = unguarded.check(get_task("rmsnorm"), source, cpu_target)
+    assert past.outcome in {Outcome.INCORRECT, Outcome.CRASHED}, past.reason
+
+
+@pytest.mark.parametrize("kernel", ["huge_stack.c", "memory_hog.c"])
+def test_resource_attacks_crash_only_the_kernel(
+    kernel: str, world: World, guarded: CBackend, cpu_target: Target
+) -> None:
+    started = time.monotonic()
+    result = guarded.check(get_task("rmsnorm"), world.render(kernel), cpu_target)
+    assert result.outcome == Outcome.CRASHED, result.reason
+    assert "SIGSEGV" in result.reason or "SIGBUS" in result.reason or "MemoryError" in result.reason
+    assert time.monotonic() - started < 10.0
+    _honest_still_passes(guarded, cpu_target)
+
+
+def test_impossible_time_is_implausible_and_never_kept(guarded: CBackend, cpu_target: Target) -> None:
+    """A target whose peak the kernel 'beats': re-verification would pass, the outcome stays IMPLAUSIBLE."""
+    slow_target = dataclasses.replace(cpu_target, peak_gflops=1e-6, peak_gbps=1e-6)
+    task = get_task("rmsnorm")
+    baseline = task.source("c", task.baseline_config)
+    verdict = evaluate(task, guarded, slow_target, (CHEATS / "correct.c").read_text(), baseline)
+    assert verdict.outcome == Outcome.IMPLAUSIBLE, verdict.reason
+    assert "exceeds" in verdict.reason and "peak" in verdict.reason
+    assert verdict.profile is None  # nothing measured is handed on to be recorded as a kept state
+
+
+# ------------------------------------------------------------------------------------------ Triton
+
+
+def _triton_attack(world: World, name: str) -> str:
+    task = get_task("rmsnorm", "triton")
+    source = task.source("triton", task.baseline_config)
+    marker = "import triton.language as tl\n"
+    assert marker in source
+    return source.replace(marker, marker + world.render(name) + "\n", 1)
+
+
+@pytest.fixture(scope="module")
+def triton_backends(tmp_path_factory: pytest.TempPathFactory) -> tuple[TritonBackend, TritonBackend]:
+    cache = tmp_path_factory.mktemp("rt-triton")
+    return (
+        TritonBackend(cache_dir=cache / "guarded", timeout_s=120, device="interpreter"),
+        _PastAdmissionTriton(cache_dir=cache / "past", timeout_s=120, device="interpreter"),
+    )
+
+
+@pytest.mark.parametrize(("attack", "module"), [("triton_os.py", "`os`"), ("triton_socket.py", "`socket`")])
+def test_triton_attacks_are_rejected_then_contained(
+    attack: str, module: str, world: World, triton_backends: tuple[TritonBackend, TritonBackend],
+    capfd: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    guarded, past = triton_backends
+    task = get_task("rmsnorm", "triton")
+    source = _triton_attack(world, attack)
+    rejected = guarded.check(task, source, get_target("cuda-sm90"))
+    assert rejected.outcome == Outcome.REJECTED and f"imports {module}" in rejected.reason, rejected.reason
+    result: CheckResult = past.check(task, source, get_target("cuda-sm90"))
+    time.sleep(0.5)
+    out, err = capfd.readouterr()
+    world.assert_no_effect(result.reason, out, err)
+    assert not _orphans(), "a process started by the Triton source outlived the worker"
+    if attack == "triton_os.py":
+        assert result.outcome == Outcome.CRASHED and "leak:" in result.reason, result.reason
+        assert "No such file or directory" in result.reason  # the secret paths are not there
+    else:
+        assert result.correct, result.reason  # the attack ran, reached nothing, and the kernel worked
+    assert os.environ["KERNELGRAPH_NEO4J_PASSWORD"] == CANARY  # the test's world was armed
+
+
+# ---------------------------------------------------------------------------------------- controls
+
+
+@pytest.mark.parametrize("kernel", ["write_outside.c", "connect_bolt.c", "read_password.c"])
+def test_attacks_are_real_without_the_sandbox(
+    kernel: str, world: World, tmp_path_factory: pytest.TempPathFactory, cpu_target: Target
+) -> None:
+    """Control: unconfined and past admission, each attack does reach its target, so the
+    containment tests above can fail."""
+    naked = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-naked"), check_timeout_s=10.0,
+                            counters=False, sandbox=Sandbox(enabled=False))  # fmt: skip
+    result = naked.check(get_task("rmsnorm"), world.render(kernel), cpu_target)
+    time.sleep(0.3)  # let the listener thread count the connection
+    with pytest.raises(AssertionError):
+        world.assert_no_effect(result.reason)
+
+
+def test_fork_outlives_an_unconfined_run(
+    world: World, tmp_path_factory: pytest.TempPathFactory, cpu_target: Target
+) -> None:
+    """Control for test_fork_does_not_outlive_the_run: without the sandbox the orphans do survive."""
+    naked = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-naked-fork"), check_timeout_s=10.0,
+                            counters=False, sandbox=Sandbox(enabled=False))  # fmt: skip
+    naked.check(get_task("rmsnorm"), world.render("fork_orphan.c"), cpu_target)
+    survivors = _orphans()
+    for pid in survivors:  # the test started them: end them by pid
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+    assert survivors, "the control expected the unconfined fork to survive the run"
+
+
+# ------------------------------------------------------------------- attacks on the evaluator itself
+
+
+def test_links_planted_in_scratch_are_not_followed(
+    world: World, unguarded: CBackend, cpu_target: Target, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The run's log and result replaced by links to the password file: the evaluator reads the log
+    through its own descriptor and opens results without following links."""
+    result = unguarded.check(get_task("rmsnorm"), world.render("forge_result.c"), cpu_target)
+    assert result.outcome == Outcome.CRASHED, result.reason
+    assert "unreadable result" in result.reason, result.reason
+    out, err = capfd.readouterr()
+    world.assert_no_effect(result.reason, out, err)
+
+
+def test_forged_pickle_and_links_from_triton_reach_nothing(
+    world: World, triton_backends: tuple[TritonBackend, TritonBackend], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A worker result carrying a pickle payload is never unpickled (it would create the sentinel)."""
+    _, past = triton_backends
+    task = get_task("rmsnorm", "triton")
+    source = _triton_attack(world, "triton_forge.py")
+    checked = past.check(task, source, get_target("cuda-sm90"))
+    compiled = past.compile(task, source, get_target("cuda-sm90"))
+    assert checked.outcome == Outcome.CRASHED and "unreadable result" in checked.reason, checked.reason
+    assert not compiled.ok
+    out, err = capfd.readouterr()
+    world.assert_no_effect(checked.reason, compiled.diagnosis, compiled.log, out, err)
