@@ -32,6 +32,13 @@ from kernelgraph.service.queries import NamedQuery, registry
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+# The driver reports these transient server codes (Neo.TransientError.Transaction.*) as client errors,
+# so it does not retry them; a transaction that the deadlock detector or a lock timeout ended is one.
+# The caller may retry the whole request (writes are idempotent): 503, never 500.
+TERMINATED_TRANSACTION_CODES = frozenset(
+    {"Neo.ClientError.Transaction.Terminated", "Neo.ClientError.Transaction.LockClientStopped"}
+)
+
 
 def open_driver(settings: Settings) -> Driver:
     """The process's driver; the caller owns it and closes it at shutdown."""
@@ -64,6 +71,8 @@ def mapped_errors() -> Iterator[None]:
     except ClientError as exc:
         if exc.code in ("Neo.ClientError.Statement.ArgumentError", "Neo.ClientError.Statement.TypeError"):
             raise InvalidInput(f"Neo4j rejected a value: {exc.message}") from exc
+        if exc.code in TERMINATED_TRANSACTION_CODES:
+            raise Retryable(f"Neo4j ended the transaction under lock contention: {exc}") from exc
         raise
     except (Neo4jError, DriverError) as exc:
         if isinstance(exc, Neo4jError) and exc.is_retryable():

@@ -179,3 +179,33 @@ def test_bad_input_names_the_field_and_writes_nothing(
     assert caught.value.field == field
     assert caught.value.message
     assert counts(store, namespace) == before
+
+
+@pytest.mark.parametrize(
+    "server_code",
+    [
+        "Neo.TransientError.Transaction.DeadlockDetected",
+        # The driver turns these two into ClientError (not retried); they must still be 503, not 500.
+        "Neo.TransientError.Transaction.LockClientStopped",
+        "Neo.TransientError.Transaction.Terminated",
+    ],
+)
+def test_lock_contention_errors_become_retryable(server_code: str) -> None:
+    from neo4j.exceptions import Neo4jError
+
+    from kernelgraph.client.errors import Retryable
+    from kernelgraph.service.store import mapped_errors
+
+    error = Neo4jError._hydrate_neo4j(code=server_code, message="lock contention")
+    with pytest.raises(Retryable), mapped_errors():
+        raise error
+
+
+def test_a_real_client_error_is_not_disguised_as_retryable() -> None:
+    from neo4j.exceptions import ClientError, Neo4jError
+
+    from kernelgraph.service.store import mapped_errors
+
+    error = Neo4jError._hydrate_neo4j(code="Neo.ClientError.Statement.SyntaxError", message="bad")
+    with pytest.raises(ClientError), mapped_errors():
+        raise error
