@@ -36,9 +36,9 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from demo_graph import NAMESPACE, seed  # noqa: E402
 
-from kernelgraph.agent.importers.kernelbench import SHIPPED_TIMINGS, Config, import_timings, kernel_id_of  # noqa: E402
 from kernelgraph.client.settings import get_settings  # noqa: E402
 from kernelgraph.service import migrate  # noqa: E402
+from kernelgraph.service.importers.kernelbench import SHIPPED_TIMINGS, Config, import_timings, kernel_id_of  # noqa: E402
 from kernelgraph.service.inprocess import InProcessClient  # noqa: E402
 from kernelgraph.service.knowledge import KnowledgeService  # noqa: E402
 from kernelgraph.service.neo4j_local import LocalNeo4j  # noqa: E402

@@ -8,13 +8,12 @@ The same trusted kernel (the task's baseline) is evaluated with the sandbox and 
 - compile: an uncached gcc + admission build;
 - check: a correctness check on three input sets (compile cached);
 - profile: interleaved timing against itself, with its median, IQR and rel. IQR (= IQR / median).
-Figures are medians over the repeats; the JSON lands in results/sandbox_bench_<time>.json and
-results/sandbox_bench_latest.json (docs/operations.md quotes them).
+Figures are medians over the repeats; the JSON lands in results/sandbox-bench-<time>.json and
+results/sandbox-bench-latest.json (docs/operations.md quotes them).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import statistics
@@ -103,17 +102,6 @@ def run_bench(task_name: str, target_name: str, repeats: int) -> dict[str, Any]:
         "median_time_ratio": on["median_ns"] / off["median_ns"],
         "runs": runs,
     }
-
-
-def save_results(result: dict[str, Any], results_dir: Path) -> Path:
-    """Write results_dir/sandbox_bench_<time>.json and sandbox_bench_latest.json."""
-    results_dir.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    text = json.dumps(result, indent=2)
-    path = results_dir / f"sandbox_bench_{stamp}.json"
-    path.write_text(text)
-    (results_dir / "sandbox_bench_latest.json").write_text(text)
-    return path
 
 
 def render(result: dict[str, Any]) -> str:

@@ -1,14 +1,13 @@
-"""`kernelgraph optimize` and `kernelgraph demo`: the agent from the terminal.
+"""`kernelgraph optimize`: the agent from the terminal (the demo, which also imports published data
+through the service, is composed in kernelgraph/commands.py).
 
-Both reach the experience graph through `kernelgraph.client.connect(settings)`: over HTTP when
+It reaches the experience graph through `kernelgraph.client.connect(settings)`: over HTTP when
 KERNELGRAPH_SERVICE_URL is set, else in-process on the configured (or local) Neo4j.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -27,13 +26,6 @@ console = Console()
 err = Console(stderr=True)
 
 PROPOSERS = ("memoryless", "experience", "text", "hybrid", "llm")
-# The demo: experience from these tasks (seen), then a task it has not seen, same budget both ways.
-# Seen tasks span several access-pattern families; matmul's family (dense-matmul) is not among them.
-DEMO_SEEN = ("stencil2d", "transpose", "matvec", "elementwise_chain", "reduction", "softmax")
-DEMO_SEEDS = 3  # one run per arm says little: each arm runs with 3 seeds on the unseen task
-DEMO_UNSEEN = "matmul"
-DEMO_NAMESPACE = "demo"
-KERNELBENCH_NAMESPACE = "kernelbench"  # the published timings the demo ends with
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -187,118 +179,5 @@ def optimize_cmd(
         err.print(f"[yellow]warning:[/] {result.unrecorded} attempts could not be recorded (see the log)")
 
 
-def demo_cmd(
-    budget: Annotated[int, typer.Option("--budget", min=1, max=100, help="Attempts per run.")] = 8,
-    seen_budget: Annotated[
-        int, typer.Option("--seen-budget", min=1, max=100, help="Attempts per seen task.")
-    ] = 10,
-    target_name: Annotated[str, typer.Option("--target", help="Target to optimize for.")] = "cpu-x86-64-v3",
-    seed: Annotated[int, typer.Option("--seed", help="Seed of every proposer.")] = 0,
-) -> None:
-    """Learn from a few tasks, then optimize an unseen one with experience and without, side by side."""
-    from kernelgraph.agent.loop import OptimizeError, optimize
-    from kernelgraph.agent.proposers.experience import ExperienceProposer
-    from kernelgraph.agent.proposers.memoryless import MemorylessProposer
-    from kernelgraph.agent.targets import get_target
-    from kernelgraph.agent.tasks import get_task
-    from kernelgraph.client.errors import KernelGraphError
-    from kernelgraph.client.settings import get_settings
-    from kernelgraph.service.neo4j_local import LocalNeo4j
-
-    started = time.monotonic()
-    settings = get_settings().model_copy(update={"namespace": DEMO_NAMESPACE})
-    target = get_target(target_name)
-    if not target.available:
-        target = get_target("cpu-x86-64-v2")
-    backend = make_backend("c")
-    client = _connect(settings)
-    unseen = get_task(DEMO_UNSEEN)
-    try:
-        console.rule(f"[bold]1. Building experience on {', '.join(DEMO_SEEN)} ({target.name})")
-        learned = []
-        for i, name in enumerate(DEMO_SEEN):
-            proposer = ExperienceProposer(client, seed=seed + i, exclude_task=DEMO_UNSEEN)
-            learned.append(
-                optimize(
-                    get_task(name), backend, target, proposer, client, seen_budget, seed, console=console
-                )
-            )
-        console.print(result_table(learned, "Experience gathered"))
-        console.rule(
-            f"[bold]2. {DEMO_UNSEEN}, never seen: experience vs memoryless, {budget} attempts, {DEMO_SEEDS} seeds each"
-        )
-        runs: dict[str, list[OptimizeResult]] = {"experience": [], "memoryless": []}
-        for s in range(seed, seed + DEMO_SEEDS):
-            # exclude_task keeps the comparison honest even when earlier demos already recorded matmul.
-            arms: dict[str, Proposer] = {
-                "experience": ExperienceProposer(client, seed=s, exclude_task=DEMO_UNSEEN),
-                "memoryless": MemorylessProposer(s),
-            }
-            for arm, arm_proposer in arms.items():
-                console.print(f"[bold]{arm}[/], seed {s}")
-                runs[arm].append(
-                    optimize(unseen, backend, target, arm_proposer, client, budget, s, console=console)
-                )
-    except OptimizeError as exc:
-        raise _fail(str(exc), 1) from None
-    except KernelGraphError as exc:
-        raise _fail(f"experience graph: {exc.message}", 1) from None
-    finally:
-        client.close()
-    table = Table(title=f"{DEMO_UNSEEN} (unseen) at {budget} attempts: speedup over the naive baseline")
-    table.add_column("seed")
-    for arm in runs:
-        table.add_column(arm, justify="right")
-    for i in range(DEMO_SEEDS):
-        table.add_row(str(seed + i), *(f"{runs[arm][i].speedup:.2f}x" for arm in runs))
-    geomeans = {arm: math.exp(sum(math.log(r.speedup) for r in rs) / len(rs)) for arm, rs in runs.items()}
-    table.add_row("[bold]geomean[/]", *(f"[bold]{g:.2f}x[/]" for g in geomeans.values()))
-    console.print(table)
-    console.print(
-        f"experience: [bold]{geomeans['experience']:.2f}x[/bold]   memoryless: [bold]{geomeans['memoryless']:.2f}x[/bold]"
-        f"   (demo took {time.monotonic() - started:.0f} s; docs/results.md has the full held-out study)"
-    )
-    _transfer_finding(settings)
-    browser = LocalNeo4j(settings).browser_url if settings.uses_local_server else settings.effective_neo4j_uri
-    console.rule("[bold]4. Look at what it learned")
-    console.print(
-        f"Neo4j Browser: {browser}  (user {settings.neo4j_user}; password in {settings.neo4j_home / 'password'})"
-    )
-    console.print("Which transforms worked, by access pattern, in this demo:")
-    console.print(
-        f"MATCH (a:Attempt {{namespace: '{DEMO_NAMESPACE}'}})-[:FROM]->(:Kernel)-[:EXHIBITS]->(p:AccessPattern)\n"
-        "RETURN p.name AS pattern, a.transform AS transform, count(*) AS attempts,\n"
-        "       sum(CASE a.outcome WHEN 'kept' THEN 1 ELSE 0 END) AS kept, max(a.speedup) AS best_speedup\n"
-        "ORDER BY pattern, kept DESC;",
-        highlight=False,
-        markup=False,
-        soft_wrap=True,
-    )
-
-
-def _transfer_finding(settings: Settings) -> None:
-    """The demo's last finding, from real hardware: KernelBench's published timings on 9 GPU folders."""
-    from kernelgraph.agent.bench.transfer import transfer_finding
-    from kernelgraph.agent.importers.kernelbench import SHIPPED_TIMINGS, import_timings
-    from kernelgraph.client.errors import KernelGraphError
-
-    console.rule("[bold]3. Real GPUs: does torch.compile's effect on one GPU predict it on another?")
-    client = _connect(settings.model_copy(update={"namespace": KERNELBENCH_NAMESPACE}))
-    try:
-        with console.status("Importing KernelBench's published timings (first run only)...") as status:
-            summary = import_timings(SHIPPED_TIMINGS, client, progress=lambda text: status.update(text))
-            status.update("Computing the transfer matrix...")
-            matrix = client.transfer_matrix()
-    except KernelGraphError as exc:
-        raise _fail(f"experience graph: {exc.message}", 1) from None
-    finally:
-        client.close()
-    console.print(f"{summary.speedups} eager/compiled pairs on {len(matrix.targets)} GPUs "
-                  f"(namespace {KERNELBENCH_NAMESPACE!r}; docs/transfer.md has the full study)")  # fmt: skip
-    for line in transfer_finding(matrix):
-        console.print(f"  {line}", highlight=False)
-
-
 def register(app: typer.Typer) -> None:
     app.command("optimize")(optimize_cmd)
-    app.command("demo")(demo_cmd)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kernelgraph.agent.bench.ablation import ArmRuns, goals_of, results_markdown, summarize
-from kernelgraph.agent.cli import app
+from kernelgraph.cli import app
 from kernelgraph.client.settings import Settings
+from kernelgraph.studies.ablation import ArmRuns, goals_of, results_markdown, summarize
 
 
 def _arm(budget: int, curves: dict[str, list[list[float]]]) -> ArmRuns:

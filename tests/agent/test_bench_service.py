@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kernelgraph.agent.bench.service_bench import BenchOptions, generate, percentiles
-from kernelgraph.agent.cli import app
+from kernelgraph.cli import app
 from kernelgraph.client.settings import Settings
+from kernelgraph.service.bench.service_bench import BenchOptions, generate, percentiles
 
 pytestmark = pytest.mark.neo4j
 
@@ -41,5 +41,5 @@ def test_bench_service_cli_json(
     assert data["ingest_attempts_per_s"] > 0
     assert 0.0 <= data["recall_at_10"] <= 1.0
     assert data["http_mode"].startswith("uvicorn")
-    assert (tmp_path / "service_bench_latest.json").exists()
-    assert len(list(tmp_path.glob("service_bench_2*.json"))) == 1
+    assert (tmp_path / "service-bench-latest.json").exists()
+    assert len(list(tmp_path.glob("service-bench-2*.json"))) == 1

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from kernelgraph.agent.commands.browser_cmd import browser_link
 from kernelgraph.client.settings import Settings
+from kernelgraph.service.commands.browser_cmd import browser_link
 
 
 def test_local_server_url_fills_in_the_bolt_address(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from kernelgraph.agent.cli import app
 from kernelgraph.agent.evaluator import EVALUATOR_VERSION
+from kernelgraph.cli import app
 
 CHEATS = Path(__file__).with_name("cheats")
 

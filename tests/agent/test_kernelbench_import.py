@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from kernelgraph.agent.cli import app
-from kernelgraph.agent.importers.kernelbench import (
+from kernelgraph.cli import app
+from kernelgraph.client.settings import Settings
+from kernelgraph.service.importers.kernelbench import (
     config_of,
     differs_from_folder,
     import_timings,
@@ -31,7 +32,6 @@ from kernelgraph.agent.importers.kernelbench import (
     target_name,
     task_of,
 )
-from kernelgraph.client.settings import Settings
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
@@ -121,7 +121,7 @@ def test_names_configs_and_targets() -> None:
 
 
 def test_malformed_files_report_every_bad_key(tmp_path: Path) -> None:
-    from kernelgraph.agent.importers.kernelbench import MalformedFile
+    from kernelgraph.service.importers.kernelbench import MalformedFile
 
     with pytest.raises(MalformedFile) as caught:
         parse_timing_file(
@@ -278,8 +278,8 @@ def test_a_graph_from_the_per_folder_importer_still_answers_after_schema_0004(
     """Before schema 0004 the importer made one target per folder (`A10G_modal`) and paired times from
     different GPUs. Such a graph, written through the same write path, keeps everything; the old
     targets are marked superseded, so the matrix leaves them out, and every query still answers."""
-    from kernelgraph.agent.importers.kernelbench import Config, _measurement, _source, parse_timing_file
     from kernelgraph.client.models import HardwareTarget
+    from kernelgraph.service.importers.kernelbench import Config, _measurement, _source, parse_timing_file
     from kernelgraph.service.queries import migrations
 
     old_targets = ["H100_together", "A100_modal"]  # the previous importer's names and descriptions

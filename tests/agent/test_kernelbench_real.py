@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from kernelgraph.agent.bench.transfer import BASELINES, OURS, leave_one_target_out, transfer_finding
-from kernelgraph.agent.cli import app
-from kernelgraph.agent.importers.kernelbench import SHIPPED_TIMINGS, import_timings
+from kernelgraph.cli import app
 from kernelgraph.client.models import AttemptRecord, MeasurementRecord, MeasurementResult, RecordResult
 from kernelgraph.client.settings import Settings
+from kernelgraph.service.bench.transfer import BASELINES, OURS, leave_one_target_out, transfer_finding
+from kernelgraph.service.importers.kernelbench import SHIPPED_TIMINGS, import_timings
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore

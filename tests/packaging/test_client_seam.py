@@ -56,7 +56,7 @@ def test_cli_names_the_extra_a_command_needs() -> None:
     result = _python(
         "import sys; sys.modules['neo4j'] = None\n"
         "sys.argv = ['kernelgraph', 'schema', 'status']\n"
-        "from kernelgraph.agent.cli import main\n"
+        "from kernelgraph.cli import main\n"
         "main()\n"
     )
     assert result.returncode == 1

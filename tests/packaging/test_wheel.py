@@ -70,9 +70,9 @@ def test_wheel_ships_the_data_and_one_import_name(wheel: Path) -> None:
     assert tops == {"kernelgraph"}, f"the wheel installs top-level names other than kernelgraph: {tops}"
     for needed in ("kernelgraph/cypher/record_attempts.cypher", "kernelgraph/schema/0001_uniqueness_constraints.cypher",
                    "kernelgraph/docker/neo4j/pom.xml", "kernelgraph/docs/kernelgraph.grass",
-                   "kernelgraph/client/__init__.py", "kernelgraph/service/knowledge.py", "kernelgraph/agent/cli.py",
-                   "kernelgraph/agent/importers/data/kernelbench-timing/LICENSE",
-                   "kernelgraph/agent/importers/data/kernelbench-timing/H100_together/baseline_time_torch.json"):  # fmt: skip
+                   "kernelgraph/client/__init__.py", "kernelgraph/service/knowledge.py", "kernelgraph/cli.py", "kernelgraph/commands.py",
+                   "kernelgraph/service/importers/data/kernelbench-timing/LICENSE",
+                   "kernelgraph/service/importers/data/kernelbench-timing/H100_together/baseline_time_torch.json"):  # fmt: skip
         assert needed in names, f"{needed} is missing from the wheel"
 
 

@@ -376,7 +376,7 @@ def test_keys_create_prints_a_key_once_that_then_authenticates(
 ) -> None:
     from typer.testing import CliRunner
 
-    from kernelgraph.agent.cli import app
+    from kernelgraph.cli import app
     from kernelgraph.client.settings import get_settings
 
     monkeypatch.setenv("KERNELGRAPH_NEO4J_URI", neo4j_settings.effective_neo4j_uri)
@@ -403,8 +403,8 @@ def test_kernelbench_import_over_http_then_matrix_and_prediction(
     """The importer through the HTTP client (lone measurements included), then the transfer routes."""
     from pathlib import Path
 
-    from kernelgraph.agent.importers.kernelbench import import_timings
     from kernelgraph.client import KernelGraphClient
+    from kernelgraph.service.importers.kernelbench import import_timings
 
     fixture = Path(__file__).resolve().parent.parent / "fixtures" / "kernelbench"
     with KernelGraphClient(live_url, keys.writer) as client:

@@ -46,7 +46,7 @@ def shown_commands(text: str) -> set[tuple[str, ...]]:
 
 def resolves(words: tuple[str, ...]) -> bool:
     """Does `kernelgraph words...` name a command (a group's subcommand when the group has them)?"""
-    from kernelgraph.agent.cli import app
+    from kernelgraph.cli import app
 
     command: Any = typer.main.get_command(app)
     for word in words:

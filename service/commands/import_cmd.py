@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelgraph.agent.commands.graph import cli_errors, fail
+from kernelgraph.service.commands.graph import cli_errors, fail
 
 console = Console()
 err = Console(stderr=True)
@@ -75,7 +75,7 @@ def import_kernelbench_timing(
     failed attempt; a time with no partner on its target is kept as a lone measurement. Malformed files
     are reported and skipped whole; re-importing writes nothing (keys are deterministic).
     """
-    from kernelgraph.agent.importers.kernelbench import SHIPPED_TIMINGS, import_timings
+    from kernelgraph.service.importers.kernelbench import SHIPPED_TIMINGS, import_timings
 
     root = directory if directory is not None else SHIPPED_TIMINGS
     if not root.is_dir():
@@ -206,7 +206,7 @@ def _transfer_matrix(
             with err.status("Computing the transfer matrix (bootstrap CIs)..."):
                 response = client.transfer_matrix(transform, resamples)
     if plot is not None:
-        from kernelgraph.agent.bench.transfer import plot_transfer_matrix
+        from kernelgraph.service.bench.transfer import plot_transfer_matrix
 
         what = transform or "all torch.compile configurations pooled"
         plot_transfer_matrix([t.name for t in response.targets], [t.family for t in response.targets],

@@ -1,4 +1,5 @@
-"""The `kernelgraph` command: the one place that picks concrete classes and wires them together."""
+"""The `kernelgraph` command: the composition root, the one place that puts the service's and the
+agent's commands (and the commands that need both, kernelgraph/commands.py) on one app."""
 
 from __future__ import annotations
 
@@ -12,11 +13,19 @@ app = typer.Typer(
 )
 
 
-def _register() -> None:
-    # Imported here so `import kernelgraph.agent.cli` stays cheap; each module adds its commands to `app`.
-    from kernelgraph.agent.commands import register_all
+bench_app = typer.Typer(help="Benchmarks and end-to-end checks.", no_args_is_help=True)
 
-    register_all(app)
+
+def _register() -> None:
+    # Each side adds its commands; command modules import their heavy dependencies only when run.
+    from kernelgraph import commands
+    from kernelgraph.agent.commands import register_all as register_agent
+    from kernelgraph.service.commands import register_all as register_service
+
+    register_service(app, bench_app)
+    register_agent(app, bench_app)
+    commands.register(app, bench_app)
+    app.add_typer(bench_app, name="bench")
 
 
 _register()

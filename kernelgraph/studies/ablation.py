@@ -17,7 +17,6 @@ arms see the same numbers: no arm can win by drawing a lucky timing, and the who
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import time
@@ -49,6 +48,7 @@ from kernelgraph.client.models import (
     TransferPrediction,
     TransferResponse,
 )
+from kernelgraph.client.reports import timestamp
 
 ARMS = ("memoryless@K", "memoryless@4K", "text@K", "hybrid@K", "experience@K")
 
@@ -366,20 +366,6 @@ def goals_of(summary: dict[str, Any]) -> dict[str, Any]:
         "experience_matches_memoryless_4k": experience >= memoryless_4k * 0.99,
         "experience_beats_text": experience > text,
     }  # fmt: skip
-
-
-def timestamp() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-
-
-def save_json(report: dict[str, Any], results_dir: Path, prefix: str = "ablation") -> Path:
-    """Write `report` as `<prefix>-<UTC time>.json` and `<prefix>-latest.json` under `results_dir`."""
-    results_dir.mkdir(parents=True, exist_ok=True)
-    path = results_dir / f"{prefix}-{timestamp()}.json"
-    text = json.dumps(report, indent=2, default=str)
-    path.write_text(text)
-    (results_dir / f"{prefix}-latest.json").write_text(text)
-    return path
 
 
 def say_to(console: Console | None) -> Callable[[str], None]:

@@ -14,7 +14,7 @@ each transform's effect depends on the bottleneck, so retrieval has something to
   exact 10th score counts as a hit (ties make the exact top 10 ambiguous);
 - memory: this process's RSS (it hosts the service) and the local Neo4j JVM's RSS (from /proc).
 
-Results go to `results/service_bench_<UTC time>.json` and `results/service_bench_latest.json`.
+Results go to `results/service-bench-<UTC time>.json` and `results/service-bench-latest.json`.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kernelgraph.client.models import MAX_BATCH, RetrieveRequest
+from kernelgraph.client.reports import save_report
 from kernelgraph.client.settings import Settings
 from kernelgraph.client.signature import SIGNATURE_DIM
 
@@ -424,17 +425,6 @@ def _http_latency(
             "http_retrieve_p95_ms": round(over_http["p95"], 3), "http_retrieve_p99_ms": round(over_http["p99"], 3)}  # fmt: skip
 
 
-def save_results(result: dict[str, Any], results_dir: Path) -> Path:
-    """Write the results as results_dir/service_bench_<time>.json and service_bench_latest.json."""
-    results_dir.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    text = json.dumps(result, indent=2, default=str)
-    path = results_dir / f"service_bench_{stamp}.json"
-    path.write_text(text)
-    (results_dir / "service_bench_latest.json").write_text(text)
-    return path
-
-
 def render(result: dict[str, Any], console: Console) -> None:
     """The results as a table."""
     from rich.table import Table
@@ -464,7 +454,7 @@ def main(measurements: int, *, as_json: bool, quick: bool, threads: int, results
     except KernelGraphError as exc:
         err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
         return 1
-    path = save_results(result, Path(results_dir))
+    path = save_report(result, Path(results_dir), "service-bench")
     if as_json:
         print(json.dumps(result, default=str))
     else:

@@ -1,0 +1,227 @@
+"""Commands that wire the agent to the service in one process: `kernelgraph demo` (the main job) and
+`kernelgraph bench ablation` (the held-out study). Everything else belongs to one side: agent/commands
+or service/commands."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from kernelgraph.agent.commands.agent_cmd import _connect, _fail, console, make_backend, result_table
+
+if TYPE_CHECKING:
+    from kernelgraph.agent.loop import OptimizeResult
+    from kernelgraph.agent.proposers.base import Proposer
+    from kernelgraph.client.settings import Settings
+
+# The demo: experience from these tasks (seen), then a task it has not seen, same budget both ways.
+# Seen tasks span several access-pattern families; matmul's family (dense-matmul) is not among them.
+DEMO_SEEN = ("stencil2d", "transpose", "matvec", "elementwise_chain", "reduction", "softmax")
+DEMO_SEEDS = 3  # one run per arm says little: each arm runs with 3 seeds on the unseen task
+DEMO_UNSEEN = "matmul"
+DEMO_NAMESPACE = "demo"
+KERNELBENCH_NAMESPACE = "kernelbench"  # the published timings the demo ends with
+
+
+def demo_cmd(
+    budget: Annotated[int, typer.Option("--budget", min=1, max=100, help="Attempts per run.")] = 8,
+    seen_budget: Annotated[
+        int, typer.Option("--seen-budget", min=1, max=100, help="Attempts per seen task.")
+    ] = 10,
+    target_name: Annotated[str, typer.Option("--target", help="Target to optimize for.")] = "cpu-x86-64-v3",
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every proposer.")] = 0,
+) -> None:
+    """Learn from a few tasks, then optimize an unseen one with experience and without, side by side."""
+    from kernelgraph.agent.loop import OptimizeError, optimize
+    from kernelgraph.agent.proposers.experience import ExperienceProposer
+    from kernelgraph.agent.proposers.memoryless import MemorylessProposer
+    from kernelgraph.agent.targets import get_target
+    from kernelgraph.agent.tasks import get_task
+    from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.client.settings import get_settings
+    from kernelgraph.service.neo4j_local import LocalNeo4j
+
+    started = time.monotonic()
+    settings = get_settings().model_copy(update={"namespace": DEMO_NAMESPACE})
+    target = get_target(target_name)
+    if not target.available:
+        target = get_target("cpu-x86-64-v2")
+    backend = make_backend("c")
+    client = _connect(settings)
+    unseen = get_task(DEMO_UNSEEN)
+    try:
+        console.rule(f"[bold]1. Building experience on {', '.join(DEMO_SEEN)} ({target.name})")
+        learned = []
+        for i, name in enumerate(DEMO_SEEN):
+            proposer = ExperienceProposer(client, seed=seed + i, exclude_task=DEMO_UNSEEN)
+            learned.append(
+                optimize(
+                    get_task(name), backend, target, proposer, client, seen_budget, seed, console=console
+                )
+            )
+        console.print(result_table(learned, "Experience gathered"))
+        console.rule(
+            f"[bold]2. {DEMO_UNSEEN}, never seen: experience vs memoryless, {budget} attempts, {DEMO_SEEDS} seeds each"
+        )
+        runs: dict[str, list[OptimizeResult]] = {"experience": [], "memoryless": []}
+        for s in range(seed, seed + DEMO_SEEDS):
+            # exclude_task keeps the comparison honest even when earlier demos already recorded matmul.
+            arms: dict[str, Proposer] = {
+                "experience": ExperienceProposer(client, seed=s, exclude_task=DEMO_UNSEEN),
+                "memoryless": MemorylessProposer(s),
+            }
+            for arm, arm_proposer in arms.items():
+                console.print(f"[bold]{arm}[/], seed {s}")
+                runs[arm].append(
+                    optimize(unseen, backend, target, arm_proposer, client, budget, s, console=console)
+                )
+    except OptimizeError as exc:
+        raise _fail(str(exc), 1) from None
+    except KernelGraphError as exc:
+        raise _fail(f"experience graph: {exc.message}", 1) from None
+    finally:
+        client.close()
+    table = Table(title=f"{DEMO_UNSEEN} (unseen) at {budget} attempts: speedup over the naive baseline")
+    table.add_column("seed")
+    for arm in runs:
+        table.add_column(arm, justify="right")
+    for i in range(DEMO_SEEDS):
+        table.add_row(str(seed + i), *(f"{runs[arm][i].speedup:.2f}x" for arm in runs))
+    geomeans = {arm: math.exp(sum(math.log(r.speedup) for r in rs) / len(rs)) for arm, rs in runs.items()}
+    table.add_row("[bold]geomean[/]", *(f"[bold]{g:.2f}x[/]" for g in geomeans.values()))
+    console.print(table)
+    console.print(
+        f"experience: [bold]{geomeans['experience']:.2f}x[/bold]   memoryless: [bold]{geomeans['memoryless']:.2f}x[/bold]"
+        f"   (demo took {time.monotonic() - started:.0f} s; docs/results.md has the full held-out study)"
+    )
+    _transfer_finding(settings)
+    browser = LocalNeo4j(settings).browser_url if settings.uses_local_server else settings.effective_neo4j_uri
+    console.rule("[bold]4. Look at what it learned")
+    console.print(
+        f"Neo4j Browser: {browser}  (user {settings.neo4j_user}; password in {settings.neo4j_home / 'password'})"
+    )
+    console.print("Which transforms worked, by access pattern, in this demo:")
+    console.print(
+        f"MATCH (a:Attempt {{namespace: '{DEMO_NAMESPACE}'}})-[:FROM]->(:Kernel)-[:EXHIBITS]->(p:AccessPattern)\n"
+        "RETURN p.name AS pattern, a.transform AS transform, count(*) AS attempts,\n"
+        "       sum(CASE a.outcome WHEN 'kept' THEN 1 ELSE 0 END) AS kept, max(a.speedup) AS best_speedup\n"
+        "ORDER BY pattern, kept DESC;",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def _transfer_finding(settings: Settings) -> None:
+    """The demo's last finding, from real hardware: KernelBench's published timings on 9 GPU folders."""
+    from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.service.bench.transfer import transfer_finding
+    from kernelgraph.service.importers.kernelbench import SHIPPED_TIMINGS, import_timings
+
+    console.rule("[bold]3. Real GPUs: does torch.compile's effect on one GPU predict it on another?")
+    client = _connect(settings.model_copy(update={"namespace": KERNELBENCH_NAMESPACE}))
+    try:
+        with console.status("Importing KernelBench's published timings (first run only)...") as status:
+            summary = import_timings(SHIPPED_TIMINGS, client, progress=lambda text: status.update(text))
+            status.update("Computing the transfer matrix...")
+            matrix = client.transfer_matrix()
+    except KernelGraphError as exc:
+        raise _fail(f"experience graph: {exc.message}", 1) from None
+    finally:
+        client.close()
+    console.print(f"{summary.speedups} eager/compiled pairs on {len(matrix.targets)} GPUs "
+                  f"(namespace {KERNELBENCH_NAMESPACE!r}; docs/transfer.md has the full study)")  # fmt: skip
+    for line in transfer_finding(matrix):
+        console.print(f"  {line}", highlight=False)
+
+
+def ablation(
+    budget: int | None = typer.Option(
+        None,
+        "--budget",
+        min=1,
+        max=64,
+        help="K: attempts per arm, memoryless also runs 4K (default 6; 3 with --quick)",
+    ),
+    seeds: int | None = typer.Option(
+        None, "--seeds", min=1, max=10, help="seeds per arm and task (default 3; 2 with --quick)"
+    ),
+    quick: bool = typer.Option(
+        False, "--quick", help="3 tasks, K=3, 2 seeds, no transfer part (under 5 minutes)"
+    ),
+    target: str = typer.Option(
+        "cpu-x86-64-v2", "--target", help="target the held-out tasks are optimized on"
+    ),
+    transfer_from: str = typer.Option(
+        "cpu-x86-64-v4", "--transfer-from", help="target of the transfer experience ('' = skip)"
+    ),
+    tasks: str = typer.Option("", "--tasks", help="comma-separated tasks (default: all CPU tasks)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON report is saved"),
+    docs: bool = typer.Option(False, "--docs", help="also write docs/results.md and docs/img/ablation.png"),
+) -> None:
+    """Matched-compute ablation: experience@K against memoryless@K and @4K, text@K and hybrid@K, held out by family."""
+    import json
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from kernelgraph.agent.targets import get_target
+    from kernelgraph.agent.tasks import all_tasks, get_task
+    from kernelgraph.client.reports import save_report
+    from kernelgraph.service.commands.graph import cli_errors, open_store
+    from kernelgraph.service.embeddings import MiniLMEmbedder
+    from kernelgraph.service.knowledge import KnowledgeService
+    from kernelgraph.studies import ablation as study
+
+    budget = budget or (3 if quick else 6)
+    seeds = seeds or (2 if quick else 3)
+    if quick:
+        transfer_from = ""
+    chosen = [get_task(t) for t in tasks.split(",") if t] or (
+        [get_task(t) for t in study.QUICK_TASKS] if quick else all_tasks("c")
+    )
+    console = Console(stderr=as_json)
+    command = "kernelgraph bench ablation " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    with open_store() as store, cli_errors():
+        report = study.run_ablation(
+            KnowledgeService(store, MiniLMEmbedder()), target=get_target(target), budget=budget, seeds=seeds,
+            tasks=chosen, transfer_source=get_target(transfer_from) if transfer_from else None,
+            console=console, command=command,
+        )  # fmt: skip
+    path = save_report(report, Path(results_dir), "ablation")
+    if docs:
+        study.plot(
+            report["ablation"], Path("docs/img/ablation.png"), f"Held-out tasks on {target}, K={budget}"
+        )
+        Path("docs/results.md").write_text(study.results_markdown(report, command, "img/ablation.png"))
+    if as_json:
+        print(
+            json.dumps(
+                {k: report["ablation"][k] for k in ("budget", "seeds", "arms")} | {"goals": report["goals"]}
+            )
+        )
+        return
+    from rich.table import Table
+
+    table = Table("arm", "attempts", "geomean speedup", "seed spread", "attempts to 90%", title="Ablation")
+    for name, arm in report["ablation"]["arms"].items():
+        spread = arm["seed_spread"]
+        reach = f"{arm['attempts_to_90pct']:.1f}" if arm["attempts_to_90pct"] is not None else "never"
+        table.add_row(name, str(arm["budget"]), f"{arm['geomean_speedup']:.2f}x",
+                      f"{spread['min']:.2f}-{spread['max']:.2f}x", reach)  # fmt: skip
+    console.print(table)
+    console.print(
+        f"report saved to {path} ({report['wall_s']:.0f} s, {report['measured_variants']} variants measured)"
+    )
+
+
+def register(app: typer.Typer, bench_app: typer.Typer) -> None:
+    app.command("demo")(demo_cmd)
+    bench_app.command("ablation")(ablation)

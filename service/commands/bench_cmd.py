@@ -1,0 +1,117 @@
+"""The service's benchmarks: `kernelgraph bench service` and `kernelgraph bench transfer`."""
+
+from __future__ import annotations
+
+import typer
+
+
+def service(
+    measurements: int = typer.Option(
+        100_000, "--measurements", min=50, help="measurements to generate and ingest"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    quick: bool = typer.Option(
+        False, "--quick", help="fewer retrieval and recall queries (25 instead of 200)"
+    ),
+    threads: int = typer.Option(2, "--threads", min=1, max=16, help="ingestion threads"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+) -> None:
+    """Benchmark the knowledge service: ingestion, retrieval latency (in-process and HTTP), ANN recall@10."""
+    from kernelgraph.service.bench.service_bench import main
+
+    raise typer.Exit(
+        main(measurements, as_json=as_json, quick=quick, threads=threads, results_dir=results_dir)
+    )
+
+
+def transfer_bench(
+    namespace: str | None = typer.Option(
+        None,
+        "--namespace",
+        "-n",
+        help="namespace holding the imported timings (default: KERNELGRAPH_NAMESPACE)",
+    ),
+    resamples: int = typer.Option(1_000, "--resamples", min=100, max=10_000, help="bootstrap resamples"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON report is saved"),
+    plot: str = typer.Option("", "--plot", help="also write the transfer matrix heat map (PNG) here"),
+) -> None:
+    """Leave one target out: predict each GPU's torch.compile speedups from the others, against two baselines.
+
+    Import the data first (`kernelgraph import kernelbench-timing`). For every target: Spearman of
+    predicted vs measured log speedup and helps/hurts accuracy of the transfer-weighted prediction, the
+    global mean effect of the transform and the nearest target by architecture, with bootstrap CIs.
+    """
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from kernelgraph.client import settings as settings_module
+    from kernelgraph.client.reports import save_report
+    from kernelgraph.service.bench.transfer import (
+        BASELINES,
+        METHODS,
+        OURS,
+        leave_one_target_out,
+        plot_transfer_matrix,
+    )
+    from kernelgraph.service.commands.graph import cli_errors, fail, open_store
+    from kernelgraph.service.knowledge import KnowledgeService
+    from kernelgraph.service.transfer import transfer_matrix
+
+    err = Console(stderr=True)
+    settings = settings_module.get_settings()
+    space = namespace or settings.namespace
+    with open_store(settings) as store, cli_errors():
+        targets, gains, _ = KnowledgeService(store).transfer_data([space])
+    if len(targets) < 3:
+        raise fail(f"namespace {space!r} holds measured effects on {len(targets)} target(s); need 3 or more "
+                   "(run `kernelgraph import kernelbench-timing` first)")  # fmt: skip
+    with err.status("Leave one target out...") as status:
+        report = leave_one_target_out(targets, gains, resamples, say=lambda text: status.update(text))
+    report["namespace"] = space
+    if plot:
+        names = [t.name for t in targets]
+        plot_transfer_matrix(names, [t.family for t in targets], transfer_matrix(gains, names, resamples=0),
+                             Path(plot), "Transfer of torch.compile log speedups between GPUs (all configurations)")  # fmt: skip
+        err.print(f"heat map written to {plot}")
+    path = save_report(report, Path(results_dir), "transfer")
+    err.print(f"saved {path}")
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+
+    def show(value: float | None, ci: list[float | None] | tuple[float | None, float | None]) -> str:
+        if value is None:
+            return "undefined"
+        low, high = ci
+        return (
+            f"{value:.3f} [{low:.3f}, {high:.3f}]" if low is not None and high is not None else f"{value:.3f}"
+        )
+
+    table = Table("held-out target", "effects", *[f"{m}\nrank corr [95% CI]" for m in METHODS],
+                  *[f"beats {b}?" for b in BASELINES], title="Leave one target out: predicted vs measured log speedup")  # fmt: skip
+    accuracy = Table(
+        "held-out target", *[f"{m}\nhelps/hurts right" for m in METHODS], title="Helps/hurts accuracy"
+    )
+    for row in report["held_out"]:
+        scores = row["methods"]
+        table.add_row(row["target"], str(row["effects"]),
+                      *[show(scores[m]["rank_correlation"], scores[m]["rank_correlation_ci"]) for m in METHODS],
+                      *[row["verdict"][b] for b in BASELINES])  # fmt: skip
+        accuracy.add_row(row["target"], *[show(scores[m]["helps_hurts_accuracy"], scores[m]["helps_hurts_accuracy_ci"])
+                                          for m in METHODS])  # fmt: skip
+    console = Console()
+    console.print(table)
+    console.print(accuracy)
+    beaten = report["summary"]["beats_with_ci_above_zero"]
+    console.print(f"{OURS} beats, with a paired 95% CI above 0, " + ", ".join(
+        f"{name} on {count}/{len(report['held_out'])}" for name, count in beaten.items()))  # fmt: skip
+
+
+def register(bench_app: typer.Typer) -> None:
+    """Add the service's benchmarks to the `bench` group (kernelgraph/cli.py owns it)."""
+    bench_app.command("service")(service)
+    bench_app.command("transfer")(transfer_bench)
