@@ -185,7 +185,7 @@ def test_gpu_time_beyond_the_peak_is_implausible(
     """The GPU profile path (faked here: no GPU) applies the same peak check as the C backend."""
     import dataclasses
 
-    from kernelgraph.agent.backends import triton as triton_mod
+    from kernelgraph.agent.backends.triton import backend as triton_mod
 
     real_worker = triton_mod._run_worker
 
@@ -194,7 +194,7 @@ def test_gpu_time_beyond_the_peak_is_implausible(
             return real_worker(request, *args, **kwargs)  # type: ignore[arg-type]
         return {"median_ns": 1.0, "iqr_ns": 0.1, "trials": 50, "parent_median_ns": None}  # 1 ns: impossible
 
-    monkeypatch.setattr(triton_mod, "_local_cuda_arch", lambda: 90)
+    monkeypatch.setattr(triton_mod, "local_cuda_arch", lambda: 90)
     monkeypatch.setattr(triton_mod, "_run_worker", worker)
     target = dataclasses.replace(get_target("cuda-sm90"), peak_gflops=1000.0, peak_gbps=3000.0)
     task = _task("softmax")
