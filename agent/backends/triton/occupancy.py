@@ -71,6 +71,7 @@ def target_arch(target: Any) -> int:
 
 
 def no_fit(response: Mapping[str, Any]) -> str:
+    """Why the compiled kernels cannot launch on the arch (the `fit_error`s `static_metrics` set)."""
     return "; ".join(k.get("fit_error", "") for k in response.get("kernels", []) if k.get("fit_error"))
 
 
