@@ -1,7 +1,7 @@
 """CUDA targets: published peaks and per-SM limits of NVIDIA data-centre GPUs.
 
 They are always "available" for compile and static metrics (Triton compiles for them on any
-machine); runtime numbers need a local GPU of the same architecture (agent/backends/triton.py).
+machine); runtime numbers need a local GPU of the same architecture (agent/backends/triton/backend.py).
 Peaks are the vendor's datasheet figures (fp32 on the CUDA cores, no tensor cores; tensor-core
 TF32 dense is in `limits` for reference), not measured here.
 """

@@ -146,6 +146,18 @@ def write_variant(base: Any, factors: Any, call: int, out: Any) -> None:
     np.multiply(base, flat, out=out, casting="unsafe")
 
 
+def enough_trials(times: Any, elapsed_s: float, plan: Any) -> bool:
+    """The one stopping rule of timing (agent/backends/timing.py; the Triton worker uses it too):
+    at least `min_trials`, then stop at `max_trials`, past `budget_s`, or once the candidate's
+    relative IQR is within `target_rel_iqr`. `plan` is `TimingPlan.request()`."""
+    if len(times) < plan["min_trials"]:
+        return False
+    if len(times) >= plan["max_trials"] or elapsed_s > plan["budget_s"]:
+        return True
+    q1, med, q3 = np.percentile(np.asarray(times, dtype=float), [25, 50, 75])
+    return bool((q3 - q1) / med <= plan["target_rel_iqr"])
+
+
 def _time(fns: Any, buffers: Any, base: Any, specs: Any, sizes: Any, req: Any) -> dict[str, Any]:
     """Interleaved timing (A B A B ...); every call on its own input variant, outputs fresh per call.
 
@@ -179,13 +191,7 @@ def _time(fns: Any, buffers: Any, base: Any, specs: Any, sizes: Any, req: Any) -
         if call in sampled:  # the candidate's own timed outputs, snapshotted right after its call
             kept[call] = {"outputs": [o.copy() for o in outs[0]], "digests": [_digest(b) for b in buffers]}
         trials += 1
-        if trials < req["min_trials"]:
-            continue
-        if trials >= max_trials or time.perf_counter() - start > req["budget_s"]:
-            break
-        a = np.asarray(times[0], dtype=float)
-        q1, med, q3 = np.percentile(a, [25, 50, 75])
-        if (q3 - q1) / med <= req["target_rel_iqr"]:
+        if enough_trials(times[0], time.perf_counter() - start, req):
             break
     return {"times": times, "timed_calls": kept}
 

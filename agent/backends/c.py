@@ -29,21 +29,15 @@ from kernelgraph.agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
-from kernelgraph.agent.backends.sandbox import (
-    SandboxLimits,
-    SharedObjectRunner,
-    TimingPlan,
-    verify_timed_calls,
-)
+from kernelgraph.agent.backends.sandbox import SandboxLimits, SharedObjectRunner, verify_timed_calls
+from kernelgraph.agent.backends.timing import TimingPlan, judge_timing
 from kernelgraph.agent.evaluator import (
     DEFAULT_SEEDS,
     EVALUATOR_VERSION,
     REVERIFY_SEEDS,
     digest,
-    impossibility,
     make_input_sets,
     output_specs,
-    suspicion,
     verify,
 )
 from kernelgraph.agent.evaluator import (
@@ -262,25 +256,13 @@ class CBackend:
         cand = np.asarray(times[0], dtype=float)
         q1, median, q3 = (float(v) for v in np.percentile(cand, [25, 50, 75]))
         parent_median = float(np.median(times[1])) if parent_artifact else None
-        impossible = impossibility(
-            task, sets[0], median, peak_gflops=target.peak_gflops, peak_gbps=target.peak_gbps
-        )
-        if impossible:  # no re-verification: a correct output does not make an impossible time real
-            return self._failed(
-                Outcome.IMPLAUSIBLE,
-                f"implausible timing: {impossible}; the kernel must not keep state between calls or "
-                "work outside the timed call",
-            )
-        reason = suspicion(median, parent_median)
-        reverified = False
-        if reason:
-            log.info("%s: suspicious timing (%s); re-verifying", task.name, reason)
-            again = self.check(task, source, target, seeds=REVERIFY_SEEDS)
-            if not again.correct:
-                return self._failed(
-                    again.outcome, f"suspicious timing ({reason}) and re-verification failed: {again.reason}"
-                )
-            reverified = True
+        judged = judge_timing(
+            task, sets[0], median, parent_median,
+            peak_gflops=target.peak_gflops, peak_gbps=target.peak_gbps,
+            reverify=lambda: self.check(task, source, target, seeds=REVERIFY_SEEDS),
+        )  # fmt: skip
+        if judged.outcome is not None:
+            return self._failed(judged.outcome, judged.reason)
         threads = float(target.cores or 1) if "omp parallel" in source else 1.0
         derived = counters_mod.derived_counters(task, sets[0], median, threads, target)
         counter_source, tool_versions = "cpu_timing", {"gcc": gcc_version()}
@@ -293,7 +275,7 @@ class CBackend:
                 log.info("%s: %s", task.name, measured.note)
         derived["iqr_ns"] = q3 - q1
         derived["rel_iqr"] = (q3 - q1) / median if median else math.nan
-        if reason:
+        if judged.reverified:
             derived["reverified_suspicious"] = 1.0
         return ProfileResult(
             median_ns=median,
@@ -303,8 +285,8 @@ class CBackend:
             counter_source=counter_source,
             parent_median_ns=parent_median,
             tool_versions=tool_versions,
-            reverified=reverified,
-            reason=reason,
+            reverified=judged.reverified,
+            reason=judged.reason,
             evaluator_version=EVALUATOR_VERSION,
             sandbox=self.sandbox.label,
         )

@@ -40,6 +40,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
+from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus, compare, conforming, digest
 from kernelgraph.agent.results import CheckResult, Outcome
 from kernelgraph.agent.tasks.base import Arrays, Task
@@ -60,20 +61,6 @@ class SandboxLimits:
         """The process limits of one run: CPU time covers every thread for the whole timeout."""
         cpu = int(self.timeout_s * max(self.threads, 1)) + 10
         return Rlimits(address_space_bytes=self.memory_bytes + (8 << 30), cpu_seconds=cpu)
-
-
-@dataclass(frozen=True)
-class TimingPlan:
-    warmup: int = 3
-    min_trials: int = 20
-    max_trials: int = 200
-    budget_s: float = 3.0  # stop adding trials past this, once min_trials are done
-    target_rel_iqr: float = 0.02  # ... or as soon as the spread is this tight
-    verified_calls: int = 3  # timed calls whose own outputs are kept and checked (within min_trials)
-
-
-# Enough for keep decisions and the studies: the 20-trial floor, capped at about a second per pair.
-FAST_TIMING = TimingPlan(warmup=2, min_trials=20, max_trials=60, budget_s=1.0)
 
 
 def child_env(threads: int) -> dict[str, str]:
@@ -227,11 +214,7 @@ class SharedObjectRunner:
         draw = random.SystemRandom()
         calls = range(plan.warmup, plan.warmup + plan.min_trials)
         request.update(
-            warmup=plan.warmup,
-            min_trials=plan.min_trials,
-            max_trials=plan.max_trials,
-            budget_s=plan.budget_s,
-            target_rel_iqr=plan.target_rel_iqr,
+            plan.request(),
             variant_seed=draw.randrange(1 << 31),
             sampled_calls=sorted(draw.sample(calls, min(plan.verified_calls, len(calls)))),
         )

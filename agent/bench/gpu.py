@@ -15,20 +15,21 @@ from rich.table import Table
 
 def run_gpu_bench(target_name: str, task_names: list[str], budget_s: float = 300.0) -> int:
     """Run the checks; 0 when everything verified, 1 on a failed check, 2 when no matching GPU."""
-    from kernelgraph.agent.backends.triton import TritonBackend, _local_cuda_arch, target_arch
+    from kernelgraph.agent.backends.timing import TimingPlan
+    from kernelgraph.agent.backends.triton import TritonBackend, local_cuda_arch, target_arch
     from kernelgraph.agent.targets import get_target
     from kernelgraph.agent.tasks import get_task
 
     console = Console()
     target = get_target(target_name, measure=False)
-    arch, local = target_arch(target), _local_cuda_arch()
+    arch, local = target_arch(target), local_cuda_arch()
     if local is None:
         console.print("[red]no CUDA GPU on this machine[/red]: bench gpu needs one (compile works anywhere)")
         return 2
     if local != arch:
         console.print(f"[red]the local GPU is sm_{local}, the target {target_name} is sm_{arch}[/red]")
         return 2
-    backend = TritonBackend(device="cuda", trials=30)
+    backend = TritonBackend(device="cuda", timing=TimingPlan(min_trials=30, max_trials=30, budget_s=60.0))
     table = Table(title=f"Triton backend on {target_name}")
     for col in ("task", "compile", "regs", "smem", "occ %", "check", "median us", "iqr us", "counters"):
         table.add_column(col)

@@ -27,7 +27,7 @@ from typing import Any
 
 from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, scratch_dir
 from kernelgraph.agent.backends.c import CBackend
-from kernelgraph.agent.backends.sandbox import TimingPlan
+from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 from kernelgraph.agent.targets import Target, get_target
 from kernelgraph.agent.tasks import get_task

@@ -45,7 +45,7 @@ def make_backend(name: str, *, quick: bool = True) -> Backend:
         raise _fail(str(exc)) from None
     if name == "c":
         from kernelgraph.agent.backends.c import CBackend
-        from kernelgraph.agent.backends.sandbox import FAST_TIMING, TimingPlan
+        from kernelgraph.agent.backends.timing import FAST_TIMING, TimingPlan
 
         plan = FAST_TIMING if quick else TimingPlan()
         return CBackend(timing=plan)

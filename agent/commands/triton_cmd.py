@@ -31,13 +31,16 @@ def compile_cmd(
     """Compile a task's kernel variant ahead of time and print its static metrics."""
     from kernelgraph.agent.backends.triton import TritonBackend
     from kernelgraph.agent.targets import get_target
-    from kernelgraph.agent.tasks import get_task
+    from kernelgraph.agent.tasks import UnknownTaskError, get_task
 
     if backend != "triton":
         raise typer.BadParameter(
             "this command compiles Triton kernels; use --backend triton", param_hint="--backend"
         )
-    the_task = get_task(task, backend)
+    try:
+        the_task = get_task(task, backend)
+    except UnknownTaskError as exc:  # also a task defined but not rendered for Triton
+        raise typer.BadParameter(str(exc), param_hint="TASK") from None
     cfg = {**the_task.baseline_config, **_parse_config(config)}
     result = TritonBackend().compile(
         the_task, the_task.source(backend, cfg), get_target(target, measure=False)

@@ -1,15 +1,17 @@
 """What a kernel task is: see docs/adding-a-task.md.
 
-A task owns a numpy reference, an input generator, its roofline counts, and a *config space*:
-a kernel variant is a config (a dict of knobs) that the task renders into real source for a
-backend. A transform from the shared vocabulary (agent/transforms.py) maps a config to a new
-config; the shared vocabulary is what lets experience transfer between kernels.
+A task is defined once (agent/tasks/<module>.py): its input generator, numpy reference and roofline
+counts (FLOPs, bytes). A backend contributes a *config space* and a renderer: a kernel variant is a
+config (a dict of knobs) that the backend's renderer turns into real source. The C renderer lives in
+the definition's module; every other backend registers a `Renderer` for the task by name
+(agent/tasks/triton/). A transform from the shared vocabulary (agent/transforms.py) maps a config to
+a new config; the shared vocabulary is what lets experience transfer between kernels.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -46,7 +48,47 @@ class TransformSpec:
 
 
 @dataclass(frozen=True)
+class Renderer:
+    """One backend's side of a task defined elsewhere: its config space and the source of a config.
+
+    It names its task and never carries inputs, a reference or roofline counts: those belong to the
+    task definition alone, so every backend checks and measures against the same numpy side.
+    """
+
+    task: str  # the name of the task definition this renders
+    backend: str
+    render: Callable[[Config], str]
+    baseline_config: Config
+    transforms: tuple[TransformSpec, ...]
+
+
+class UnknownTaskError(KeyError):
+    """No task by that name for that backend; the message lists the known names."""
+
+    def __init__(self, name: str, backend: str, known: list[str]) -> None:
+        self.name, self.backend, self.known = name, backend, known
+        super().__init__(name)
+
+    def __str__(self) -> str:
+        return f"unknown task {self.name!r} for backend {self.backend!r}; known: {', '.join(self.known)}"
+
+
+class NoRendererError(UnknownTaskError):
+    """The task is defined, but that backend registers no renderer for it."""
+
+    def __str__(self) -> str:
+        known = f"; tasks it renders: {', '.join(self.known)}" if self.known else ""
+        return f"task {self.name!r} has no renderer for backend {self.backend!r}{known}"
+
+
+@dataclass(frozen=True)
 class Task:
+    """A task as one backend sees it: the definition's numpy side plus that backend's config space.
+
+    A definition module builds it with the C config space (or none, `render={}`, for a task only
+    another backend renders); `with_renderer` swaps in another backend's.
+    """
+
     name: str
     family: str  # access-pattern family: dense-matmul, row-reduction, stencil, scan, scatter, gather, ...
     patterns: tuple[str, ...]  # AccessPattern names the kernels of this task exhibit
@@ -74,4 +116,18 @@ class Task:
         return self.output_dtypes.get(name, self.dtype)
 
     def source(self, backend: str, config: Config) -> str:
+        if backend not in self.render:
+            raise NoRendererError(self.name, backend, [])
         return self.render[backend](config)
+
+    def with_renderer(self, renderer: Renderer) -> Task:
+        """This task as `renderer`'s backend sees it: the same inputs, reference and roofline counts
+        (the very same functions), with that backend's config space and renderer."""
+        if renderer.task != self.name:
+            raise ValueError(f"a renderer for task {renderer.task!r} cannot render task {self.name!r}")
+        return replace(
+            self,
+            baseline_config=dict(renderer.baseline_config),
+            transforms=renderer.transforms,
+            render={renderer.backend: renderer.render},
+        )

@@ -388,7 +388,7 @@ def run_ablation(
 ) -> dict[str, Any]:
     """Run the whole study against `knowledge` (a KnowledgeService) and return the report."""
     from kernelgraph.agent.backends.c import CBackend
-    from kernelgraph.agent.backends.sandbox import FAST_TIMING
+    from kernelgraph.agent.backends.timing import FAST_TIMING
     from kernelgraph.agent.targets import host_identity
     from kernelgraph.service.inprocess import InProcessClient
 

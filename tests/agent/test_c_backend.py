@@ -7,7 +7,7 @@ from pathlib import Path
 from kernelgraph.agent.backends.base import Backend
 from kernelgraph.agent.backends.bubblewrap import Sandbox
 from kernelgraph.agent.backends.c import CBackend, parse_diagnostics
-from kernelgraph.agent.backends.sandbox import TimingPlan
+from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.results import Outcome
 from kernelgraph.agent.targets import Target, get_target
 from kernelgraph.agent.tasks import get_task

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kernelgraph.agent.backends.c import CBackend
-from kernelgraph.agent.backends.sandbox import TimingPlan
+from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.loop import optimize
 from kernelgraph.agent.proposers.base import ProposalContext
 from kernelgraph.agent.proposers.llm import TOOL_NAME, LLMProposer

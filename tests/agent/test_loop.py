@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kernelgraph.agent.backends.c import CBackend
-from kernelgraph.agent.backends.sandbox import TimingPlan
+from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 from kernelgraph.agent.loop import optimize
 from kernelgraph.agent.proposers.base import Proposal, ProposalContext

@@ -27,7 +27,7 @@ import pytest
 from kernelgraph.agent.backends import admission
 from kernelgraph.agent.backends.bubblewrap import Sandbox
 from kernelgraph.agent.backends.c import CBackend
-from kernelgraph.agent.backends.sandbox import TimingPlan
+from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.backends.triton import TritonBackend
 from kernelgraph.agent.loop import evaluate
 from kernelgraph.agent.results import CheckResult, Outcome

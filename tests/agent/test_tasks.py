@@ -11,7 +11,14 @@ import pytest
 
 from kernelgraph.agent.backends.c import CBackend
 from kernelgraph.agent.targets import Target
-from kernelgraph.agent.tasks import UnknownTaskError, all_tasks, get_task
+from kernelgraph.agent.tasks import (
+    NoRendererError,
+    Renderer,
+    UnknownTaskError,
+    all_tasks,
+    definition,
+    get_task,
+)
 from kernelgraph.agent.tasks._common import count_configs
 from kernelgraph.agent.tasks.base import Config, Task
 from kernelgraph.agent.transforms import Transform
@@ -52,6 +59,37 @@ def test_unknown_task_lists_known_names() -> None:
         get_task("nope")
     assert isinstance(info.value, UnknownTaskError)
     assert "matmul" in str(info.value)
+
+
+def test_every_backend_shares_the_one_task_definition() -> None:
+    """A Triton task measures against the definition's own inputs, reference and roofline counts:
+    the very same functions as the C task of that name, never a copy."""
+    for triton_task in all_tasks("triton"):
+        defined = definition(triton_task.name)
+        for part in ("make_inputs", "reference", "output_shapes", "flops", "bytes_moved"):
+            assert getattr(triton_task, part) is getattr(defined, part), (triton_task.name, part)
+        if triton_task.name in {t.name for t in all_tasks("c")}:
+            assert triton_task.reference is get_task(triton_task.name, "c").reference
+    layernorm = get_task("layernorm", "triton")
+    source = layernorm.source("triton", layernorm.baseline_config)
+    assert "def launch(x, gamma, beta, y)" in source  # the definition's input names, on both backends
+
+
+def test_a_task_without_a_renderer_for_a_backend_fails_loudly() -> None:
+    with pytest.raises(NoRendererError, match="'stencil2d' has no renderer for backend 'triton'"):
+        get_task("stencil2d", "triton")
+    with pytest.raises(NoRendererError, match="'elementwise' has no renderer for backend 'c'"):
+        get_task("elementwise", "c")
+    with pytest.raises(NoRendererError):
+        get_task("matmul", "c").source("triton", {})
+
+
+def test_a_renderer_for_an_undefined_task_is_a_registry_error() -> None:
+    orphan = Renderer("no_such_task", "triton", lambda config: "", {}, ())
+    with pytest.raises(UnknownTaskError):
+        definition(orphan.task).with_renderer(orphan)
+    with pytest.raises(ValueError, match="cannot render task 'matmul'"):
+        definition("matmul").with_renderer(orphan)
 
 
 @pytest.mark.parametrize("task", TASKS, ids=NAMES)

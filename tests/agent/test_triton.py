@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.backends.triton import ARCH_LIMITS, TritonBackend, theoretical_occupancy
 from kernelgraph.agent.results import Outcome
 from kernelgraph.agent.targets import get_target
@@ -169,7 +170,7 @@ def _has_cuda() -> bool:
 @pytest.mark.gpu
 @pytest.mark.skipif(not _has_cuda(), reason="needs an NVIDIA GPU with CUDA")
 def test_gpu_check_and_timing() -> None:  # pragma: no cover - needs a GPU
-    backend = TritonBackend(device="cuda", trials=10)
+    backend = TritonBackend(device="cuda", timing=TimingPlan(min_trials=10, max_trials=10))
     task = _task("softmax")
     source = task.source("triton", task.baseline_config)
     target = "cuda-sm90"
@@ -185,7 +186,7 @@ def test_gpu_time_beyond_the_peak_is_implausible(
     """The GPU profile path (faked here: no GPU) applies the same peak check as the C backend."""
     import dataclasses
 
-    from kernelgraph.agent.backends import triton as triton_mod
+    from kernelgraph.agent.backends.triton import backend as triton_mod
 
     real_worker = triton_mod._run_worker
 
@@ -194,10 +195,35 @@ def test_gpu_time_beyond_the_peak_is_implausible(
             return real_worker(request, *args, **kwargs)  # type: ignore[arg-type]
         return {"median_ns": 1.0, "iqr_ns": 0.1, "trials": 50, "parent_median_ns": None}  # 1 ns: impossible
 
-    monkeypatch.setattr(triton_mod, "_local_cuda_arch", lambda: 90)
+    monkeypatch.setattr(triton_mod, "local_cuda_arch", lambda: 90)
     monkeypatch.setattr(triton_mod, "_run_worker", worker)
     target = dataclasses.replace(get_target("cuda-sm90"), peak_gflops=1000.0, peak_gbps=3000.0)
     task = _task("softmax")
     result = backend.profile(task, task.source("triton", task.baseline_config), target)
     assert result.outcome == Outcome.IMPLAUSIBLE, result
     assert "exceeds" in result.reason and math.isnan(result.median_ns)
+
+
+def test_gpu_speedup_far_beyond_the_parent_is_reverified_as_in_c(
+    backend: TritonBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GPU profile path (faked: no GPU) shares the C backend's re-verification of a suspicious time."""
+    from kernelgraph.agent.backends.triton import backend as triton_mod
+
+    real_worker = triton_mod._run_worker
+    ops: list[object] = []
+
+    def worker(request: dict[str, object], *args: object, **kwargs: object) -> dict[str, object]:
+        ops.append(request["op"])
+        if request["op"] != "profile":
+            return real_worker(request, *args, **kwargs)  # type: ignore[arg-type]
+        assert request["min_trials"] == backend.timing.min_trials  # the shared plan reaches the worker
+        return {"median_ns": 1e6, "iqr_ns": 1e4, "trials": 20, "parent_median_ns": 1e8}  # 100x the parent
+
+    monkeypatch.setattr(triton_mod, "local_cuda_arch", lambda: 90)
+    monkeypatch.setattr(triton_mod, "_run_worker", worker)
+    task = _task("softmax")
+    result = backend.profile(task, task.source("triton", task.baseline_config), get_target("cuda-sm90"))
+    assert result.outcome == Outcome.KEPT, result
+    assert result.reverified and "faster than its parent" in result.reason
+    assert ops.count("run") == 1  # the re-verification: one interpreter check on fresh seeds

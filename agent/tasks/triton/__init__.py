@@ -1,18 +1,19 @@
-"""Triton versions of the kernel tasks (backend "triton"), for NVIDIA targets.
+"""Triton renderers of the kernel tasks (backend "triton"), for NVIDIA targets.
 
-Each task reuses the CPU task's numpy side (inputs, reference, roofline counts) when the CPU
-registry has a compatible task of the same name, and carries its own otherwise. Its config space
-mixes the shared transform vocabulary with Triton knobs (BLOCK sizes, num_warps, num_stages,
-grouped launch, split-K, online softmax, persistent kernels, fusion); `Task.source("triton",
-config)` renders a module with `@triton.jit` kernels, an `AOT` compile list and `launch(**tensors)`.
+Each module here registers a `Renderer` for a task defined once in agent/tasks/: the Triton config
+space (BLOCK sizes, num_warps, num_stages, grouped launch, split-K, online softmax, persistent
+kernels, fusion) and `render(config)`, a module with `@triton.jit` kernels, an `AOT` compile list and
+`launch(**tensors)` whose parameters are the definition's input and output names. Inputs, reference
+and roofline counts come from the definition only (`kernelgraph.agent.tasks.get_task(name, "triton")`).
 """
 
 from __future__ import annotations
 
-from functools import cache
+import importlib
 
-from kernelgraph.agent.tasks.base import Task
+from kernelgraph.agent.tasks.base import Renderer, Task
 
+# One module per rendered task, named after the task it renders.
 TASK_MODULES = (
     "softmax",
     "matmul",
@@ -25,23 +26,25 @@ TASK_MODULES = (
 )
 
 
+def renderers() -> tuple[Renderer, ...]:
+    """Every Triton renderer, in a stable order (the registry composes them with the definitions)."""
+    return tuple(
+        importlib.import_module(f"kernelgraph.agent.tasks.triton.{name}").renderer() for name in TASK_MODULES
+    )
+
+
 def triton_tasks() -> list[Task]:
     """Every Triton task, in a stable order."""
-    return list(_load_all())
+    from kernelgraph.agent.tasks import all_tasks
 
-
-@cache
-def _load_all() -> tuple[Task, ...]:
-    from importlib import import_module
-
-    return tuple(import_module(f"kernelgraph.agent.tasks.triton.{name}").task() for name in TASK_MODULES)
+    return all_tasks("triton")
 
 
 def triton_task(name: str) -> Task:
-    """One Triton task by name; KeyError names the known ones."""
-    if name not in TASK_MODULES:
-        raise KeyError(f"no Triton task {name!r}; known: {', '.join(TASK_MODULES)}")
-    return next(t for t in _load_all() if t.name == name)
+    """One Triton task by name; a KeyError names the known ones."""
+    from kernelgraph.agent.tasks import get_task
+
+    return get_task(name, "triton")
 
 
-__all__ = ["TASK_MODULES", "triton_task", "triton_tasks"]
+__all__ = ["TASK_MODULES", "renderers", "triton_task", "triton_tasks"]

@@ -1,4 +1,4 @@
-"""Helpers shared by the Triton task modules: knob transforms, source headers, CPU-task reuse.
+"""Helpers shared by the Triton renderers: knob transforms, source headers, power-of-two checks.
 
 A Triton task's config is a flat dict of knobs (BLOCK sizes, num_warps, num_stages, and boolean
 or small-int strategy switches such as `online`, `persistent`, `GROUP_M`, `SPLIT_K`, `fuse`). The
@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-from kernelgraph.agent.tasks.base import Arrays, Config, Task, TransformSpec
+from kernelgraph.agent.tasks.base import Config, TransformSpec
 from kernelgraph.agent.transforms import Transform
 
 BACKEND = "triton"
@@ -79,83 +76,3 @@ def check_pow2(config: Config, *keys: str) -> None:
         value = int(config[key])
         if value <= 0 or value & (value - 1):
             raise ValueError(f"{key}={value} must be a power of two")
-
-
-@dataclass(frozen=True)
-class Fallback:
-    """The numpy side of a task, used when the CPU task registry does not provide a compatible one."""
-
-    name: str
-    family: str
-    patterns: tuple[str, ...]
-    description: str
-    make_inputs: Callable[[int, bool], Arrays]
-    output_shapes: Callable[[Arrays], Mapping[str, tuple[int, ...]]]
-    reference: Callable[[Arrays], Arrays]
-    flops: Callable[[Arrays], float]
-    bytes_moved: Callable[[Arrays], float]
-
-
-def _cpu_task(name: str) -> Task | None:
-    """The CPU engineer's task of that name, if the registry exists and has it."""
-    try:
-        from kernelgraph.agent import tasks as registry
-    except ImportError:  # pragma: no cover
-        return None
-    for getter in ("cpu_tasks", "all_tasks"):
-        fn = getattr(registry, getter, None)
-        if fn is None:
-            continue
-        try:
-            found = fn()
-        except TypeError:
-            continue
-        for task in found if not isinstance(found, Mapping) else found.values():
-            if isinstance(task, Task) and task.name == name:
-                return task
-    return None
-
-
-def _compatible(cpu: Task, fb: Fallback) -> bool:
-    """Same input names, shapes' ranks and output names: the Triton launch can consume its arrays."""
-    try:
-        mine, theirs = fb.make_inputs(0, True), cpu.make_inputs(0, True)
-        if set(mine) != set(theirs) or any(mine[k].ndim != theirs[k].ndim for k in mine):
-            return False
-        if any(theirs[k].dtype != np.float32 for k in theirs):
-            return False
-        return set(fb.output_shapes(mine)) == set(cpu.output_shapes(theirs))
-    except Exception:  # a foreign task that cannot even build inputs is not reusable
-        return False
-
-
-def make_task(
-    fb: Fallback,
-    render: Callable[[Config], str],
-    baseline: Config,
-    transforms: tuple[TransformSpec, ...],
-    cpu: Task | None = None,
-) -> Task:
-    """The Triton Task: the CPU task's numpy side when compatible, else the fallback's."""
-    cpu = cpu if cpu is not None else _cpu_task(fb.name)
-    if cpu is not None and _compatible(cpu, fb):
-        return replace(cpu, baseline_config=dict(baseline), transforms=transforms, render={BACKEND: render})
-    return Task(
-        name=fb.name,
-        family=fb.family,
-        patterns=fb.patterns,
-        description=fb.description,
-        dtype="float32",
-        make_inputs=fb.make_inputs,
-        output_shapes=fb.output_shapes,
-        reference=fb.reference,
-        flops=fb.flops,
-        bytes_moved=fb.bytes_moved,
-        baseline_config=dict(baseline),
-        transforms=transforms,
-        render={BACKEND: render},
-    )
-
-
-def rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)

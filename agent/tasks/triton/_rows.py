@@ -12,7 +12,8 @@ from kernelgraph.agent.tasks.triton._common import check_pow2, header, pow2
 AOT_ROWS, AOT_COLS = 4096, 4096
 
 
-def render_rows(task: str, config: Config, *, centered: bool, bias: bool) -> str:
+def render_rows(task: str, config: Config, *, centered: bool, weight: str, bias: str | None = None) -> str:
+    """The row kernel's module; `launch` takes the task's own input names: `x`, `weight`, `bias`, `y`."""
     check_pow2(config, "BLOCK_N")
     looped, persistent = bool(config["looped"]), bool(config["persistent"])
     warps, stages = int(config["num_warps"]), int(config["num_stages"])
@@ -78,7 +79,7 @@ def render_rows(task: str, config: Config, *, centered: bool, bias: bool) -> str
         + ['"n_rows": "i32"', '"n_cols": "i32"', '"stride": "i32"', '"eps": "fp32"']
         + ['"BLOCK_N": "constexpr"', '"NUM_STAGES": "constexpr"']
     )
-    args = "x, w, " + ("b, " if bias else "") + "y"
+    args = f"x, {weight}, " + (f"{bias}, " if bias else "") + "y"
     grid = "(min(n_rows, 4 * _num_sms(x)),)" if persistent else "(n_rows,)"
     return (
         header(task, config)

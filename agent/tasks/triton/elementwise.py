@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Config, Renderer
 from kernelgraph.agent.tasks.triton._common import (
-    Fallback,
+    BACKEND,
     check_pow2,
     header,
-    make_task,
-    rng,
     set_knob,
     toggle,
     warps_and_stages,
@@ -19,28 +15,6 @@ from kernelgraph.agent.transforms import Transform
 
 AOT_N = 1 << 26
 
-
-def _make_inputs(seed: int, small: bool) -> Arrays:
-    return {"x": (rng(seed).standard_normal(5_003 if small else AOT_N) * 4.0).astype(np.float32)}
-
-
-def _reference(a: Arrays) -> Arrays:
-    x = a["x"].astype(np.float64)
-    t = 1.5 * x + 0.25
-    return {"y": (t / (1.0 + np.exp(-t)) + x).astype(np.float32)}
-
-
-FALLBACK = Fallback(
-    name="elementwise",
-    family="elementwise",
-    patterns=("streaming",),
-    description="A chain of elementwise ops on a float32 vector: y = silu(1.5 x + 0.25) + x.",
-    make_inputs=_make_inputs,
-    output_shapes=lambda a: {"y": a["x"].shape},
-    reference=_reference,
-    flops=lambda a: 7.0 * a["x"].size,
-    bytes_moved=lambda a: 8.0 * a["x"].size,
-)
 
 BASELINE: Config = {"BLOCK": 1024, "fuse": False, "num_warps": 4}
 
@@ -123,10 +97,10 @@ def launch(x, y):
     )
 
 
-def task(cpu: Task | None = None) -> Task:
+def renderer() -> Renderer:
     transforms = (
         toggle(Transform.FUSE, "fuse", "one kernel, intermediates stay in registers"),
         set_knob(Transform.TILE, "BLOCK", (256, 512, 1024, 2048, 4096), "elements per program"),
         warps_and_stages()[0],
     )
-    return make_task(FALLBACK, render, BASELINE, transforms, cpu)
+    return Renderer("elementwise", BACKEND, render, BASELINE, transforms)

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Config, Renderer
 from kernelgraph.agent.tasks.triton._common import (
-    Fallback,
+    BACKEND,
     check_pow2,
     header,
-    make_task,
-    rng,
     set_knob,
     set_knobs,
     toggle,
@@ -20,27 +16,6 @@ from kernelgraph.agent.transforms import Transform
 
 AOT_M = AOT_N = AOT_K = 2048
 
-
-def _make_inputs(seed: int, small: bool) -> Arrays:
-    m, n, k = (45, 38, 70) if small else (AOT_M, AOT_N, AOT_K)
-    g = rng(seed)
-    return {
-        "a": g.standard_normal((m, k)).astype(np.float32),
-        "b": g.standard_normal((k, n)).astype(np.float32),
-    }
-
-
-FALLBACK = Fallback(
-    name="matmul",
-    family="dense-matmul",
-    patterns=("tiled-reuse", "dense-matmul"),
-    description="C = A @ B for float32 matrices (M, K) x (K, N).",
-    make_inputs=_make_inputs,
-    output_shapes=lambda a: {"c": (a["a"].shape[0], a["b"].shape[1])},
-    reference=lambda a: {"c": (a["a"].astype(np.float64) @ a["b"].astype(np.float64)).astype(np.float32)},
-    flops=lambda a: 2.0 * a["a"].shape[0] * a["a"].shape[1] * a["b"].shape[1],
-    bytes_moved=lambda a: 4.0 * (a["a"].size + a["b"].size + a["a"].shape[0] * a["b"].shape[1]),
-)
 
 BASELINE: Config = {
     "BLOCK_M": 64,
@@ -194,7 +169,7 @@ def launch(a, b, c):
     )
 
 
-def task(cpu: Task | None = None) -> Task:
+def renderer() -> Renderer:
     transforms = (
         set_knobs(
             Transform.TILE,
@@ -216,4 +191,4 @@ def task(cpu: Task | None = None) -> Task:
         toggle(Transform.SCHEDULE, "persistent", "one program per SM loops over output tiles"),
         *warps_and_stages(),
     )
-    return make_task(FALLBACK, render, BASELINE, transforms, cpu)
+    return Renderer("matmul", BACKEND, render, BASELINE, transforms)

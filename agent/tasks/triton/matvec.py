@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Config, Renderer
 from kernelgraph.agent.tasks.triton._common import (
-    Fallback,
+    BACKEND,
     check_pow2,
     header,
-    make_task,
-    rng,
     set_knobs,
     warps_and_stages,
 )
@@ -18,24 +14,6 @@ from kernelgraph.agent.transforms import Transform
 
 AOT_M, AOT_N = 8192, 8192
 
-
-def _make_inputs(seed: int, small: bool) -> Arrays:
-    m, n = (53, 301) if small else (AOT_M, AOT_N)
-    g = rng(seed)
-    return {"a": g.standard_normal((m, n)).astype(np.float32), "x": g.standard_normal(n).astype(np.float32)}
-
-
-FALLBACK = Fallback(
-    name="matvec",
-    family="gemv",
-    patterns=("streaming", "row-reduction"),
-    description="y = A @ x for a float32 (M, N) matrix.",
-    make_inputs=_make_inputs,
-    output_shapes=lambda a: {"y": (a["a"].shape[0],)},
-    reference=lambda a: {"y": (a["a"].astype(np.float64) @ a["x"].astype(np.float64)).astype(np.float32)},
-    flops=lambda a: 2.0 * a["a"].size,
-    bytes_moved=lambda a: 4.0 * (a["a"].size + a["x"].size + a["a"].shape[0]),
-)
 
 BASELINE: Config = {"BLOCK_M": 16, "BLOCK_N": 128, "num_warps": 4, "num_stages": 2}
 
@@ -81,7 +59,7 @@ def launch(a, x, y):
     )
 
 
-def task(cpu: Task | None = None) -> Task:
+def renderer() -> Renderer:
     transforms = (
         set_knobs(
             Transform.TILE,
@@ -90,4 +68,4 @@ def task(cpu: Task | None = None) -> Task:
         ),
         *warps_and_stages(),
     )
-    return make_task(FALLBACK, render, BASELINE, transforms, cpu)
+    return Renderer("matvec", BACKEND, render, BASELINE, transforms)

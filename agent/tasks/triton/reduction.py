@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Config, Renderer
 from kernelgraph.agent.tasks.triton._common import (
-    Fallback,
+    BACKEND,
     check_pow2,
     header,
-    make_task,
-    rng,
     set_knob,
     toggle,
     warps_and_stages,
@@ -19,23 +15,6 @@ from kernelgraph.agent.transforms import Transform
 
 AOT_N = 1 << 26
 
-
-def _make_inputs(seed: int, small: bool) -> Arrays:
-    n = 10_007 if small else AOT_N
-    return {"x": rng(seed).uniform(-1.0, 1.0, n).astype(np.float32)}
-
-
-FALLBACK = Fallback(
-    name="reduction",
-    family="reduction",
-    patterns=("streaming", "reduction"),
-    description="out[0] = sum(x) for a float32 vector.",
-    make_inputs=_make_inputs,
-    output_shapes=lambda a: {"out": (1,)},
-    reference=lambda a: {"out": np.array([a["x"].astype(np.float64).sum()], dtype=np.float32)},
-    flops=lambda a: float(a["x"].size),
-    bytes_moved=lambda a: 4.0 * a["x"].size,
-)
 
 BASELINE: Config = {"BLOCK": 1024, "atomic": False, "persistent": False, "num_warps": 4, "num_stages": 1}
 
@@ -110,7 +89,7 @@ def launch(x, out):
     )
 
 
-def task(cpu: Task | None = None) -> Task:
+def renderer() -> Renderer:
     transforms = (
         set_knob(Transform.TILE, "BLOCK", (256, 512, 1024, 2048, 4096), "elements per program per step"),
         set_knob(
@@ -122,4 +101,4 @@ def task(cpu: Task | None = None) -> Task:
         toggle(Transform.SCHEDULE, "persistent", "grid-stride loop over a few programs per SM"),
         *warps_and_stages(),
     )
-    return make_task(FALLBACK, render, BASELINE, transforms, cpu)
+    return Renderer("reduction", BACKEND, render, BASELINE, transforms)

@@ -2,55 +2,24 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Config, Renderer
 from kernelgraph.agent.tasks.triton._common import (
-    Fallback,
-    make_task,
-    rng,
+    BACKEND,
     set_knobs,
     toggle,
     warps_and_stages,
 )
-from kernelgraph.agent.tasks.triton._rows import AOT_COLS, AOT_ROWS, render_rows
+from kernelgraph.agent.tasks.triton._rows import render_rows
 from kernelgraph.agent.transforms import Transform
-
-
-def _make_inputs(seed: int, small: bool) -> Arrays:
-    rows, cols = (31, 257) if small else (AOT_ROWS, AOT_COLS)
-    g = rng(seed)
-    return {
-        "x": g.standard_normal((rows, cols)).astype(np.float32),
-        "w": g.standard_normal(cols).astype(np.float32),
-    }
-
-
-def _reference(a: Arrays) -> Arrays:
-    x = a["x"].astype(np.float64)
-    return {"y": (x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-5) * a["w"]).astype(np.float32)}
-
-
-FALLBACK = Fallback(
-    name="rmsnorm",
-    family="row-reduction",
-    patterns=("row-reduction", "streaming"),
-    description="RMSNorm of a float32 (rows, cols) matrix with weight, eps=1e-5.",
-    make_inputs=_make_inputs,
-    output_shapes=lambda a: {"y": a["x"].shape},
-    reference=_reference,
-    flops=lambda a: 4.0 * a["x"].size,
-    bytes_moved=lambda a: 8.0 * a["x"].size + 4.0 * a["w"].size,
-)
 
 BASELINE: Config = {"looped": False, "BLOCK_N": 1024, "persistent": False, "num_warps": 8, "num_stages": 1}
 
 
 def render(config: Config) -> str:
-    return render_rows("rmsnorm", config, centered=False, bias=False)
+    return render_rows("rmsnorm", config, centered=False, weight="w")
 
 
-def task(cpu: Task | None = None) -> Task:
+def renderer() -> Renderer:
     transforms = (
         set_knobs(
             Transform.TILE,
@@ -60,4 +29,4 @@ def task(cpu: Task | None = None) -> Task:
         toggle(Transform.SCHEDULE, "persistent", "a few programs per SM loop over rows"),
         *warps_and_stages(),
     )
-    return make_task(FALLBACK, render, BASELINE, transforms, cpu)
+    return Renderer("rmsnorm", BACKEND, render, BASELINE, transforms)

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Config, Renderer
 from kernelgraph.agent.tasks.triton._common import (
-    Fallback,
+    BACKEND,
     check_pow2,
     header,
-    make_task,
     pow2,
-    rng,
     set_knob,
     toggle,
     warps_and_stages,
@@ -20,29 +16,6 @@ from kernelgraph.agent.transforms import Transform
 
 AOT_ROWS, AOT_COLS = 4096, 4096
 
-
-def _make_inputs(seed: int, small: bool) -> Arrays:
-    rows, cols = (37, 300) if small else (4096, 4096)
-    return {"x": (rng(seed).standard_normal((rows, cols)) * 3.0).astype(np.float32)}
-
-
-def _reference(a: Arrays) -> Arrays:
-    x = a["x"].astype(np.float64)
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return {"y": (e / e.sum(axis=1, keepdims=True)).astype(np.float32)}
-
-
-FALLBACK = Fallback(
-    name="softmax",
-    family="row-reduction",
-    patterns=("row-reduction", "streaming"),
-    description="Row-wise softmax of a float32 matrix.",
-    make_inputs=_make_inputs,
-    output_shapes=lambda a: {"y": a["x"].shape},
-    reference=_reference,
-    flops=lambda a: 5.0 * a["x"].size,
-    bytes_moved=lambda a: 8.0 * a["x"].size,
-)
 
 BASELINE: Config = {"online": False, "BLOCK_N": 1024, "persistent": False, "num_warps": 4, "num_stages": 1}
 
@@ -120,11 +93,11 @@ def launch(x, y):
     )
 
 
-def task(cpu: Task | None = None) -> Task:
+def renderer() -> Renderer:
     transforms = (
         toggle(Transform.FUSE, "online", "stream column tiles with a running max"),
         set_knob(Transform.TILE, "BLOCK_N", (128, 256, 512, 1024, 2048), "column tile of the online loop"),
         toggle(Transform.SCHEDULE, "persistent", "a few programs per SM loop over rows"),
         *warps_and_stages(),
     )
-    return make_task(FALLBACK, render, BASELINE, transforms, cpu)
+    return Renderer("softmax", BACKEND, render, BASELINE, transforms)

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Config, Renderer
 from kernelgraph.agent.tasks.triton._common import (
-    Fallback,
+    BACKEND,
     check_pow2,
     header,
-    make_task,
-    rng,
     set_knob,
     set_knobs,
     warps_and_stages,
@@ -19,23 +15,6 @@ from kernelgraph.agent.transforms import Transform
 
 AOT_M, AOT_N = 8192, 8192
 
-
-def _make_inputs(seed: int, small: bool) -> Arrays:
-    m, n = (67, 45) if small else (AOT_M, AOT_N)
-    return {"a": rng(seed).standard_normal((m, n)).astype(np.float32)}
-
-
-FALLBACK = Fallback(
-    name="transpose",
-    family="transpose",
-    patterns=("strided", "tiled-reuse"),
-    description="B = A.T for a float32 (M, N) matrix.",
-    make_inputs=_make_inputs,
-    output_shapes=lambda a: {"b": (a["a"].shape[1], a["a"].shape[0])},
-    reference=lambda a: {"b": np.ascontiguousarray(a["a"].T)},
-    flops=lambda a: 0.0,
-    bytes_moved=lambda a: 8.0 * a["a"].size,
-)
 
 BASELINE: Config = {"BLOCK_M": 32, "BLOCK_N": 32, "GROUP_M": 1, "num_warps": 4}
 
@@ -83,7 +62,7 @@ def launch(a, b):
     )
 
 
-def task(cpu: Task | None = None) -> Task:
+def renderer() -> Renderer:
     transforms = (
         set_knobs(
             Transform.TILE,
@@ -95,4 +74,4 @@ def task(cpu: Task | None = None) -> Task:
         ),
         warps_and_stages()[0],
     )
-    return make_task(FALLBACK, render, BASELINE, transforms, cpu)
+    return Renderer("transpose", BACKEND, render, BASELINE, transforms)
