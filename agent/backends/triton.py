@@ -48,6 +48,7 @@ from kernelgraph.agent.evaluator import DEFAULT_SEEDS, EVALUATOR_VERSION, imposs
 from kernelgraph.agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
 from kernelgraph.agent.tasks.base import Arrays, Task
 from kernelgraph.client.settings import get_settings
+from kernelgraph.client.signature import CounterName, CounterSource
 
 CACHE_VERSION = 2  # 2: built in the sandbox after admission
 # torch and Triton reserve large virtual ranges; CUDA reserves far more, so the GPU path lifts the cap.
@@ -245,14 +246,17 @@ class TritonBackend:
         """
         compiled = self.compile(task, source, target)
         if compiled.rejected:
-            return ProfileResult(math.nan, math.nan, 0, {}, "nvidia_static", outcome=Outcome.REJECTED,
+            return ProfileResult(math.nan, math.nan, 0, {}, CounterSource.NVIDIA_STATIC, outcome=Outcome.REJECTED,
                                  reason=compiled.diagnosis, evaluator_version=EVALUATOR_VERSION,
                                  sandbox=self.sandbox.label)  # fmt: skip
         versions = {"triton": _triton_version()}
         counters: dict[str, float] = dict(compiled.static_metrics)
         try:
             full = task.make_inputs(0, False)
-            counters["flops"], counters["bytes"] = float(task.flops(full)), float(task.bytes_moved(full))
+            counters[CounterName.FLOPS], counters[CounterName.BYTES] = (
+                float(task.flops(full)),
+                float(task.bytes_moved(full)),
+            )
         except Exception:  # roofline counts are optional; a task without them still profiles
             full = None
         arch = target_arch(target)
@@ -260,7 +264,7 @@ class TritonBackend:
             if not compiled.ok:
                 versions["error"] = compiled.diagnosis[:500]
             return ProfileResult(
-                math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions,
+                math.nan, math.nan, 0, counters, CounterSource.NVIDIA_STATIC, static=True, tool_versions=versions,
                 evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label,
             )  # fmt: skip
         response = _run_worker(
@@ -280,7 +284,7 @@ class TritonBackend:
         if "error" in response:
             versions["error"] = response["error"][:500]
             return ProfileResult(
-                math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions,
+                math.nan, math.nan, 0, counters, CounterSource.NVIDIA_STATIC, static=True, tool_versions=versions,
                 evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label,
             )  # fmt: skip
         impossible = impossibility(
@@ -288,10 +292,10 @@ class TritonBackend:
             peak_gflops=getattr(target, "peak_gflops", None), peak_gbps=getattr(target, "peak_gbps", None),
         )  # fmt: skip
         if impossible:  # never rescued: a correct output does not make an impossible time real
-            return ProfileResult(math.nan, math.nan, 0, counters, "nvidia_timing", outcome=Outcome.IMPLAUSIBLE,
+            return ProfileResult(math.nan, math.nan, 0, counters, CounterSource.NVIDIA_TIMING, outcome=Outcome.IMPLAUSIBLE,
                                  reason=f"implausible timing: {impossible}", tool_versions=versions,
                                  evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label)  # fmt: skip
-        counters["time_ns"] = response["median_ns"]
+        counters[CounterName.TIME_NS] = response["median_ns"]
         counters.update(response.get("ncu", {}))
         versions.update(response.get("versions", {}))
         return ProfileResult(
@@ -299,7 +303,7 @@ class TritonBackend:
             iqr_ns=response["iqr_ns"],
             trials=response["trials"],
             counters=counters,
-            counter_source="nvidia_ncu" if response.get("ncu") else "nvidia_timing",
+            counter_source=CounterSource.NVIDIA_NCU if response.get("ncu") else CounterSource.NVIDIA_TIMING,
             parent_median_ns=response.get("parent_median_ns"),
             tool_versions=versions,
             evaluator_version=EVALUATOR_VERSION,
