@@ -308,12 +308,15 @@ class ParamEvidence(BaseModel):
 
 class RetrievedTransform(BaseModel):
     transform: str
-    score: float
+    score: float  # weighted_log_speedup x confidence
     attempts: int
     successes: int
     success_rate: float
     weighted_log_speedup: float
-    confidence: float
+    confidence: float  # evidence_weight / (evidence_weight + RetrieveResponse.prior_weight)
+    # How much evidence there is: the sum of similarity x target weight over its attempts (what a
+    # proposer weighs the evidence by; `confidence` is this, shrunk by the service's prior).
+    evidence_weight: float
     mean_similarity: float
     same_target_attempts: int
     other_target_attempts: int
@@ -328,9 +331,13 @@ class RetrievedTransform(BaseModel):
 class RetrieveResponse(BaseModel):
     mode: RetrievalMode
     target: str
-    signature: list[float] | None
+    signature: list[float] | None  # the signature the neighbours were found by (None in text mode)
     neighbours: int
+    neighbour_ids: list[str]  # the neighbouring states' measurement ids, most similar first
     transforms: list[RetrievedTransform]
+    # How the evidence was scored, so that a client weighs its own attempts the same way:
+    failure_log_speedup: float  # the log speedup an attempt without a runtime counts as
+    prior_weight: float  # the evidence weight that confidence shrinks towards zero by
 
 
 class TransferRow(BaseModel):

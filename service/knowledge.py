@@ -418,7 +418,10 @@ class KnowledgeService:
             target=req.target,
             signature=signature,
             neighbours=len(neighbours),
+            neighbour_ids=sorted(neighbours, key=lambda m: (-neighbours[m], m)),
             transforms=transforms,
+            failure_log_speedup=FAILURE_LOG_SPEEDUP,
+            prior_weight=PRIOR_WEIGHT,
         )
 
     def _request_signature(self, req: RetrieveRequest, target: dict[str, Any]) -> list[float] | None:
