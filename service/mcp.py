@@ -82,7 +82,8 @@ def record_attempt(ctx: Context, attempt: AttemptRecord) -> dict[str, Any]:
     Call this after every attempt, kept or not: failures are evidence too. `attempt` holds:
     `attempt_key` (unique id you choose, e.g. "<run_id>:<step>"; sending the same key again is a
     harmless no-op), `run_id`, `agent`, `target` (a registered hardware target), `parent` (the kernel
-    before: task, backend, source, patterns), `parent_measurement`, `transform` ({name, params}),
+    before: task, backend, source, patterns), `parent_measurement` (or, instead of both, once the parent
+    is recorded: `parent_measurement_id` from an earlier result), `transform` ({name, params}),
     `child` (the kernel after), `child_measurement` (omit when it did not compile or run), `outcome`
     (kept | discarded | compile_error | rejected | incorrect | crashed | timeout | implausible:
     rejected = refused by the evaluator's admission checks, implausible = timed beyond the target's
