@@ -412,6 +412,8 @@ def _attempt(
     except KernelGraphError as exc:  # the run goes on; the result says how many did not land
         log.warning("attempt %s was not recorded: %s", record.attempt_key, exc)
         recorded = False
+        if exc.field == "parent_measurement_id":  # the service no longer knows it: send it in full again
+            best.measurement_id = None
     else:
         best.measurement_id = stored.parent_measurement_id
         if new_best is not best:  # the kept child's measurement was just recorded: it is the next parent
