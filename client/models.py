@@ -146,6 +146,7 @@ class Measurement(Strict):
     correct: bool
     static: bool = False
     counter_source: CounterSource
+    # Keyed by CounterName (what the signature reads); other names, such as raw tool events, are stored as sent.
     counters: Annotated[dict[Name, FiniteFloat], Field(max_length=256)] = Field(default_factory=dict)
     signature: list[FiniteFloat] | None = None  # computed by the service from counters when absent
     signature_version: int = SIGNATURE_VERSION

@@ -62,9 +62,10 @@ def retrieve_transforms(
     - `source`: the kernel's source code (only for text/hybrid modes).
     - `limit`: at most this many transforms come back; `k`: how many similar states to draw from.
     - `exclude_task`: ignore experience from this task (for held-out evaluation).
-    Returns {"transforms": [...], "signature": [...], "neighbours": n, ...}; each transform has
-    `transform` (its name), `score`, `success_rate`, `attempts`, `best_speedup`, `params` (parameter
-    settings that were tried) and `evidence_attempt_keys`. Empty `transforms`: no similar experience yet.
+    Returns {"transforms": [...], "signature": [...], "neighbours": n, "neighbour_ids": [...], ...};
+    each transform has `transform` (its name), `score`, `success_rate`, `attempts`, `evidence_weight`
+    (how much similar evidence there is), `best_speedup`, `params` (parameter settings that were tried)
+    and `evidence_attempt_keys`. Empty `transforms`: no similar experience yet.
     """
     request: dict[str, Any] = {"target": target, "mode": mode, "limit": limit, "k": k}
     optional = {"signature": signature, "counters": counters, "counter_source": counter_source, "source": source,
