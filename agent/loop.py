@@ -4,7 +4,9 @@
 budget of attempts. Each attempt is judged by the backend (compile, the honest evaluator's check,
 a profile interleaved with the current best) and kept only when correct and faster by more than
 `keep_threshold`. Every attempt, failures included with their diagnosis, is recorded through the
-experience client as an `AttemptRecord` whose parent is the current best kernel and its measurement.
+experience client as an `AttemptRecord` whose parent is the current best kernel and its measurement:
+sent in full the first time, then referenced by the measurement id the service gave back (a kept
+child becomes the next parent already recorded), so a run sends each parent's source once.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import math
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rich.console import Console
@@ -23,7 +25,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kernelgraph.agent.backends.base import Backend
 from kernelgraph.agent.backends.bubblewrap import UNSAFE_LABEL
-from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 from kernelgraph.agent.proposers.base import (
     HistoryEntry,
     Proposal,
@@ -32,7 +33,7 @@ from kernelgraph.agent.proposers.base import (
     config_key,
     describe_config,
 )
-from kernelgraph.agent.results import Outcome, ProfileResult
+from kernelgraph.agent.results import Evaluation, Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Config, Task
 from kernelgraph.client import ExperienceClient
@@ -43,8 +44,9 @@ from kernelgraph.client.models import (
     HardwareTarget,
     KernelVariant,
     Measurement,
+    TargetKind,
+    finite_counters,
 )
-from kernelgraph.client.models import Outcome as ServiceOutcome
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +160,7 @@ def hardware_target(target: Target) -> HardwareTarget:
     limits = dict(target.limits)
     return HardwareTarget(
         name=target.name,
-        kind=target.kind,  # type: ignore[arg-type]
+        kind=TargetKind(target.kind),
         arch=target.arch,
         peak_gflops=target.peak_gflops,
         peak_gbps=target.peak_gbps,
@@ -173,7 +175,6 @@ def hardware_target(target: Target) -> HardwareTarget:
 
 def measurement(profile: ProfileResult) -> Measurement:
     """The service's Measurement of a successful profile, raw counters included."""
-    counters = {k: float(v) for k, v in profile.counters.items() if math.isfinite(v)}
     timed = not profile.static
     return Measurement(
         median_ns=profile.median_ns if timed else None,
@@ -181,8 +182,8 @@ def measurement(profile: ProfileResult) -> Measurement:
         trials=profile.trials,
         correct=True,
         static=profile.static,
-        counter_source=profile.counter_source,  # type: ignore[arg-type]
-        counters=counters,
+        counter_source=profile.counter_source,
+        counters=finite_counters(profile.counters),
         tool_versions={k: v[:128] for k, v in profile.tool_versions.items()},
         evaluator_version=profile.evaluator_version,
         sandboxed=(profile.sandbox != UNSAFE_LABEL) if profile.sandbox else None,
@@ -200,54 +201,27 @@ class _Best:
     source: str
     profile: ProfileResult
     label: str
+    # The id the service gave this kernel's measurement once recorded; later attempts from this
+    # parent reference it instead of sending the source and measurement again.
+    measurement_id: str | None = None
 
 
-@dataclass(frozen=True)
-class Evaluation:
-    """The loop's verdict on one candidate against its parent (what `kernelgraph evaluate` prints)."""
-
-    outcome: Outcome
-    reason: str
-    profile: ProfileResult | None  # None unless the candidate compiled, passed admission and ran correctly
-    speedup: float | None  # parent time / candidate time, interleaved in one process
-
-    def to_json(self) -> dict[str, Any]:
-        p = self.profile
-        return {
-            "outcome": self.outcome.value,
-            "kept": self.outcome == Outcome.KEPT,
-            "reason": self.reason,
-            "speedup": self.speedup,
-            "median_ns": p.median_ns if p is not None and not p.static else None,
-            "iqr_ns": p.iqr_ns if p is not None and not p.static else None,
-            "parent_median_ns": p.parent_median_ns if p is not None else None,
-            "trials": p.trials if p is not None else 0,
-            "static": p.static if p is not None else False,
-            "reverified": p.reverified if p is not None else False,
-            "counter_source": p.counter_source if p is not None else None,
-            "counters": {k: v for k, v in p.counters.items() if math.isfinite(v)} if p is not None else {},
-            "evaluator_version": EVALUATOR_VERSION,
-        }
-
-
-def _judge(
-    task: Task, backend: Backend, target: Target, source: str, parent_source: str
-) -> tuple[Outcome, str, ProfileResult | None]:
-    """(outcome before the keep decision, diagnosis, profile) of one candidate source."""
+def _judge(task: Task, backend: Backend, target: Target, source: str, parent_source: str) -> Evaluation:
+    """The verdict on one candidate source before the keep decision (KEPT: correct and timed)."""
     built = backend.compile(task, source, target)
     if not built.ok:
         failed = Outcome.REJECTED if built.rejected else Outcome.COMPILE_ERROR
-        return failed, built.diagnosis or "compile failed", None
+        return Evaluation(failed, built.diagnosis or "compile failed")
     checked = backend.check(task, source, target)
     if not checked.correct:
-        return checked.outcome, checked.reason, None
+        return Evaluation(checked.outcome, checked.reason)
     profile = backend.profile(task, source, target, parent_source=parent_source)
     if profile.outcome == Outcome.KEPT and profile.static:
-        return Outcome.DISCARDED, STATIC_ONLY, profile
+        return Evaluation(Outcome.DISCARDED, STATIC_ONLY, profile)
     if profile.outcome != Outcome.KEPT or not math.isfinite(profile.median_ns) or profile.median_ns <= 0:
         outcome = profile.outcome if profile.outcome != Outcome.KEPT else Outcome.CRASHED
-        return outcome, profile.reason or "profile failed", None
-    return Outcome.KEPT, "", profile
+        return Evaluation(outcome, profile.reason or "profile failed")
+    return Evaluation(Outcome.KEPT, "", profile)
 
 
 def evaluate(
@@ -266,19 +240,20 @@ def evaluate(
 
     `parent_median_ns` is used only when the profile did not time the parent interleaved.
     """
-    outcome, diagnosis, profile = _judge(task, backend, target, source, parent_source)
-    speedup: float | None = None
-    if profile is not None and not profile.static:
-        parent_ns = profile.parent_median_ns or parent_median_ns
-        speedup = parent_ns / profile.median_ns if parent_ns else None
-        if speedup is None or speedup <= 1.0 + keep_threshold:
-            outcome = Outcome.DISCARDED
-            diagnosis = (
-                f"correct but not faster: {speedup:.3f}x the current best (threshold {1 + keep_threshold:.2f}x)"
-                if speedup is not None
-                else "correct, but the parent was not timed: nothing to compare"
-            )
-    return Evaluation(outcome, diagnosis, profile, speedup)
+    verdict = _judge(task, backend, target, source, parent_source)
+    profile = verdict.profile
+    if profile is None or profile.static:
+        return verdict
+    parent_ns = profile.parent_median_ns or parent_median_ns
+    speedup = parent_ns / profile.median_ns if parent_ns else None
+    if speedup is not None and speedup > 1.0 + keep_threshold:
+        return replace(verdict, speedup=speedup)
+    reason = (
+        f"correct but not faster: {speedup:.3f}x the current best (threshold {1 + keep_threshold:.2f}x)"
+        if speedup is not None
+        else "correct, but the parent was not timed: nothing to compare"
+    )
+    return Evaluation(Outcome.DISCARDED, reason, profile, speedup)
 
 
 def optimize(
@@ -394,25 +369,14 @@ def _attempt(
     task: Task, backend: Backend, target: Target, client: ExperienceClient, proposal: Proposal, best: _Best,
     result: OptimizeResult, step: int, run_id: str, agent: str, keep_threshold: float,
 ) -> tuple[StepReport, _Best, HistoryEntry]:  # fmt: skip
-    speedup: float | None = None
     try:
         source = proposal.render(task, backend.name)
     except Exception as exc:  # a task that cannot render a proposed config is a compile error of that config
-        source, outcome, diagnosis, profile = (
-            f"/* render failed: {exc} */",
-            Outcome.COMPILE_ERROR,
-            str(exc),
-            None,
-        )
+        source, verdict = f"/* render failed: {exc} */", Evaluation(Outcome.COMPILE_ERROR, str(exc))
     else:
         verdict = evaluate(task, backend, target, source, best.source,
                            parent_median_ns=best.profile.median_ns, keep_threshold=keep_threshold)  # fmt: skip
-        outcome, diagnosis, profile, speedup = (
-            verdict.outcome,
-            verdict.reason,
-            verdict.profile,
-            verdict.speedup,
-        )
+    outcome, diagnosis, profile, speedup = verdict.outcome, verdict.reason, verdict.profile, verdict.speedup
     new_best = best
     if outcome == Outcome.KEPT and profile is not None and speedup is not None:
         label = describe_config(proposal.config) if proposal.config is not None else f"llm step {step}"
@@ -423,32 +387,37 @@ def _attempt(
             source,
             proposal.config,
         )
+    child = _variant(task, backend.name, source,
+                     describe_config(proposal.config) if proposal.config else f"step {step}")  # fmt: skip
     record = AttemptRecord(
         attempt_key=f"{run_id}:{step}",
         run_id=run_id,
         agent=agent,
         target=target.name,
-        parent=_variant(task, backend.name, best.source, best.label),
-        parent_measurement=measurement(best.profile),
+        # The parent in full until the service has it; afterwards only its measurement's id.
+        parent_measurement_id=best.measurement_id,
+        parent=None if best.measurement_id else _variant(task, backend.name, best.source, best.label),
+        parent_measurement=None if best.measurement_id else measurement(best.profile),
         transform=AppliedTransform(name=proposal.transform, params=_params(proposal.params)),
-        child=_variant(
-            task,
-            backend.name,
-            source,
-            describe_config(proposal.config) if proposal.config else f"step {step}",
-        ),
+        child=child,
         child_measurement=measurement(profile) if profile is not None else None,
-        outcome=ServiceOutcome(outcome.value),
+        outcome=outcome,
         speedup=speedup,
         diagnosis=diagnosis[:8000],
         rationale=proposal.rationale[:8000],
     )
     recorded = True
     try:
-        client.record_attempt(record)
+        stored = client.record_attempt(record)
     except KernelGraphError as exc:  # the run goes on; the result says how many did not land
         log.warning("attempt %s was not recorded: %s", record.attempt_key, exc)
         recorded = False
+        if exc.field == "parent_measurement_id":  # the service no longer knows it: send it in full again
+            best.measurement_id = None
+    else:
+        best.measurement_id = stored.parent_measurement_id
+        if new_best is not best:  # the kept child's measurement was just recorded: it is the next parent
+            new_best.measurement_id = stored.child_measurement_id
     report = StepReport(
         step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome, speedup=speedup,
         median_ns=profile.median_ns if profile is not None and not profile.static else None, best_ns=result.best_ns,

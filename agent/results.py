@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from kernelgraph.client.models import Outcome  # the one definition, shared with the service
+from kernelgraph.client.models import Outcome, finite_counters  # the one definition, shared with the service
+from kernelgraph.client.signature import CounterSource
 
 
 @dataclass(frozen=True)
@@ -53,8 +55,8 @@ class ProfileResult:
     median_ns: float
     iqr_ns: float
     trials: int
-    counters: dict[str, float]
-    counter_source: str  # a `service.models.CounterSource` value
+    counters: dict[str, float]  # keyed by `CounterName` (raw tool events may add their own names)
+    counter_source: CounterSource
     parent_median_ns: float | None = None  # the parent timed interleaved in the same process
     static: bool = False
     tool_versions: dict[str, str] = field(default_factory=dict)
@@ -65,3 +67,33 @@ class ProfileResult:
     reason: str = ""
     evaluator_version: int | None = None  # agent.evaluator.EVALUATOR_VERSION of the code that measured
     sandbox: str = ""  # the sandbox it ran in ("bubblewrap 0.8.0"), or that it was off
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The verdict on one candidate against its parent: what the loop records and decides on, and what
+    `kernelgraph evaluate` prints. Compile, check and profile failures all end here as an outcome and
+    its reason; `profile` holds the measurements when the candidate ran correctly."""
+
+    outcome: Outcome
+    reason: str
+    profile: ProfileResult | None = None  # None unless it compiled, passed admission and ran correctly
+    speedup: float | None = None  # parent time / candidate time, interleaved in one process
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.profile
+        timed = p is not None and not p.static
+        return {
+            "outcome": self.outcome.value,
+            "kept": self.outcome == Outcome.KEPT,
+            "reason": self.reason,
+            "speedup": self.speedup,
+            "median_ns": p.median_ns if p is not None and timed else None,
+            "iqr_ns": p.iqr_ns if p is not None and timed else None,
+            "parent_median_ns": p.parent_median_ns if p is not None else None,
+            "trials": p.trials if p is not None else 0,
+            "static": p.static if p is not None else False,
+            "reverified": p.reverified if p is not None else False,
+            "counter_source": p.counter_source.value if p is not None else None,
+            "counters": finite_counters(p.counters) if p is not None else {},
+        }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -17,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
@@ -37,10 +39,27 @@ Namespace = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_\-]*$", 
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 
 
+# The one finiteness rule of the contract: every float that crosses the seam is finite.
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeFinite = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 ParamValue = int | float | bool | Annotated[str, StringConstraints(max_length=256)]
+_FINITE = TypeAdapter(FiniteFloat)
+
+
+def finite_counters(raw: Mapping[str, float]) -> dict[str, float]:
+    """The counters of `raw` that a Measurement accepts (FiniteFloat), as floats.
+
+    Backends mark a counter they could not compute with NaN (e.g. a relative spread of a zero time);
+    such a counter is left out, so the signature treats it as unmeasured rather than the record failing.
+    """
+    kept: dict[str, float] = {}
+    for name, value in raw.items():
+        try:
+            kept[name] = _FINITE.validate_python(value, strict=False)
+        except ValidationError:
+            continue
+    return kept
 
 
 class Outcome(StrEnum):
@@ -127,6 +146,7 @@ class Measurement(Strict):
     correct: bool
     static: bool = False
     counter_source: CounterSource
+    # Keyed by CounterName (what the signature reads); other names, such as raw tool events, are stored as sent.
     counters: Annotated[dict[Name, FiniteFloat], Field(max_length=256)] = Field(default_factory=dict)
     signature: list[FiniteFloat] | None = None  # computed by the service from counters when absent
     signature_version: int = SIGNATURE_VERSION
@@ -170,14 +190,24 @@ class Measurement(Strict):
         )
 
 
+MeasurementId = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{32}$")]
+
+
 class AttemptRecord(Strict):
-    """One attempt: parent kernel + transform -> child kernel, with its outcome, as an agent reports it."""
+    """One attempt: parent kernel + transform -> child kernel, with its outcome, as an agent reports it.
+
+    The parent is given in full (`parent`, optionally `parent_measurement`) or, once it has been
+    recorded, by reference: `parent_measurement_id` names a stored measurement (the `..._measurement_id`
+    of an earlier RecordResult or MeasurementResult), and its kernel is the parent. A run then sends its
+    parent's source and measurement once, not with every attempt; what is stored is the same.
+    """
 
     attempt_key: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+\-]*$", max_length=200)]
     run_id: Name
     agent: Name
     target: Name
-    parent: KernelVariant
+    parent_measurement_id: MeasurementId | None = None  # a measurement already stored on `target`
+    parent: KernelVariant | None = Field(default=None, validate_default=True)  # None: by the id above
     parent_measurement: Measurement | None = None
     transform: AppliedTransform
     child: KernelVariant
@@ -194,6 +224,20 @@ class AttemptRecord(Strict):
         if parent is not None and parent.task != child.task:
             raise ValueError(f"child task {child.task!r} differs from parent task {parent.task!r}")
         return child
+
+    @field_validator("parent")
+    @classmethod
+    def _parent_given(cls, parent: KernelVariant | None, info: Any) -> KernelVariant | None:
+        if parent is None and info.data.get("parent_measurement_id") is None:
+            raise ValueError("required unless parent_measurement_id names an already recorded parent")
+        return parent
+
+    @field_validator("parent_measurement")
+    @classmethod
+    def _measured_once(cls, measurement: Measurement | None, info: Any) -> Measurement | None:
+        if measurement is not None and info.data.get("parent_measurement_id") is not None:
+            raise ValueError("give the parent's measurement or parent_measurement_id, not both")
+        return measurement
 
 
 class MeasurementRecord(Strict):
@@ -265,12 +309,15 @@ class ParamEvidence(BaseModel):
 
 class RetrievedTransform(BaseModel):
     transform: str
-    score: float
+    score: float  # weighted_log_speedup x confidence
     attempts: int
     successes: int
     success_rate: float
     weighted_log_speedup: float
-    confidence: float
+    confidence: float  # evidence_weight / (evidence_weight + RetrieveResponse.prior_weight)
+    # How much evidence there is: the sum of similarity x target weight over its attempts (what a
+    # proposer weighs the evidence by; `confidence` is this, shrunk by the service's prior).
+    evidence_weight: float
     mean_similarity: float
     same_target_attempts: int
     other_target_attempts: int
@@ -285,9 +332,13 @@ class RetrievedTransform(BaseModel):
 class RetrieveResponse(BaseModel):
     mode: RetrievalMode
     target: str
-    signature: list[float] | None
+    signature: list[float] | None  # the signature the neighbours were found by (None in text mode)
     neighbours: int
+    neighbour_ids: list[str]  # the neighbouring states' measurement ids, most similar first
     transforms: list[RetrievedTransform]
+    # How the evidence was scored, so that a client weighs its own attempts the same way:
+    failure_log_speedup: float  # the log speedup an attempt without a runtime counts as
+    prior_weight: float  # the evidence weight that confidence shrinks towards zero by
 
 
 class TransferRow(BaseModel):

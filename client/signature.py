@@ -34,6 +34,53 @@ class CounterSource(StrEnum):
     KERNELBENCH_TIMING = "kernelbench_timing"  # imported published timings
 
 
+class CounterName(StrEnum):
+    """The counter names both sides agree on: what the backends measure and the signature reads.
+
+    A measurement's `counters` may carry other names too (raw tool events such as cachegrind's,
+    prefixed `cg_`); those are stored as they are, but nothing keys on them.
+    """
+
+    # Roofline, every source: derived from the task's FLOP and byte counts and the median time.
+    TIME_NS = "time_ns"
+    FLOPS = "flops"
+    BYTES = "bytes"
+    GFLOPS = "gflops"
+    GBPS = "gbps"
+    ARITHMETIC_INTENSITY = "arithmetic_intensity"
+    COMPUTE_FRACTION_OF_PEAK = "compute_fraction_of_peak"
+    MEMORY_FRACTION_OF_PEAK = "memory_fraction_of_peak"
+    THREADS = "threads"
+    # Timing spread, as the backends time it.
+    IQR_NS = "iqr_ns"
+    REL_IQR = "rel_iqr"
+    REVERIFIED_SUSPICIOUS = "reverified_suspicious"  # 1.0: a suspicious time passed re-verification
+    # CPU cachegrind (scaled to the full problem; see agent/backends/counters.py).
+    INSTRUCTIONS = "instructions"
+    INSTRUCTIONS_MEASURED = "instructions_measured"
+    COUNTER_SCALE = "counter_scale"
+    D1_MISS_RATE = "d1_miss_rate"
+    LL_MISS_RATE = "ll_miss_rate"
+    LL_GLOBAL_MISS_RATE = "ll_global_miss_rate"
+    # NVIDIA static metrics of the compiled artifact (no GPU needed).
+    REGISTERS_PER_THREAD = "registers_per_thread"
+    SPILL_BYTES = "spill_bytes"
+    SHARED_MEM_BYTES = "shared_mem_bytes"
+    NUM_WARPS = "num_warps"
+    NUM_STAGES = "num_stages"
+    THREADS_PER_BLOCK = "threads_per_block"
+    THEORETICAL_OCCUPANCY_PCT = "theoretical_occupancy_pct"
+    BLOCKS_PER_SM = "blocks_per_sm"
+    NUM_KERNELS = "num_kernels"
+    FITS = "fits"  # 0.0: the variant does not fit the target's registers or shared memory
+    # NVIDIA Nsight Compute runtime metrics, in percent.
+    SM_THROUGHPUT_PCT = "sm_throughput_pct"
+    DRAM_THROUGHPUT_PCT = "dram_throughput_pct"
+    L1_HIT_RATE_PCT = "l1_hit_rate_pct"
+    L2_HIT_RATE_PCT = "l2_hit_rate_pct"
+    ACHIEVED_OCCUPANCY_PCT = "achieved_occupancy_pct"
+
+
 @dataclass(frozen=True)
 class Dimension:
     name: str
@@ -91,12 +138,11 @@ def _clip(value: float) -> float:
     return min(1.0, max(0.0, value))
 
 
-def _finite(counters: Mapping[str, float], key: str) -> float | None:
-    value = counters.get(key)
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
+def _counter(counters: Mapping[str, float], name: CounterName) -> float | None:
+    # Counters reach the signature validated (Measurement, RetrieveRequest: finite floats only), so
+    # an absent counter is the only unmeasured one.
+    value = counters.get(name)
+    return None if value is None else float(value)
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -127,16 +173,16 @@ def _launch_share(time_ns: float | None, kind: str) -> float | None:
 
 def _achieved(counters: Mapping[str, float]) -> tuple[float | None, float | None, float | None]:
     """GFLOP/s, GB/s and FLOP/byte from explicit counters or from flops, bytes and time."""
-    time_ns = _finite(counters, "time_ns")
-    flops = _finite(counters, "flops")
-    nbytes = _finite(counters, "bytes")
-    gflops = _finite(counters, "gflops")
-    gbps = _finite(counters, "gbps")
+    time_ns = _counter(counters, CounterName.TIME_NS)
+    flops = _counter(counters, CounterName.FLOPS)
+    nbytes = _counter(counters, CounterName.BYTES)
+    gflops = _counter(counters, CounterName.GFLOPS)
+    gbps = _counter(counters, CounterName.GBPS)
     if gflops is None and flops is not None and time_ns:
         gflops = flops / time_ns
     if gbps is None and nbytes is not None and time_ns:
         gbps = nbytes / time_ns
-    ai = _finite(counters, "arithmetic_intensity")
+    ai = _counter(counters, CounterName.ARITHMETIC_INTENSITY)
     if ai is None and flops is not None and nbytes:
         ai = flops / nbytes
     return gflops, gbps, ai
@@ -147,7 +193,8 @@ def compute_signature(
 ) -> Signature:
     """Map one measurement's raw counters to the signature; see docs/counter-signature.md.
 
-    Counter names (all optional; what is absent is reported in `missing`):
+    `counters` are validated ones (a Measurement's or a RetrieveRequest's: every value finite).
+    Names (`CounterName`; all optional, what is absent is reported in `missing`):
     time_ns, flops, bytes, gflops, gbps, arithmetic_intensity, threads;
     CPU cachegrind: instructions, d1_miss_rate, ll_miss_rate;
     NVIDIA: sm_throughput_pct, dram_throughput_pct, l1_hit_rate_pct, l2_hit_rate_pct,
@@ -155,7 +202,7 @@ def compute_signature(
     """
     source = CounterSource(source)
     gflops, gbps, ai = _achieved(counters)
-    time_ns = _finite(counters, "time_ns")
+    time_ns = _counter(counters, CounterName.TIME_NS)
     values: dict[str, float | None] = {
         "compute_fraction": _ratio(gflops, peaks.peak_gflops),
         "memory_fraction": _ratio(gbps, peaks.peak_gbps),
@@ -183,15 +230,15 @@ def compute_signature(
 
 
 def _cpu_dimensions(counters: Mapping[str, float], peaks: TargetPeaks) -> dict[str, float | None]:
-    instructions = _finite(counters, "instructions")
-    flops = _finite(counters, "flops")
-    threads = _finite(counters, "threads")
+    instructions = _counter(counters, CounterName.INSTRUCTIONS)
+    flops = _counter(counters, CounterName.FLOPS)
+    threads = _counter(counters, CounterName.THREADS)
     issue = None
     if instructions and flops is not None:
         width = _FLOPS_PER_VECTOR_INSTRUCTION.get(peaks.isa or "", 16.0)
         issue = _clip((flops / instructions) / width)
-    d1 = _finite(counters, "d1_miss_rate")
-    ll = _finite(counters, "ll_miss_rate")
+    d1 = _counter(counters, CounterName.D1_MISS_RATE)
+    ll = _counter(counters, CounterName.LL_MISS_RATE)
     return {
         "l1_miss_rate": _clip(d1) if d1 is not None else None,
         "llc_miss_rate": _clip(ll) if ll is not None else None,
@@ -202,29 +249,29 @@ def _cpu_dimensions(counters: Mapping[str, float], peaks: TargetPeaks) -> dict[s
     }
 
 
-def _pct(counters: Mapping[str, float], key: str) -> float | None:
-    value = _finite(counters, key)
+def _pct(counters: Mapping[str, float], key: CounterName) -> float | None:
+    value = _counter(counters, key)
     return None if value is None else _clip(value / 100.0)
 
 
 def _nvidia_dimensions(counters: Mapping[str, float]) -> dict[str, float | None]:
-    l1_hit = _pct(counters, "l1_hit_rate_pct")
-    l2_hit = _pct(counters, "l2_hit_rate_pct")
-    occupancy = _pct(counters, "achieved_occupancy_pct")
+    l1_hit = _pct(counters, CounterName.L1_HIT_RATE_PCT)
+    l2_hit = _pct(counters, CounterName.L2_HIT_RATE_PCT)
+    occupancy = _pct(counters, CounterName.ACHIEVED_OCCUPANCY_PCT)
     if occupancy is None:
-        occupancy = _pct(counters, "theoretical_occupancy_pct")
-    registers = _finite(counters, "registers_per_thread")
-    spills = _finite(counters, "spill_bytes")
+        occupancy = _pct(counters, CounterName.THEORETICAL_OCCUPANCY_PCT)
+    registers = _counter(counters, CounterName.REGISTERS_PER_THREAD)
+    spills = _counter(counters, CounterName.SPILL_BYTES)
     values: dict[str, float | None] = {
         "l1_miss_rate": None if l1_hit is None else 1.0 - l1_hit,
         "llc_miss_rate": None if l2_hit is None else 1.0 - l2_hit,
         "parallel_efficiency": occupancy,
-        "issue_efficiency": _pct(counters, "sm_throughput_pct"),
+        "issue_efficiency": _pct(counters, CounterName.SM_THROUGHPUT_PCT),
         "register_pressure": None if registers is None else _clip(registers / 255.0),
         "spill_pressure": None if spills is None else _clip(math.log2(1.0 + spills) / 16.0),
     }
     # ncu reports fractions of peak directly; they beat fractions derived from our published peaks.
-    dram = _pct(counters, "dram_throughput_pct")
+    dram = _pct(counters, CounterName.DRAM_THROUGHPUT_PCT)
     if dram is not None:
         values["memory_fraction"] = dram
     return values

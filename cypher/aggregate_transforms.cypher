@@ -5,9 +5,9 @@
 // so a transform seen once on a far state is shrunk towards zero.
 // Parameters: $neighbours (list of {measurement_id, score}), $namespaces, $target, $other_target_weight,
 //   $failure_log_speedup, $prior_weight, $limit.
-// Returns: one row per transform with every score component, the best example, evidence ids, and
-// `by_params`: the same figures per parameter setting (best first), so a proposer can tell a good
-// setting of a transform from a harmful one.
+// Returns: one row per transform with every score component (evidence_weight: the total weight), the
+// best example, evidence ids, and `by_params`: the same figures per parameter setting (best first), so
+// a proposer can tell a good setting of a transform from a harmful one.
 // :param neighbours => [{measurement_id: 'abc', score: 0.9}]
 // :param namespaces => ['demo']
 // :param target => 'cpu-native'
@@ -62,6 +62,7 @@ RETURN transform,
        toFloat(successes) / attempts AS success_rate,
        weighted_log_speedup,
        confidence,
+       total_weight AS evidence_weight,
        mean_similarity,
        same_target_attempts,
        attempts - same_target_attempts AS other_target_attempts,

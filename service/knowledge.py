@@ -144,6 +144,7 @@ class KnowledgeService:
                     field=f"attempts[{index}].target" if len(models) > 1 else "target",
                 )
         rows = [self._attempt_row(m, known[m.target]) for m in models]
+        self._resolve_parent_references(namespace, models, rows)
         token = secrets.token_hex(16)
 
         def work(tx: ManagedTransaction) -> dict[str, bool]:
@@ -278,7 +279,71 @@ class KnowledgeService:
             },
         }
 
+    def _resolve_parent_references(
+        self, namespace: str, models: Sequence[AttemptRecord], rows: list[dict[str, Any]]
+    ) -> None:
+        """Fill in the parent of each attempt that names it by `parent_measurement_id`.
+
+        The id may name a measurement already stored in `namespace` or one that another attempt of
+        this batch records in full; either way the stored result is what the full parent would have
+        written (the same Kernel, Measurement and FROM/FROM_STATE relationships). An unknown id, or
+        one measured on another target or of another task, raises InvalidInput before any write.
+        """
+        in_batch: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # id -> (measurement, kernel) rows
+        for row in rows:
+            for side in ("parent", "child"):
+                for measured in row[f"{side}_measurements"]:
+                    in_batch[measured["measurement_id"]] = (measured, row[side])
+        wanted = {m.parent_measurement_id for m in models if m.parent_measurement_id} - set(in_batch)
+        stored = {}
+        if wanted:
+            found = self.store.read("measurements_by_id", namespace=namespace, measurement_ids=sorted(wanted))
+            stored = {r["measurement_id"]: r for r in found}
+        for index, (model, row) in enumerate(zip(models, rows, strict=True)):
+            reference = model.parent_measurement_id
+            if reference is None:
+                continue
+            where = f"attempts[{index}]." if len(models) > 1 else ""
+            if reference in in_batch:
+                measured, kernel = in_batch[reference]
+                facts = {
+                    "kernel_id": kernel["kernel_id"],
+                    "task": kernel["props"]["task"],
+                    "target": measured["props"]["target"],
+                }
+            elif reference in stored:
+                facts = stored[reference]
+                # Both nodes exist: the write's MERGE matches them and sets no property.
+                measured = {"measurement_id": reference, "props": {}}
+                kernel = {"kernel_id": facts["kernel_id"], "patterns": [], "props": {}}
+            else:
+                raise InvalidInput(
+                    f"unknown parent_measurement_id {reference!r}: no such measurement is recorded in "
+                    f"namespace {namespace!r} (send the parent and its measurement in full first)",
+                    field=f"{where}parent_measurement_id",
+                )
+            if facts["target"] != model.target:
+                raise InvalidInput(
+                    f"parent_measurement_id {reference!r} was measured on target {facts['target']!r}, "
+                    f"not {model.target!r}",
+                    field=f"{where}parent_measurement_id",
+                )
+            if facts["task"] != model.child.task:
+                raise InvalidInput(
+                    f"child task {model.child.task!r} differs from the task {facts['task']!r} of the "
+                    f"kernel that parent_measurement_id {reference!r} measured",
+                    field=f"{where}child.task",
+                )
+            if model.parent is not None and model.parent.kernel_id != facts["kernel_id"]:
+                raise InvalidInput(
+                    f"parent is not the kernel that parent_measurement_id {reference!r} measured",
+                    field=f"{where}parent",
+                )
+            row["parent"] = row["parent"] or kernel
+            row["parent_measurements"] = [measured]
+
     def _attempt_row(self, attempt: AttemptRecord, target: dict[str, Any]) -> dict[str, Any]:
+        """The write row of one attempt; a parent named by id is filled in by _resolve_parent_references."""
         speedup = attempt.speedup
         return {
             "attempt_key": attempt.attempt_key,
@@ -288,7 +353,7 @@ class KnowledgeService:
                 "run_id": attempt.run_id,
                 "agent": attempt.agent,
                 "target": attempt.target,
-                "task": attempt.parent.task,
+                "task": attempt.child.task,  # the parent's too (validated)
                 "transform": attempt.transform.name,
                 "outcome": attempt.outcome.value,
                 "speedup": speedup,
@@ -297,10 +362,10 @@ class KnowledgeService:
                 "diagnosis": attempt.diagnosis,
                 "rationale": attempt.rationale,
             },
-            "parent": _kernel_row(attempt.parent),
+            "parent": _kernel_row(attempt.parent) if attempt.parent is not None else None,
             "child": _kernel_row(attempt.child),
             "parent_measurements": [self._measurement_row(attempt.parent_measurement, attempt.parent, target)]
-            if attempt.parent_measurement
+            if attempt.parent_measurement and attempt.parent is not None
             else [],
             "child_measurements": [self._measurement_row(attempt.child_measurement, attempt.child, target)]
             if attempt.child_measurement
@@ -353,7 +418,10 @@ class KnowledgeService:
             target=req.target,
             signature=signature,
             neighbours=len(neighbours),
+            neighbour_ids=sorted(neighbours, key=lambda m: (-neighbours[m], m)),
             transforms=transforms,
+            failure_log_speedup=FAILURE_LOG_SPEEDUP,
+            prior_weight=PRIOR_WEIGHT,
         )
 
     def _request_signature(self, req: RetrieveRequest, target: dict[str, Any]) -> list[float] | None:

@@ -62,9 +62,10 @@ def retrieve_transforms(
     - `source`: the kernel's source code (only for text/hybrid modes).
     - `limit`: at most this many transforms come back; `k`: how many similar states to draw from.
     - `exclude_task`: ignore experience from this task (for held-out evaluation).
-    Returns {"transforms": [...], "signature": [...], "neighbours": n, ...}; each transform has
-    `transform` (its name), `score`, `success_rate`, `attempts`, `best_speedup`, `params` (parameter
-    settings that were tried) and `evidence_attempt_keys`. Empty `transforms`: no similar experience yet.
+    Returns {"transforms": [...], "signature": [...], "neighbours": n, "neighbour_ids": [...], ...};
+    each transform has `transform` (its name), `score`, `success_rate`, `attempts`, `evidence_weight`
+    (how much similar evidence there is), `best_speedup`, `params` (parameter settings that were tried)
+    and `evidence_attempt_keys`. Empty `transforms`: no similar experience yet.
     """
     request: dict[str, Any] = {"target": target, "mode": mode, "limit": limit, "k": k}
     optional = {"signature": signature, "counters": counters, "counter_source": counter_source, "source": source,
@@ -82,7 +83,8 @@ def record_attempt(ctx: Context, attempt: AttemptRecord) -> dict[str, Any]:
     Call this after every attempt, kept or not: failures are evidence too. `attempt` holds:
     `attempt_key` (unique id you choose, e.g. "<run_id>:<step>"; sending the same key again is a
     harmless no-op), `run_id`, `agent`, `target` (a registered hardware target), `parent` (the kernel
-    before: task, backend, source, patterns), `parent_measurement`, `transform` ({name, params}),
+    before: task, backend, source, patterns), `parent_measurement` (or, instead of both, once the parent
+    is recorded: `parent_measurement_id` from an earlier result), `transform` ({name, params}),
     `child` (the kernel after), `child_measurement` (omit when it did not compile or run), `outcome`
     (kept | discarded | compile_error | rejected | incorrect | crashed | timeout | implausible:
     rejected = refused by the evaluator's admission checks, implausible = timed beyond the target's

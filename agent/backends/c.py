@@ -47,6 +47,7 @@ from kernelgraph.agent.results import CheckResult, CompileResult, Diagnostic, Ou
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Task
 from kernelgraph.client.settings import get_settings
+from kernelgraph.client.signature import CounterName, CounterSource
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +266,7 @@ class CBackend:
             return self._failed(judged.outcome, judged.reason)
         threads = float(target.cores or 1) if "omp parallel" in source else 1.0
         derived = counters_mod.derived_counters(task, sets[0], median, threads, target)
-        counter_source, tool_versions = "cpu_timing", {"gcc": gcc_version()}
+        counter_source, tool_versions = CounterSource.CPU_TIMING, {"gcc": gcc_version()}
         if self.counters:
             measured = counters_mod.cachegrind_counters(task, source, target, sandbox=self.sandbox)
             derived.update(measured.counters)
@@ -273,10 +274,10 @@ class CBackend:
             tool_versions.update(measured.tool_versions)
             if measured.note:
                 log.info("%s: %s", task.name, measured.note)
-        derived["iqr_ns"] = q3 - q1
-        derived["rel_iqr"] = (q3 - q1) / median if median else math.nan
+        derived[CounterName.IQR_NS] = q3 - q1
+        derived[CounterName.REL_IQR] = (q3 - q1) / median if median else math.nan
         if judged.reverified:
-            derived["reverified_suspicious"] = 1.0
+            derived[CounterName.REVERIFIED_SUSPICIOUS] = 1.0
         return ProfileResult(
             median_ns=median,
             iqr_ns=q3 - q1,
@@ -297,7 +298,7 @@ class CBackend:
             iqr_ns=math.nan,
             trials=0,
             counters={},
-            counter_source="cpu_timing",
+            counter_source=CounterSource.CPU_TIMING,
             outcome=outcome,
             reason=reason,
             evaluator_version=EVALUATOR_VERSION,

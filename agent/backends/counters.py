@@ -1,7 +1,7 @@
 """CPU counters for one kernel: derived roofline numbers plus cachegrind on the real compiled code.
 
-Counter names match `service.signature` (time_ns, flops, bytes, gflops, gbps, arithmetic_intensity,
-threads, instructions, d1_miss_rate, ll_miss_rate); extras are prefixed by what they are.
+Counter names are `CounterName` members (kernelgraph.client.signature), the names the signature
+reads; cachegrind's raw events are kept too, prefixed `cg_`.
 Cachegrind runs the kernel once, single-threaded, on the task's *small* inputs with a fixed cache
 model (so counters compare across hosts); `instructions` is scaled to the full problem by the ratio
 of FLOPs (or bytes) and the measured count is kept as `instructions_measured`. Valgrind cannot decode
@@ -25,6 +25,7 @@ import numpy as np
 from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, read_untrusted, scratch_dir
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Arrays, Task
+from kernelgraph.client.signature import CounterName, CounterSource
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ COUNTER_SEED = 5
 @dataclass(frozen=True)
 class CounterReport:
     counters: dict[str, float]
-    source: str  # "cpu_cachegrind" or "cpu_timing" when cachegrind could not run (see `note`)
+    source: CounterSource  # CPU_CACHEGRIND, or CPU_TIMING when cachegrind could not run (see `note`)
     tool_versions: dict[str, str] = field(default_factory=dict)
     note: str = ""
 
@@ -47,19 +48,19 @@ def derived_counters(
 ) -> dict[str, float]:
     """time_ns, flops, bytes, gflops, gbps, arithmetic_intensity, threads and fractions of peaks."""
     flops, nbytes = float(task.flops(inputs)), float(task.bytes_moved(inputs))
-    out = {
-        "time_ns": float(time_ns),
-        "flops": flops,
-        "bytes": nbytes,
-        "gflops": flops / time_ns if time_ns > 0 else 0.0,
-        "gbps": nbytes / time_ns if time_ns > 0 else 0.0,
-        "arithmetic_intensity": flops / nbytes if nbytes > 0 else 0.0,
-        "threads": float(threads),
+    out: dict[str, float] = {
+        CounterName.TIME_NS: float(time_ns),
+        CounterName.FLOPS: flops,
+        CounterName.BYTES: nbytes,
+        CounterName.GFLOPS: flops / time_ns if time_ns > 0 else 0.0,
+        CounterName.GBPS: nbytes / time_ns if time_ns > 0 else 0.0,
+        CounterName.ARITHMETIC_INTENSITY: flops / nbytes if nbytes > 0 else 0.0,
+        CounterName.THREADS: float(threads),
     }
     if target.peak_gflops:
-        out["compute_fraction_of_peak"] = out["gflops"] / target.peak_gflops
+        out[CounterName.COMPUTE_FRACTION_OF_PEAK] = out[CounterName.GFLOPS] / target.peak_gflops
     if target.peak_gbps:
-        out["memory_fraction_of_peak"] = out["gbps"] / target.peak_gbps
+        out[CounterName.MEMORY_FRACTION_OF_PEAK] = out[CounterName.GBPS] / target.peak_gbps
     return out
 
 
@@ -144,7 +145,9 @@ def cachegrind_counters(task: Task, source: str, target: Target, *, sandbox: San
     """
     version = valgrind_version()
     if not version:
-        return CounterReport({}, "cpu_timing", note="valgrind not installed: counters are timing-only")
+        return CounterReport(
+            {}, CounterSource.CPU_TIMING, note="valgrind not installed: counters are timing-only"
+        )
     build_isa = "x86-64-v3" if (target.isa or "") in VALGRIND_UNSAFE_ISAS else (target.isa or "x86-64-v2")
     inputs = task.make_inputs(COUNTER_SEED, True)
     try:
@@ -169,16 +172,18 @@ def cachegrind_counters(task: Task, source: str, target: Target, *, sandbox: San
                                    limits=CACHEGRIND_LIMITS, timeout_s=CACHEGRIND_TIMEOUT_S)  # fmt: skip
                 if done.timed_out or done.returncode != 0:
                     status = "timed out" if done.timed_out else "failed"
-                    return CounterReport({}, "cpu_timing", note=f"{what} {status}: {done.stderr[-300:]}")
+                    return CounterReport(
+                        {}, CounterSource.CPU_TIMING, note=f"{what} {status}: {done.stderr[-300:]}"
+                    )
             # read_untrusted: the harness ran the kernel, which could have planted a link here
             raw = parse_cachegrind(
                 read_untrusted(d / "cg.out", 256 << 20).decode(errors="replace"), "kernel.c"
             )
     except (OSError, ValueError) as exc:
-        return CounterReport({}, "cpu_timing", note=f"cachegrind unavailable: {exc}")
+        return CounterReport({}, CounterSource.CPU_TIMING, note=f"cachegrind unavailable: {exc}")
     return CounterReport(
         _rates(raw, task, inputs),
-        "cpu_cachegrind",
+        CounterSource.CPU_CACHEGRIND,
         {"valgrind": version, "counter_build_isa": build_isa, "cache_model": " ".join(CACHE_MODEL)},
     )
 
@@ -193,13 +198,14 @@ def _rates(raw: Mapping[str, float], task: Task, small: Arrays) -> dict[str, flo
     if not small_work:
         small_work, full_work = task.bytes_moved(small), task.bytes_moved(full)
     scale = full_work / small_work if small_work else 1.0
-    out = {
-        "instructions": g("Ir", 0.0) * scale,
-        "instructions_measured": g("Ir", 0.0),
-        "counter_scale": scale,
-        "d1_miss_rate": d1 / data if data else 0.0,
-        "ll_miss_rate": ll / d1 if d1 else 0.0,  # of the accesses that reach LL, the share that miss
-        "ll_global_miss_rate": ll / data if data else 0.0,
+    out: dict[str, float] = {
+        CounterName.INSTRUCTIONS: g("Ir", 0.0) * scale,
+        CounterName.INSTRUCTIONS_MEASURED: g("Ir", 0.0),
+        CounterName.COUNTER_SCALE: scale,
+        CounterName.D1_MISS_RATE: d1 / data if data else 0.0,
+        # of the accesses that reach LL, the share that miss
+        CounterName.LL_MISS_RATE: ll / d1 if d1 else 0.0,
+        CounterName.LL_GLOBAL_MISS_RATE: ll / data if data else 0.0,
     }
     out.update({f"cg_{k}": v for k, v in raw.items()})
     return out

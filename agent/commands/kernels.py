@@ -154,6 +154,7 @@ def evaluate(
     with the parent on distinct inputs, counters, the outcome and its reason. Exit status 0 when the
     candidate would be kept, 1 otherwise, 2 on a usage error."""
     from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
+    from kernelgraph.agent.evaluator import EVALUATOR_VERSION
     from kernelgraph.agent.loop import evaluate as evaluate_candidate
     from kernelgraph.agent.targets import UnknownTargetError, get_target
     from kernelgraph.agent.tasks import UnknownTaskError, get_task
@@ -182,7 +183,7 @@ def evaluate(
         _fail(str(exc))
         return
     report = {"task": task.name, "target": target.name, "backend": backend, "parent": parent,
-              **verdict.to_json(), "sandbox": sandbox}  # fmt: skip
+              **verdict.to_json(), "evaluator_version": EVALUATOR_VERSION, "sandbox": sandbox}  # fmt: skip
     if as_json:
         typer.echo(json.dumps(report))
     else:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from kernelgraph.agent.results import Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Config, Task
+from kernelgraph.client.models import finite_counters as measured_counters
 
 if TYPE_CHECKING:
     from kernelgraph.agent.backends.base import Backend
@@ -113,12 +113,8 @@ def candidates(task: Task, config: Config, tried: frozenset[str] = frozenset()) 
 
 
 def finite_counters(profile: ProfileResult | None) -> dict[str, float]:
-    """The profile's counters that the service accepts (finite numbers)."""
-    if profile is None:
-        return {}
-    return {
-        k: float(v) for k, v in profile.counters.items() if isinstance(v, int | float) and math.isfinite(v)
-    }
+    """The profile's counters that the service accepts (the client models' finiteness rule)."""
+    return {} if profile is None else measured_counters(profile.counters)
 
 
 def describe_config(config: Config | None) -> str:

@@ -10,6 +10,10 @@ a flat prior, so they are still explored. Parameters are chosen the same way one
 applicable setting is drawn from its own evidence (`by_params`: a setting seen to be harmful on
 similar states, such as a fine-grained dynamic schedule, is avoided; one seen to help is preferred),
 and a transform is valued by the best setting still open to it.
+
+How much the evidence counts (`evidence_weight`) and what a failed attempt is worth
+(`failure_log_speedup`) come with the retrieve response, so this run's own attempts are scored on the
+service's scale without this module knowing how the service scores.
 """
 
 from __future__ import annotations
@@ -33,11 +37,19 @@ from kernelgraph.agent.proposers.base import (
 from kernelgraph.agent.results import Outcome
 from kernelgraph.client import ExperienceClient
 from kernelgraph.client.errors import KernelGraphError
-from kernelgraph.client.models import ParamEvidence, RetrievalMode, RetrievedTransform, RetrieveRequest
+from kernelgraph.client.models import (
+    ParamEvidence,
+    RetrievalMode,
+    RetrievedTransform,
+    RetrieveRequest,
+    RetrieveResponse,
+)
 
 log = logging.getLogger(__name__)
 
-FAILURE_GAIN = -0.1  # the log "speedup" of an attempt that did not run: it wasted a try
+# The log "speedup" of this run's attempts that did not run, until a retrieve response gives the
+# service's value (a run whose retrievals all fail has no evidence to be consistent with).
+DEFAULT_FAILURE_GAIN = -0.1
 GAIN_SIGMA = 0.5  # spread of one attempt's log speedup around a transform's mean
 PRIOR_GAIN = 0.05  # mildly optimistic: an untried transform is assumed worth a look
 MAX_EVIDENCE_WEIGHT = 20.0  # evidence never counts for more than this many of this run's own tries
@@ -57,15 +69,21 @@ class ArmPosterior:
 
 
 def posterior(
-    transform: str, evidence: RetrievedTransform | None, run: Sequence[HistoryEntry]
+    transform: str,
+    evidence: RetrievedTransform | None,
+    run: Sequence[HistoryEntry],
+    failure_gain: float = DEFAULT_FAILURE_GAIN,
 ) -> ArmPosterior:
-    """The arm's prior from retrieved evidence, updated with this run's attempts of it."""
+    """The arm's prior from retrieved evidence, updated with this run's attempts of it.
+
+    `failure_gain` is what an attempt of this run that did not run counts as: the response's
+    `failure_log_speedup`, so the run's failures weigh what the evidence's failures weigh.
+    """
     weight, successes, failures, gain_sum, attempts = 0.0, 0.0, 0.0, 0.0, 0
     if evidence is not None and evidence.attempts > 0:
         attempts = evidence.attempts
-        # The service's confidence = W / (W + prior): recover the similarity-weighted count W.
-        conf = min(max(evidence.confidence, 0.0), 0.999)
-        weight = min(conf / (1.0 - conf), MAX_EVIDENCE_WEIGHT, float(evidence.attempts))
+        # Similarity-weighted, and never more than this many of the run's own tries nor its attempts.
+        weight = min(max(evidence.evidence_weight, 0.0), MAX_EVIDENCE_WEIGHT, float(evidence.attempts))
         rate = evidence.success_rate
         successes, failures = weight * rate, weight * (1.0 - rate)
         gain_sum = weight * evidence.weighted_log_speedup
@@ -73,7 +91,7 @@ def posterior(
         kept = entry.outcome == Outcome.KEPT
         successes += 1.0 if kept else 0.0
         failures += 0.0 if kept else 1.0
-        gain_sum += math.log(entry.speedup) if entry.speedup else FAILURE_GAIN
+        gain_sum += math.log(entry.speedup) if entry.speedup else failure_gain
         weight += 1.0
     n = 1.0 + weight  # one pseudo-observation of the optimistic prior
     return ArmPosterior(
@@ -93,7 +111,9 @@ def sample_value(arm: ArmPosterior, rng: random.Random) -> float:
     return p * gain if gain > 0 else gain * (1.0 - p) + (p - 1.0) * 0.01
 
 
-def setting_evidence(options: Sequence[Candidate], evidence: RetrievedTransform) -> RetrievedTransform:
+def setting_evidence(
+    options: Sequence[Candidate], evidence: RetrievedTransform, prior_weight: float
+) -> RetrievedTransform:
     """The transform's evidence narrowed to its best parameter setting that is still open to us.
 
     The transform-level figures average every setting tried, harmful ones included; since the
@@ -110,14 +130,14 @@ def setting_evidence(options: Sequence[Candidate], evidence: RetrievedTransform)
             best = group
     if best is None:
         return evidence
-    confidence = best.weight / (best.weight + 1.0)
     return evidence.model_copy(
         update={
             "attempts": best.attempts,
             "successes": best.successes,
             "success_rate": best.successes / best.attempts,
             "weighted_log_speedup": best.weighted_log_speedup,
-            "confidence": confidence,
+            "evidence_weight": best.weight,
+            "confidence": best.weight / (best.weight + prior_weight),  # as the service computes it
         }
     )
 
@@ -148,9 +168,13 @@ class ExperienceProposer:
         self.name = "experience" if self.mode is RetrievalMode.COUNTERS else f"experience-{self.mode.value}"
         self.last_evidence: dict[str, RetrievedTransform] = {}
         self.last_posteriors: dict[str, ArmPosterior] = {}
+        self.last_response: RetrieveResponse | None = None  # its signature and neighbours, for reports
+        self.failure_gain = DEFAULT_FAILURE_GAIN  # the service's, once a response has said it
+        self.prior_weight = 1.0  # likewise
 
     def retrieve(self, context: ProposalContext) -> dict[str, RetrievedTransform]:
         """The retrieved transforms for the current kernel, by name; empty when retrieval fails."""
+        self.last_response = None
         request: dict[str, Any] = {
             "target": context.target.name,
             "mode": self.mode.value,
@@ -170,6 +194,8 @@ class ExperienceProposer:
         except (KernelGraphError, ValueError) as exc:  # no evidence is a state, not a crash
             log.warning("retrieval failed (%s); choosing without evidence", exc)
             return {}
+        self.last_response = response
+        self.failure_gain, self.prior_weight = response.failure_log_speedup, response.prior_weight
         return {row.transform: row for row in response.transforms}
 
     def propose(self, context: ProposalContext) -> Proposal | None:
@@ -187,11 +213,14 @@ class ExperienceProposer:
         for entry in context.history:
             history[entry.transform].append(entry)
         narrowed = {
-            name: setting_evidence(by_transform[name], evidence[name])
+            name: setting_evidence(by_transform[name], evidence[name], self.prior_weight)
             for name in by_transform
             if name in evidence
         }
-        arms = {name: posterior(name, narrowed.get(name), history[name]) for name in sorted(by_transform)}
+        arms = {
+            name: posterior(name, narrowed.get(name), history[name], self.failure_gain)
+            for name in sorted(by_transform)
+        }
         self.last_posteriors = arms
         draws = {name: sample_value(arm, self.rng) for name, arm in arms.items()}
         transform = max(draws, key=lambda name: draws[name])

@@ -28,6 +28,7 @@ from kernelgraph.agent.proposers.experience import ExperienceProposer
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.transforms import Transform
 from kernelgraph.client.models import RetrievedTransform
+from kernelgraph.client.signature import CounterName
 
 if TYPE_CHECKING:
     import anthropic
@@ -38,8 +39,9 @@ log = logging.getLogger(__name__)
 
 TOOL_NAME = "propose_variant"
 SHOWN_COUNTERS = (
-    "time_ns", "gflops", "gbps", "arithmetic_intensity", "threads", "compute_fraction_of_peak",
-    "memory_fraction_of_peak", "instructions", "d1_miss_rate", "ll_miss_rate", "rel_iqr",
+    CounterName.TIME_NS, CounterName.GFLOPS, CounterName.GBPS, CounterName.ARITHMETIC_INTENSITY,
+    CounterName.THREADS, CounterName.COMPUTE_FRACTION_OF_PEAK, CounterName.MEMORY_FRACTION_OF_PEAK,
+    CounterName.INSTRUCTIONS, CounterName.D1_MISS_RATE, CounterName.LL_MISS_RATE, CounterName.REL_IQR,
 )  # fmt: skip
 
 SYSTEM_PROMPT = """You optimize C kernels for a CPU. Each turn you get one kernel, its measured profile and \

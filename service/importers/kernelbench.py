@@ -63,6 +63,7 @@ from kernelgraph.client.models import (
     TargetKind,
     content_id,
 )
+from kernelgraph.client.signature import CounterName, CounterSource
 
 log = logging.getLogger(__name__)
 
@@ -418,7 +419,7 @@ def kernel_id_of(level: int, problem: str, config: Config) -> str:
 
 def _measurement(timing: Timing) -> dict[str, Any]:
     ns = timing.mean_ms * 1e6
-    counters = {"time_ns": ns}
+    counters: dict[str, float] = {CounterName.TIME_NS: ns}
     for name, value in (("std_ns", timing.std_ms), ("min_ns", timing.min_ms), ("max_ns", timing.max_ms)):
         if value is not None:
             counters[name] = value * 1e6
@@ -427,7 +428,7 @@ def _measurement(timing: Timing) -> dict[str, Any]:
         "iqr_ns": timing.std_ms * 1e6 * IQR_PER_STD if timing.std_ms is not None else None,
         "trials": timing.trials,
         "correct": True,
-        "counter_source": "kernelbench_timing",
+        "counter_source": CounterSource.KERNELBENCH_TIMING,
         "counters": counters,
         "tool_versions": {"source": "KernelBench published baseline timings"},
     }

@@ -19,6 +19,7 @@ from kernelgraph.agent.proposers.llm import TOOL_NAME, LLMProposer
 from kernelgraph.agent.results import Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.client.signature import CounterSource
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
@@ -104,7 +105,7 @@ def proposer(stub: Stub, **kwargs: Any) -> LLMProposer:
 
 def context(backend: CBackend, target: Target) -> ProposalContext:
     profile = ProfileResult(median_ns=9e7, iqr_ns=1e6, trials=9, counters={"time_ns": 9e7, "gflops": 1.2},
-                            counter_source="cpu_timing")  # fmt: skip
+                            counter_source=CounterSource.CPU_TIMING)  # fmt: skip
     return ProposalContext(task=MATMUL, backend=backend, target=target, config=MATMUL.baseline_config,
                            source=MATMUL.source("c", MATMUL.baseline_config), profile=profile,
                            diagnosis="previous attempt: not faster")  # fmt: skip

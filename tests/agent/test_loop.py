@@ -16,6 +16,8 @@ from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.results import Outcome
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.client.http import AttemptLike
+from kernelgraph.client.models import AttemptRecord, RecordResult
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
@@ -24,9 +26,22 @@ QUICK = TimingPlan(warmup=1, min_trials=5, max_trials=15, budget_s=0.4)
 MATMUL_HEAD = "#include <string.h>\nvoid kernel(const float* restrict a, const float* restrict b, float* restrict c, int n) {\n"
 
 
+class RecordingClient(InProcessClient):
+    """The in-process client, keeping every attempt the loop sends (to check what crosses the seam)."""
+
+    def __init__(self, knowledge: KnowledgeService, namespace: str) -> None:
+        super().__init__(knowledge, namespace)
+        self.sent: list[AttemptRecord] = []
+
+    def record_attempt(self, attempt: AttemptLike) -> RecordResult:
+        assert isinstance(attempt, AttemptRecord)
+        self.sent.append(attempt)
+        return super().record_attempt(attempt)
+
+
 @pytest.fixture
-def client(store: GraphStore, namespace: str) -> Iterator[InProcessClient]:
-    with InProcessClient(KnowledgeService(store), namespace) as c:
+def client(store: GraphStore, namespace: str) -> Iterator[RecordingClient]:
+    with RecordingClient(KnowledgeService(store), namespace) as c:
         yield c
 
 
@@ -50,7 +65,7 @@ def attempts_in_graph(store: GraphStore, namespace: str, run_id: str) -> list[di
 
 
 def test_memoryless_matmul_doubles_and_records_every_attempt(
-    quick_backend: CBackend, cpu_target: Target, client: InProcessClient, store: GraphStore, namespace: str
+    quick_backend: CBackend, cpu_target: Target, client: RecordingClient, store: GraphStore, namespace: str
 ) -> None:
     result = optimize(
         get_task("matmul"), quick_backend, cpu_target, MemorylessProposer(seed=3), client, budget=8, seed=3
@@ -64,6 +79,18 @@ def test_memoryless_matmul_doubles_and_records_every_attempt(
     assert len(rows) == result.attempts
     assert sorted(r["outcome"] for r in rows) == sorted(s.outcome.value for s in result.steps)
     assert "void kernel" in result.best_source
+    # The baseline goes over once; every later attempt names its parent (a kept child included) by id.
+    full = [a for a in client.sent if a.parent_measurement is not None]
+    assert [a.attempt_key for a in full] == [client.sent[0].attempt_key]
+    assert all(a.parent is None and a.parent_measurement_id for a in client.sent[1:])
+    assert len({a.parent_measurement_id for a in client.sent[1:]}) >= 2  # the parent moved on when kept
+    _, states = store.run_text(
+        "MATCH (a:Attempt {namespace: $ns, run_id: $run})-[:FROM_STATE]->(m:Measurement)-[:OF]->(:Kernel)"
+        "<-[:FROM]-(a) RETURN count(a) AS n",
+        {"ns": namespace, "run": result.run_id},
+        write=False,
+    )
+    assert states[0]["n"] == result.attempts
 
 
 BAD_SOURCES = {

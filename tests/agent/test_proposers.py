@@ -26,7 +26,8 @@ from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.results import Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
-from kernelgraph.client.models import ParamEvidence, RetrievedTransform
+from kernelgraph.client.models import ParamEvidence, RetrievedTransform, RetrieveRequest, RetrieveResponse
+from kernelgraph.client.signature import CounterSource
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
@@ -35,7 +36,7 @@ from tests import factories
 TARGET = Target(name="cpu-test", kind="cpu", arch="x86-64-v3", peak_gflops=200.0, peak_gbps=20.0, cores=2,
                 isa="x86-64-v3")  # fmt: skip
 PROFILE = ProfileResult(
-    median_ns=1e6, iqr_ns=1e4, trials=21, counter_source="cpu_timing",
+    median_ns=1e6, iqr_ns=1e4, trials=21, counter_source=CounterSource.CPU_TIMING,
     counters={"time_ns": 1e6, "flops": 2e6, "bytes": 1e6, "threads": 1.0, "rel_iqr": float("nan")},
 )  # fmt: skip
 
@@ -127,7 +128,7 @@ def _schedule_evidence() -> RetrievedTransform:
                               weighted_log_speedup=-2.0)]  # fmt: skip
     return RetrievedTransform(
         transform="schedule", score=-0.5, attempts=8, successes=4, success_rate=0.5, weighted_log_speedup=-0.7,
-        confidence=0.86, mean_similarity=0.9, same_target_attempts=8, other_target_attempts=0, best_speedup=1.8,
+        confidence=0.86, evidence_weight=6.0, mean_similarity=0.9, same_target_attempts=8, other_target_attempts=0, best_speedup=1.8,
         best_example=None, params=[], by_params=settings, evidence_measurement_ids=[], evidence_attempt_keys=[],
     )  # fmt: skip
 
@@ -139,9 +140,10 @@ def test_settings_seen_to_hurt_are_avoided_and_the_transform_is_valued_by_its_be
     picks = Counter(proposer._params(options, _schedule_evidence())[0].params["schedule"] for _ in range(200))
     assert picks["dynamic,1"] == 0, picks
     assert picks["static"] > picks["guided"] > 0, picks  # the unseen setting is still explored
-    narrowed = setting_evidence(options, _schedule_evidence())
+    narrowed = setting_evidence(options, _schedule_evidence(), prior_weight=1.0)
     assert narrowed.weighted_log_speedup == pytest.approx(0.6) and narrowed.success_rate == 1.0
-    only_bad_open = setting_evidence(options[1:2], _schedule_evidence())
+    assert narrowed.evidence_weight == 3.0 and narrowed.confidence == pytest.approx(0.75)
+    only_bad_open = setting_evidence(options[1:2], _schedule_evidence(), prior_weight=1.0)
     assert only_bad_open.weighted_log_speedup == pytest.approx(-2.0)
 
 
@@ -156,3 +158,37 @@ def test_text_mode_without_an_embedder_still_proposes(client: InProcessClient) -
     assert proposer.name == "experience-text"
     proposal = proposer.propose(context())
     assert proposal is not None and proposal.config is not None and proposer.last_evidence == {}
+
+
+class ScriptedRetrieval:
+    """A client whose every retrieval answers `response` (the proposer only retrieves)."""
+
+    def __init__(self, response: RetrieveResponse) -> None:
+        self.response = response
+        self.requests: list[RetrieveRequest] = []
+
+    def retrieve(self, request: RetrieveRequest) -> RetrieveResponse:
+        self.requests.append(request)
+        return self.response
+
+
+def test_the_proposer_weighs_evidence_and_failures_as_the_response_says() -> None:
+    # A confidence that, read back through the old prior of 1, would claim a weight of 99.
+    evidence = _schedule_evidence().model_copy(
+        update={"transform": "parallelize", "by_params": [], "success_rate": 1.0, "successes": 8,
+                "evidence_weight": 2.5, "confidence": 0.99}
+    )  # fmt: skip
+    response = RetrieveResponse(
+        mode="counters", target="cpu-test", signature=None, neighbours=1, neighbour_ids=["m" * 32],
+        transforms=[evidence], failure_log_speedup=-0.7, prior_weight=3.0,
+    )  # fmt: skip
+    retrieval = ScriptedRetrieval(response)
+    proposer = ExperienceProposer(retrieval, seed=0)  # type: ignore[arg-type]  # retrieval is all it uses
+    failed = HistoryEntry(0, "parallelize", {}, Outcome.CRASHED, None, None)
+    assert proposer.propose(context(history=(failed,))) is not None
+    assert retrieval.requests and proposer.last_response is response
+    arm = proposer.last_posteriors["parallelize"]
+    assert arm.alpha == pytest.approx(1.0 + 2.5) and arm.beta == pytest.approx(1.0 + 1.0)  # 2.5 + 1 own try
+    # The run's own failure counts as the service's -0.7, next to the evidence's 2.5 x its mean gain.
+    expected = (0.05 + 2.5 * evidence.weighted_log_speedup - 0.7) / (1.0 + 2.5 + 1.0)
+    assert arm.gain_mean == pytest.approx(expected)

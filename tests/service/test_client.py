@@ -10,7 +10,13 @@ import pytest
 
 from kernelgraph.client import ExperienceClient, KernelGraphClient, connect
 from kernelgraph.client.errors import Forbidden, InvalidInput, NotFound, Retryable, Unauthorized
-from kernelgraph.client.models import LineageStep, RecordResult, RetrieveResponse, TransferResponse
+from kernelgraph.client.models import (
+    AttemptRecord,
+    LineageStep,
+    RecordResult,
+    RetrieveResponse,
+    TransferResponse,
+)
 from kernelgraph.client.settings import Settings
 from kernelgraph.client.signature import SIGNATURE_DIM
 from kernelgraph.service.inprocess import InProcessClient
@@ -58,6 +64,24 @@ def test_both_clients_record_retrieve_and_trace_lineage(experience: ExperienceCl
     assert bad.value.field == "speedup"
     with pytest.raises(NotFound):
         experience.lineage("0123abcd")
+
+
+def test_both_clients_accept_a_parent_named_by_its_measurement_id(experience: ExperienceClient) -> None:
+    experience.upsert_targets([factories.target("cpu-a")])
+    first = experience.record_attempt(factories.attempt("ref:0", target_name="cpu-a"))
+    assert first.parent_measurement_id is not None
+    again = factories.attempt("ref:1", target_name="cpu-a", transform="tile",
+                              child_source="void kernel(void) { /* tiled */ }")  # fmt: skip
+    del again["parent"], again["parent_measurement"]
+    model = AttemptRecord.model_validate({**again, "parent_measurement_id": first.parent_measurement_id})
+    second = experience.record_attempt(model)
+    assert second.created and second.parent_kernel_id == first.parent_kernel_id
+    assert second.parent_measurement_id == first.parent_measurement_id
+    with pytest.raises(InvalidInput) as unknown:
+        experience.record_attempt(
+            model.model_copy(update={"attempt_key": "ref:2", "parent_measurement_id": "f" * 32})
+        )
+    assert unknown.value.field == "parent_measurement_id"
 
 
 def test_http_client_raises_the_services_error_classes(live_url: str, keys: Keys) -> None:

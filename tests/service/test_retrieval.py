@@ -89,6 +89,15 @@ def test_counters_and_text_modes_find_different_evidence(
     assert top.successes == top.attempts == 6 and top.same_target_attempts == 6
     assert math.isclose(top.weighted_log_speedup, (math.log(2.0) + math.log(1.8)) / 2, rel_tol=0.05)
     assert top.best_speedup == pytest.approx(2.0)
+    # What a proposer weighs the evidence by comes with the response, not from the service's constants.
+    assert by_counters.neighbour_ids and set(by_counters.neighbour_ids) == expected_evidence
+    assert by_counters.signature == query_signature
+    assert by_counters.prior_weight > 0 and by_counters.failure_log_speedup < 0
+    for found in by_counters.transforms:
+        assert 0 < found.evidence_weight <= found.attempts  # similarity x target weight <= 1 per attempt
+        assert found.confidence == pytest.approx(
+            found.evidence_weight / (found.evidence_weight + by_counters.prior_weight)
+        )
 
 
 def test_retrieval_by_raw_counters_and_held_out_task(store: GraphStore, namespace: str) -> None:

@@ -6,6 +6,8 @@ import math
 
 import pytest
 
+from kernelgraph.client.errors import InvalidInput
+from kernelgraph.client.models import Measurement, finite_counters, validate
 from kernelgraph.client.signature import (
     DIMENSION_NAMES,
     SIGNATURE_DIM,
@@ -43,9 +45,21 @@ def test_missing_counters_are_listed_not_silently_zero() -> None:
     assert "launch_overhead_share" not in signature.missing
 
 
-def test_nan_counters_count_as_missing() -> None:
-    signature = compute_signature(CounterSource.CPU_CACHEGRIND, {"d1_miss_rate": math.nan}, CPU)
+def test_a_nan_counter_is_left_out_at_the_edge_and_counts_as_missing() -> None:
+    counters = finite_counters({"d1_miss_rate": math.nan, "time_ns": 1e6})
+    assert counters == {"time_ns": 1e6}
+    signature = compute_signature(CounterSource.CPU_CACHEGRIND, counters, CPU)
     assert "l1_miss_rate" in signature.missing
+
+
+def test_a_measurement_with_a_nan_counter_is_rejected_naming_it() -> None:
+    with pytest.raises(InvalidInput) as caught:
+        validate(
+            Measurement,
+            {"median_ns": 1e6, "correct": True, "counter_source": "cpu_timing",
+             "counters": {"d1_miss_rate": math.nan}},
+        )  # fmt: skip
+    assert caught.value.field == "counters.d1_miss_rate"
 
 
 def test_the_same_bottleneck_on_two_targets_maps_close_together() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from kernelgraph.client.errors import InvalidInput
+from kernelgraph.client.models import KernelVariant, Measurement, validate
 from kernelgraph.client.signature import SIGNATURE_DIM
 from kernelgraph.service import migrate
 from kernelgraph.service.knowledge import KnowledgeService
@@ -149,6 +150,97 @@ def _with(path: str, value: Any) -> dict[str, Any]:
     return record
 
 
+def graph_shape(store: GraphStore, namespace: str) -> list[tuple[str, str, str, int]]:
+    """Every (start label, relationship, end label, count) in the namespace: what must not change."""
+    rows = store.driver.execute_query(
+        "MATCH (a {namespace: $ns})-[r]->(b) RETURN labels(a)[0] AS a, type(r) AS r, labels(b)[0] AS b, "
+        "count(*) AS n ORDER BY a, r, b",
+        ns=namespace, database_=store.database,
+    ).records  # fmt: skip
+    return [(row["a"], row["r"], row["b"], row["n"]) for row in rows]
+
+
+def _by_reference(record: dict[str, Any], measurement_id: str) -> dict[str, Any]:
+    """`record` with its parent named by a recorded measurement's id instead of sent in full."""
+    trimmed = {k: v for k, v in record.items() if k not in ("parent", "parent_measurement")}
+    return {**trimmed, "parent_measurement_id": measurement_id}
+
+
+def test_a_parent_referenced_by_measurement_id_stores_what_the_full_parent_stores(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    other_namespace = f"{namespace}-in-full"
+    attempts = [
+        factories.attempt("run-1:0", child_source="void kernel(void) { /* v1 */ }"),
+        factories.attempt("run-1:1", transform="tile", child_source="void kernel(void) { /* v2 */ }"),
+        factories.attempt("run-1:2", transform="vectorize", child_source="void kernel(void) { /* v3 */ }"),
+    ]
+    knowledge.upsert_targets(other_namespace, [factories.target()])
+    in_full = knowledge.record_attempts(other_namespace, attempts)
+
+    first = knowledge.record_attempts(namespace, [attempts[0]])[0]
+    assert first.parent_measurement_id is not None
+    second = knowledge.record_attempts(namespace, [_by_reference(attempts[1], first.parent_measurement_id)])
+    knowledge.record_attempts(namespace, [_by_reference(attempts[2], first.parent_measurement_id)])
+
+    assert graph_shape(store, namespace) == graph_shape(store, other_namespace)
+    assert second[0].parent_kernel_id == in_full[1].parent_kernel_id
+    assert second[0].parent_measurement_id == in_full[1].parent_measurement_id
+    props = store.driver.execute_query(
+        "MATCH (m:Measurement {namespace: $ns, measurement_id: $id}) RETURN properties(m) AS p",
+        ns=namespace, id=first.parent_measurement_id, database_=store.database,
+    ).records[0]["p"]  # fmt: skip
+    assert props["median_ns"] == 1e6 and props["task"] == "matmul"  # not overwritten by the reference
+
+
+def test_a_batch_may_reference_a_parent_it_records_in_full(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    full = factories.attempt("run-1:0")
+    parent_id = KnowledgeService(store)._measurement_row(
+        validate(Measurement, full["parent_measurement"]), validate(KernelVariant, full["parent"]),
+        factories.target(),
+    )["measurement_id"]  # fmt: skip
+    # The referencing attempt sorts first, so the write meets the reference before the full parent.
+    referencing = _by_reference(factories.attempt("run-0:0", transform="tile"), parent_id)
+    results = knowledge.record_attempts(namespace, [full, referencing])
+    assert results[1].parent_measurement_id == parent_id
+    props = store.driver.execute_query(
+        "MATCH (m:Measurement {namespace: $ns, measurement_id: $id}) RETURN m.median_ns AS ns",
+        ns=namespace, id=parent_id, database_=store.database,
+    ).records  # fmt: skip
+    assert [r["ns"] for r in props] == [1e6]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"parent_measurement_id": "f" * 32}, "parent_measurement_id"),  # recorded nowhere
+        ({"target": "cpu-other"}, "parent_measurement_id"),  # measured on another target
+        ({"child": factories.kernel("softmax", "void kernel(void) { }")}, "child.task"),
+        ({"parent": factories.kernel("matmul", "void kernel(void) { /* another */ }")}, "parent"),
+    ],
+    ids=["unknown-id", "other-target", "other-task", "other-parent"],
+)
+def test_a_bad_parent_reference_is_rejected_naming_the_field_and_writes_nothing(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str, change: dict[str, Any], field: str
+) -> None:
+    knowledge.upsert_targets(namespace, [factories.target("cpu-other")])
+    first = knowledge.record_attempts(namespace, [factories.attempt("run-1:0")])[0]
+    assert first.parent_measurement_id is not None
+    record = {**_by_reference(factories.attempt("run-1:1"), first.parent_measurement_id), **change}
+    before = counts(store, namespace)
+    with pytest.raises(InvalidInput) as caught:
+        knowledge.record_attempts(namespace, [record])
+    assert caught.value.field == field, caught.value.message
+    with pytest.raises(InvalidInput) as in_batch:
+        knowledge.record_attempts(
+            namespace, [factories.attempt("run-2:0"), {**record, "attempt_key": "run-2:1"}]
+        )
+    assert in_batch.value.field == f"attempts[1].{field}"
+    assert counts(store, namespace) == before
+
+
 BAD_INPUTS = [
     ("child_measurement.median_ns", math.nan, "child_measurement.median_ns"),
     ("child_measurement.median_ns", -5.0, "child_measurement.median_ns"),
@@ -164,6 +256,9 @@ BAD_INPUTS = [
     ("attempt_key", KeyError, "attempt_key"),
     ("target", "no-such-target", "target"),
     ("speedup", 0.0, "speedup"),
+    ("parent", None, "parent"),  # neither the parent nor parent_measurement_id
+    ("parent_measurement_id", "not-an-id", "parent_measurement_id"),
+    ("parent_measurement_id", "0" * 32, "parent_measurement"),  # both the measurement and its id
 ]
 
 

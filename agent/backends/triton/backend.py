@@ -48,6 +48,7 @@ from kernelgraph.agent.evaluator import DEFAULT_SEEDS, EVALUATOR_VERSION, REVERI
 from kernelgraph.agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
 from kernelgraph.agent.tasks.base import Arrays, Task
 from kernelgraph.client.settings import get_settings
+from kernelgraph.client.signature import CounterName, CounterSource
 
 CACHE_VERSION = 2  # 2: built in the sandbox after admission
 # torch and Triton reserve large virtual ranges; CUDA reserves far more, so the GPU path lifts the cap.
@@ -181,14 +182,15 @@ class TritonBackend:
         """
         compiled = self.compile(task, source, target)
         if compiled.rejected:
-            return ProfileResult(math.nan, math.nan, 0, {}, "nvidia_static", outcome=Outcome.REJECTED,
+            return ProfileResult(math.nan, math.nan, 0, {}, CounterSource.NVIDIA_STATIC, outcome=Outcome.REJECTED,
                                  reason=compiled.diagnosis, evaluator_version=EVALUATOR_VERSION,
                                  sandbox=self.sandbox.label)  # fmt: skip
         versions = {"triton": _triton_version()}
         counters: dict[str, float] = dict(compiled.static_metrics)
         try:
             full = task.make_inputs(0, False)
-            counters["flops"], counters["bytes"] = float(task.flops(full)), float(task.bytes_moved(full))
+            counters[CounterName.FLOPS] = float(task.flops(full))
+            counters[CounterName.BYTES] = float(task.bytes_moved(full))
         except Exception:  # roofline counts are optional; a task without them still profiles
             full = None
         arch = target_arch(target)
@@ -196,7 +198,7 @@ class TritonBackend:
             if not compiled.ok:
                 versions["error"] = compiled.diagnosis[:500]
             return ProfileResult(
-                math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions,
+                math.nan, math.nan, 0, counters, CounterSource.NVIDIA_STATIC, static=True, tool_versions=versions,
                 evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label,
             )  # fmt: skip
         response = _run_worker(
@@ -216,7 +218,7 @@ class TritonBackend:
         if "error" in response:
             versions["error"] = response["error"][:500]
             return ProfileResult(
-                math.nan, math.nan, 0, counters, "nvidia_static", static=True, tool_versions=versions,
+                math.nan, math.nan, 0, counters, CounterSource.NVIDIA_STATIC, static=True, tool_versions=versions,
                 evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label,
             )  # fmt: skip
         judged = judge_timing(
@@ -225,10 +227,10 @@ class TritonBackend:
             reverify=lambda: self.check(task, source, target, seeds=REVERIFY_SEEDS),
         )  # fmt: skip
         if judged.outcome is not None:
-            return ProfileResult(math.nan, math.nan, 0, counters, "nvidia_timing", outcome=judged.outcome,
+            return ProfileResult(math.nan, math.nan, 0, counters, CounterSource.NVIDIA_TIMING, outcome=judged.outcome,
                                  reason=judged.reason, tool_versions=versions,
                                  evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label)  # fmt: skip
-        counters["time_ns"] = response["median_ns"]
+        counters[CounterName.TIME_NS] = response["median_ns"]
         counters.update(response.get("ncu", {}))
         versions.update(response.get("versions", {}))
         return ProfileResult(
@@ -236,7 +238,7 @@ class TritonBackend:
             iqr_ns=response["iqr_ns"],
             trials=response["trials"],
             counters=counters,
-            counter_source="nvidia_ncu" if response.get("ncu") else "nvidia_timing",
+            counter_source=CounterSource.NVIDIA_NCU if response.get("ncu") else CounterSource.NVIDIA_TIMING,
             parent_median_ns=response.get("parent_median_ns"),
             tool_versions=versions,
             reverified=judged.reverified,
