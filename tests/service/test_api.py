@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -146,10 +147,16 @@ def test_32_concurrent_writers_store_every_attempt_once_and_replays_change_nothi
     all_batches = [b for w in range(writers) for b in batches_of(w)]
 
     def post(records: list[dict[str, Any]]) -> dict[str, Any]:
+        # As every client does (KernelGraphClient too): a 503 with Retry-After is retried, since a batch
+        # is all-or-nothing; anything else, a 500 above all, fails the test at once.
         with httpx.Client(base_url=str(http.base_url), timeout=120) as client:
-            response = client.post(
-                "/v1/attempts/batch", json={"attempts": records}, headers=bearer(keys.writer)
-            )
+            for _ in range(6):
+                response = client.post(
+                    "/v1/attempts/batch", json={"attempts": records}, headers=bearer(keys.writer)
+                )
+                if response.status_code != 503:
+                    break
+                time.sleep(min(float(response.headers.get("Retry-After", "1")), 2.0))
         assert response.status_code == 200, response.text
         return response.json()
 
