@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from kernelgraph.agent.commands.agent_cmd import _connect, _fail, console, make_backend, result_table
+from kernelgraph.agent.commands.agent_cmd import connect_or_exit, exit_with, console, make_backend, result_table
 
 if TYPE_CHECKING:
     from kernelgraph.agent.loop import OptimizeResult
@@ -51,7 +51,7 @@ def demo_cmd(
     if not target.available:
         target = get_target("cpu-x86-64-v2")
     backend = make_backend("c")
-    client = _connect(settings)
+    client = connect_or_exit(settings)
     unseen = get_task(DEMO_UNSEEN)
     try:
         console.rule(f"[bold]1. Building experience on {', '.join(DEMO_SEEN)} ({target.name})")
@@ -80,9 +80,9 @@ def demo_cmd(
                     optimize(unseen, backend, target, arm_proposer, client, budget, s, console=console)
                 )
     except OptimizeError as exc:
-        raise _fail(str(exc), 1) from None
+        raise exit_with(str(exc), 1) from None
     except KernelGraphError as exc:
-        raise _fail(f"experience graph: {exc.message}", 1) from None
+        raise exit_with(f"experience graph: {exc.message}", 1) from None
     finally:
         client.close()
     table = Table(title=f"{DEMO_UNSEEN} (unseen) at {budget} attempts: speedup over the naive baseline")
@@ -123,14 +123,14 @@ def _transfer_finding(settings: Settings) -> None:
     from kernelgraph.service.importers.kernelbench import SHIPPED_TIMINGS, import_timings
 
     console.rule("[bold]3. Real GPUs: does torch.compile's effect on one GPU predict it on another?")
-    client = _connect(settings.model_copy(update={"namespace": KERNELBENCH_NAMESPACE}))
+    client = connect_or_exit(settings.model_copy(update={"namespace": KERNELBENCH_NAMESPACE}))
     try:
         with console.status("Importing KernelBench's published timings (first run only)...") as status:
             summary = import_timings(SHIPPED_TIMINGS, client, progress=lambda text: status.update(text))
             status.update("Computing the transfer matrix...")
             matrix = client.transfer_matrix()
     except KernelGraphError as exc:
-        raise _fail(f"experience graph: {exc.message}", 1) from None
+        raise exit_with(f"experience graph: {exc.message}", 1) from None
     finally:
         client.close()
     console.print(f"{summary.speedups} eager/compiled pairs on {len(matrix.targets)} GPUs "

@@ -28,7 +28,8 @@ err = Console(stderr=True)
 PROPOSERS = ("memoryless", "experience", "text", "hybrid", "llm")
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
+def exit_with(message: str, code: int = 2) -> typer.Exit:
+    """Print one error line; returns the exit for the caller to raise."""
     err.print(f"[bold red]error:[/] {message}", highlight=False)
     return typer.Exit(code)
 
@@ -42,7 +43,7 @@ def make_backend(name: str, *, quick: bool = True) -> Backend:
     try:
         Sandbox().check_available()
     except SandboxUnavailable as exc:
-        raise _fail(str(exc)) from None
+        raise exit_with(str(exc)) from None
     if name == "c":
         from kernelgraph.agent.backends.c import CBackend
         from kernelgraph.agent.backends.timing import FAST_TIMING, TimingPlan
@@ -53,7 +54,7 @@ def make_backend(name: str, *, quick: bool = True) -> Backend:
         from kernelgraph.agent.backends.triton import TritonBackend
 
         return TritonBackend()
-    raise _fail(f"unknown backend {name!r}; known: c, triton")
+    raise exit_with(f"unknown backend {name!r}; known: c, triton")
 
 
 def make_proposer(
@@ -74,22 +75,22 @@ def make_proposer(
         from kernelgraph.agent.proposers.llm import LLMProposer
 
         if not os.environ.get("ANTHROPIC_API_KEY"):
-            raise _fail("the llm proposer needs ANTHROPIC_API_KEY in the environment")
+            raise exit_with("the llm proposer needs ANTHROPIC_API_KEY in the environment")
         retriever = ExperienceProposer(client, seed=seed, exclude_task=exclude_task)
         return LLMProposer.from_settings(settings, retriever=retriever, seed=seed)
-    raise _fail(f"unknown proposer {kind!r}; known: {', '.join(PROPOSERS)}")
+    raise exit_with(f"unknown proposer {kind!r}; known: {', '.join(PROPOSERS)}")
 
 
-def _connect(settings: Settings) -> ExperienceClient:
+def connect_or_exit(settings: Settings) -> ExperienceClient:
     from kernelgraph.client import connect
     from kernelgraph.client.errors import KernelGraphError
 
     try:
         return connect(settings)
     except KernelGraphError as exc:
-        raise _fail(f"cannot reach the experience graph: {exc.message}", 1) from None
+        raise exit_with(f"cannot reach the experience graph: {exc.message}", 1) from None
     except Exception as exc:  # the driver's own errors (auth, unreachable) carry no domain type yet
-        raise _fail(f"cannot reach the experience graph: {exc}", 1) from None
+        raise exit_with(f"cannot reach the experience graph: {exc}", 1) from None
 
 
 def result_table(results: list[OptimizeResult], title: str) -> Table:
@@ -145,26 +146,26 @@ def optimize_cmd(
     from kernelgraph.client.settings import get_settings
 
     if proposer_kind not in PROPOSERS:
-        raise _fail(f"unknown proposer {proposer_kind!r}; known: {', '.join(PROPOSERS)}")
+        raise exit_with(f"unknown proposer {proposer_kind!r}; known: {', '.join(PROPOSERS)}")
     try:
         task = get_task(task_name, backend_name)
         target = get_target(target_name)
     except (UnknownTaskError, UnknownTargetError) as exc:
-        raise _fail(str(exc)) from None
+        raise exit_with(str(exc)) from None
     if not target.available:
-        raise _fail(f"target {target.name} is unavailable here: {target.unavailable_reason}")
+        raise exit_with(f"target {target.name} is unavailable here: {target.unavailable_reason}")
     settings = get_settings()
     backend = make_backend(backend_name, quick=not full_timing)
-    client = _connect(settings)
+    client = connect_or_exit(settings)
     try:
         proposer = make_proposer(proposer_kind, client, settings, seed, exclude_task)
         result = optimize(
             task, backend, target, proposer, client, budget, seed, console=None if as_json else console
         )
     except OptimizeError as exc:
-        raise _fail(str(exc), 1) from None
+        raise exit_with(str(exc), 1) from None
     except KernelGraphError as exc:
-        raise _fail(f"experience graph: {exc.message}", 1) from None
+        raise exit_with(f"experience graph: {exc.message}", 1) from None
     finally:
         client.close()
     if out is not None:
