@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from kernelgraph.agent.commands.agent_cmd import connect_or_exit, exit_with, console, make_backend, result_table
+from kernelgraph.agent.commands.agent_cmd import (
+    connect_or_exit,
+    console,
+    exit_with,
+    make_backend,
+    result_table,
+)
 
 if TYPE_CHECKING:
     from kernelgraph.agent.loop import OptimizeResult
