@@ -180,7 +180,8 @@ class LocalNeo4j:
         """Set a random initial password before the first start and keep it in a 0600 file."""
         if self.password_file.exists():
             return self.password_file.read_text().strip()
-        password = secrets.token_urlsafe(18)
+        # Hex, never url-safe base64: a password starting with "-" is read by neo4j-admin as an option.
+        password = secrets.token_hex(16)
         result = subprocess.run(
             self._java(ADMIN, "dbms", "set-initial-password", password),
             capture_output=True, text=True, env=self._env(), check=False,
