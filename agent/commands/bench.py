@@ -44,7 +44,42 @@ def sandbox(
         typer.echo(f"saved to {path}")
 
 
+STUDY_TASKS = "matmul,transpose,matvec,softmax,rmsnorm,stencil2d,elementwise_chain,reduction,layernorm"
+
+
+def landscape(
+    tasks: str = typer.Option(STUDY_TASKS, "--tasks", help="comma-separated C tasks with instances"),
+    label: str = typer.Option("A", "--label", help="names this measurement; measure twice for noise"),
+    target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build and time for"),
+    directory: str = typer.Option("results/landscapes", "--dir", help="where landscapes are kept"),
+    fraction: float = typer.Option(
+        1.0, "--fraction", min=0.5, max=1.0, help="share of each config space to measure (>= half)"
+    ),
+) -> None:
+    """Measure every config of each task at each of its instances (resumable; see docs/results.md)."""
+    from pathlib import Path
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kernelgraph.agent.bench.landscapes import measure_landscape
+    from kernelgraph.agent.targets import get_target
+    from kernelgraph.agent.tasks import get_task
+
+    chosen = [get_task(name) for name in tasks.split(",") if name]
+    for task in chosen:
+        if not task.instances:
+            typer.echo(f"error: --tasks: task {task.name!r} defines no instances", err=True)
+            raise typer.Exit(2)
+    cpu = get_target(target)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns) as progress:
+        for task in chosen:
+            path = measure_landscape(task, cpu, Path(directory), label, fraction=fraction, progress=progress)
+            progress.console.print(f"{task.name}: {path}")
+
+
 def register(bench_app: typer.Typer) -> None:
     """Add the agent's benchmarks to the `bench` group (kernelgraph/cli.py owns it)."""
     bench_app.command("gpu")(gpu)
     bench_app.command("sandbox")(sandbox)
+    bench_app.command("landscape")(landscape)

@@ -81,6 +81,19 @@ class NoRendererError(UnknownTaskError):
         return f"task {self.name!r} has no renderer for backend {self.backend!r}{known}"
 
 
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One problem size of a task. The source is the same at every size (sizes are run-time `int`
+    arguments), so only a measurement can tell two instances apart (docs/study.md)."""
+
+    name: str  # e.g. "512x768"
+    shape: Shape  # what the task's `inputs_at` takes
+    regime: str  # where the working set sits on the study host: "L1", "L2" or "LLC"
+
+
 @dataclass(frozen=True)
 class Task:
     """A task as one backend sees it: the definition's numpy side plus that backend's config space.
@@ -107,6 +120,11 @@ class Task:
     sizes: Callable[[Arrays], Mapping[str, int]] = field(default=lambda inputs: {})
     # Output dtypes that differ from `dtype` (e.g. a histogram's int32 counts); others use `dtype`.
     output_dtypes: Mapping[str, str] = field(default_factory=dict)
+    # Inputs of any shape (`make_inputs` is this at the task's small and full shapes), the
+    # instances the study measures, and which one this Task object times ("" = the full shape).
+    inputs_at: Callable[[int, Shape], Arrays] | None = None
+    instances: tuple[Instance, ...] = ()
+    instance: str = ""
 
     @property
     def tolerance(self) -> Tolerance:
@@ -119,6 +137,27 @@ class Task:
         if backend not in self.render:
             raise NoRendererError(self.name, backend, [])
         return self.render[backend](config)
+
+    def instance_named(self, name: str) -> Instance:
+        for candidate in self.instances:
+            if candidate.name == name:
+                return candidate
+        known = ", ".join(i.name for i in self.instances) or "none"
+        raise KeyError(f"task {self.name!r} has no instance {name!r}; its instances: {known}")
+
+    def at(self, instance: Instance | str) -> Task:
+        """This task timed at `instance`'s shape; correctness is still checked on the small inputs
+        (whose odd sizes exercise edge handling)."""
+        chosen = self.instance_named(instance) if isinstance(instance, str) else instance
+        inputs_at = self.inputs_at
+        if inputs_at is None:
+            raise ValueError(f"task {self.name!r} defines no inputs_at, so it has no instances")
+        small_inputs = self.make_inputs
+
+        def make_inputs(seed: int, small: bool) -> Arrays:
+            return small_inputs(seed, True) if small else inputs_at(seed, chosen.shape)
+
+        return replace(self, make_inputs=make_inputs, instance=chosen.name)
 
     def with_renderer(self, renderer: Renderer) -> Task:
         """This task as `renderer`'s backend sees it: the same inputs, reference and roofline counts

@@ -17,16 +17,20 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = 8 * 1024 * 1024, 30_011
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
+def inputs_at(seed: int, shape: Shape) -> Arrays:
     g = rng(seed)
-    n = SMALL if small else FULL
+    (n,) = shape
     return {"x": f32(g.standard_normal(n)), "z": f32(g.standard_normal(n))}
+
+
+def make_inputs(seed: int, small: bool) -> Arrays:
+    return inputs_at(seed, (SMALL,) if small else (FULL,))
 
 
 def reference(inputs: Arrays) -> Arrays:
@@ -75,6 +79,13 @@ def render_c(config: Config) -> str:
     )
 
 
+INSTANCES = (
+    Instance("4096", (4096,), "L1"),
+    Instance("131072", (131072,), "L2"),
+    Instance("2097152", (2097152,), "LLC"),
+)
+
+
 def task() -> Task:
     return Task(
         name="elementwise_chain",
@@ -106,5 +117,7 @@ def task() -> Task:
             schedule(),
         ),
         render={"c": render_c},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
         sizes=lambda x: {"n": x["x"].size},
     )

@@ -15,21 +15,25 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 1024), (33, 70)
 EPS = 1e-5
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    r, c = SMALL if small else FULL
+def inputs_at(seed: int, shape: Shape) -> Arrays:
+    r, c = shape
     g = rng(seed)
     return {
         "x": f32(g.standard_normal((r, c))),
         "gamma": f32(g.uniform(0.5, 1.5, c)),
         "beta": f32(g.uniform(-0.5, 0.5, c)),
     }
+
+
+def make_inputs(seed: int, small: bool) -> Arrays:
+    return inputs_at(seed, SMALL if small else FULL)
 
 
 def reference(inputs: Arrays) -> Arrays:
@@ -90,6 +94,14 @@ def render_c(config: Config) -> str:
     )
 
 
+# The study's development set (docs/results.md): tuned on, never reported.
+INSTANCES = (
+    Instance("16x512", (16, 512), "L1"),
+    Instance("256x1024", (256, 1024), "L2"),
+    Instance("2048x1024", (2048, 1024), "LLC"),
+)
+
+
 def task() -> Task:
     return Task(
         name="layernorm",
@@ -119,5 +131,7 @@ def task() -> Task:
             schedule(),
         ),
         render={"c": render_c},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
         sizes=lambda x: {"r": x["x"].shape[0], "c": x["x"].shape[1]},
     )

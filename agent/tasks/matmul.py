@@ -14,16 +14,20 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     unroll,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 N_FULL, N_SMALL = 300, 72  # 72 is not a multiple of any tile: edge handling gets checked
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    n = N_SMALL if small else N_FULL
+def inputs_at(seed: int, shape: Shape) -> Arrays:
+    (n,) = shape
     g = rng(seed)
     return {"a": f32(g.uniform(-1, 1, (n, n))), "b": f32(g.uniform(-1, 1, (n, n)))}
+
+
+def make_inputs(seed: int, small: bool) -> Arrays:
+    return inputs_at(seed, (N_SMALL,) if small else (N_FULL,))
 
 
 def reference(inputs: Arrays) -> Arrays:
@@ -115,6 +119,14 @@ BEST_KNOWN: Config = {
 }
 
 
+# Compute-bound: serial code wins while the whole problem sits in L1; tiling and threads pay later.
+INSTANCES = (
+    Instance("48", (48,), "L1"),
+    Instance("112", (112,), "L2"),
+    Instance("208", (208,), "L2"),
+)
+
+
 def task() -> Task:
     return Task(
         name="matmul",
@@ -138,5 +150,7 @@ def task() -> Task:
             set_knob(Transform.CHANGE_LAYOUT, "layout", ("transposed", "row")),
         ),
         render={"c": render_c},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
         sizes=lambda x: {"n": x["a"].shape[0]},
     )

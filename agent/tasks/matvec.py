@@ -15,16 +15,20 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (6144, 2048), (67, 45)
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    m, n = SMALL if small else FULL
+def inputs_at(seed: int, shape: Shape) -> Arrays:
+    m, n = shape
     g = rng(seed)
     return {"a": f32(g.uniform(-1, 1, (m, n))), "x": f32(g.uniform(-1, 1, n))}
+
+
+def make_inputs(seed: int, small: bool) -> Arrays:
+    return inputs_at(seed, SMALL if small else FULL)
 
 
 def reference(inputs: Arrays) -> Arrays:
@@ -94,6 +98,14 @@ def _row_only(config: Config) -> bool:
     return bool(config["order"] == "row")
 
 
+INSTANCES = (
+    Instance("48x96", (48, 96), "L1"),
+    Instance("512x768", (512, 768), "L2"),
+    Instance("4096x1024", (4096, 1024), "LLC"),
+    Instance("256x16384", (256, 16384), "LLC"),
+)
+
+
 def task() -> Task:
     return Task(
         name="matvec",
@@ -145,5 +157,7 @@ def task() -> Task:
             schedule(),
         ),
         render={"c": render_c},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
         sizes=lambda x: {"m": x["a"].shape[0], "n": x["a"].shape[1]},
     )

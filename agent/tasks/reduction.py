@@ -15,14 +15,18 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = 8 * 1024 * 1024, 100_003
 
 
+def inputs_at(seed: int, shape: Shape) -> Arrays:
+    return {"x": f32(rng(seed).uniform(-1, 1, shape))}
+
+
 def make_inputs(seed: int, small: bool) -> Arrays:
-    return {"x": f32(rng(seed).uniform(-1, 1, SMALL if small else FULL))}
+    return inputs_at(seed, (SMALL,) if small else (FULL,))
 
 
 def reference(inputs: Arrays) -> Arrays:
@@ -53,6 +57,13 @@ def render_c(config: Config) -> str:
     )
 
 
+INSTANCES = (
+    Instance("8192", (8192,), "L1"),
+    Instance("262144", (262144,), "L2"),
+    Instance("2097152", (2097152,), "LLC"),
+)
+
+
 def task() -> Task:
     return Task(
         name="reduction",
@@ -74,5 +85,7 @@ def task() -> Task:
             schedule(),
         ),
         render={"c": render_c},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
         sizes=lambda x: {"n": x["x"].size},
     )

@@ -16,17 +16,21 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 2048), (31, 66)
 EPS = 1e-6
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    r, c = SMALL if small else FULL
+def inputs_at(seed: int, shape: Shape) -> Arrays:
+    r, c = shape
     g = rng(seed)
     return {"x": f32(g.standard_normal((r, c))), "w": f32(g.uniform(0.5, 1.5, c))}
+
+
+def make_inputs(seed: int, small: bool) -> Arrays:
+    return inputs_at(seed, SMALL if small else FULL)
 
 
 def reference(inputs: Arrays) -> Arrays:
@@ -71,6 +75,14 @@ def render_c(config: Config) -> str:
     )
 
 
+INSTANCES = (
+    Instance("16x512", (16, 512), "L1"),
+    Instance("128x2048", (128, 2048), "L2"),
+    Instance("1024x2048", (1024, 2048), "LLC"),
+    Instance("32x32768", (32, 32768), "LLC"),
+)
+
+
 def task() -> Task:
     return Task(
         name="rmsnorm",
@@ -100,5 +112,7 @@ def task() -> Task:
             schedule(),
         ),
         render={"c": render_c},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
         sizes=lambda x: {"r": x["x"].shape[0], "c": x["x"].shape[1]},
     )

@@ -19,15 +19,19 @@ from kernelgraph.agent.tasks._common import (
     vloop,
     with_,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Task, TransformSpec
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task, TransformSpec
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 1024), (37, 50)
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    r, c = SMALL if small else FULL
+def inputs_at(seed: int, shape: Shape) -> Arrays:
+    r, c = shape
     return {"x": f32(rng(seed).standard_normal((r, c)) * 3.0)}
+
+
+def make_inputs(seed: int, small: bool) -> Arrays:
+    return inputs_at(seed, SMALL if small else FULL)
 
 
 def reference(inputs: Arrays) -> Arrays:
@@ -104,6 +108,14 @@ def _strength_reduce(config: Config, params: Mapping[str, Any]) -> Config | None
     return None if key is None else with_(config, **{key: True})
 
 
+INSTANCES = (
+    Instance("16x256", (16, 256), "L1"),
+    Instance("256x1024", (256, 1024), "L2"),
+    Instance("2048x1024", (2048, 1024), "LLC"),
+    Instance("16384x64", (16384, 64), "LLC"),
+)
+
+
 def task() -> Task:
     return Task(
         name="softmax",
@@ -139,5 +151,7 @@ def task() -> Task:
             schedule(),
         ),
         render={"c": render_c},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
         sizes=lambda x: {"r": x["x"].shape[0], "c": x["x"].shape[1]},
     )

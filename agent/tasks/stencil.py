@@ -16,15 +16,19 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 1024), (41, 53)
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    h, w = SMALL if small else FULL
+def inputs_at(seed: int, shape: Shape) -> Arrays:
+    h, w = shape
     return {"u": f32(rng(seed).uniform(0, 1, (h, w)))}
+
+
+def make_inputs(seed: int, small: bool) -> Arrays:
+    return inputs_at(seed, SMALL if small else FULL)
 
 
 def reference(inputs: Arrays) -> Arrays:
@@ -77,6 +81,13 @@ def render_c(config: Config) -> str:
     )
 
 
+INSTANCES = (
+    Instance("48x64", (48, 64), "L1"),
+    Instance("384x512", (384, 512), "L2"),
+    Instance("1024x2048", (1024, 2048), "LLC"),
+)
+
+
 def task() -> Task:
     return Task(
         name="stencil2d",
@@ -113,5 +124,7 @@ def task() -> Task:
             schedule(),
         ),
         render={"c": render_c},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
         sizes=lambda x: {"h": x["u"].shape[0], "w": x["u"].shape[1]},
     )

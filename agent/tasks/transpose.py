@@ -16,15 +16,19 @@ from kernelgraph.agent.tasks._common import (
     set_knob,
     turn_on,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (1536, 1536), (70, 45)
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    r, c = SMALL if small else FULL
+def inputs_at(seed: int, shape: Shape) -> Arrays:
+    r, c = shape
     return {"a": f32(rng(seed).standard_normal((r, c)))}
+
+
+def make_inputs(seed: int, small: bool) -> Arrays:
+    return inputs_at(seed, SMALL if small else FULL)
 
 
 def render_c(config: Config) -> str:
@@ -57,6 +61,13 @@ def render_c(config: Config) -> str:
     )
 
 
+INSTANCES = (
+    Instance("64x64", (64, 64), "L1"),
+    Instance("384x384", (384, 384), "L2"),
+    Instance("4096x512", (4096, 512), "LLC"),
+)
+
+
 def task() -> Task:
     return Task(
         name="transpose",
@@ -84,5 +95,7 @@ def task() -> Task:
             schedule(),
         ),
         render={"c": render_c},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
         sizes=lambda x: {"r": x["a"].shape[0], "c": x["a"].shape[1]},
     )

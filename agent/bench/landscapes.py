@@ -1,0 +1,191 @@
+"""`kernelgraph bench landscape`: measure a task's whole config space at each of its instances.
+
+A landscape is the measured time of every config of a task's C config space (every config the
+shared transforms reach from the baseline, `count_configs`) at every instance (problem size) of the
+task, taken with the sandboxed evaluator: each config is built and checked for correctness once, then
+timed at each instance with its timed outputs verified. It is what the study (docs/results.md) scores
+arms against: the oracle is the landscape's best config.
+
+Points are appended, one JSON line each, to `<dir>/<label>/<task>.jsonl` as they are measured, so a
+run interrupted is resumed where it stopped (memoized by config and instance). Each point records
+when it was measured and the machine's load average then, and each landscape its host: two
+landscapes (labels) are two independent measurements, never one reused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.progress import Progress
+
+from kernelgraph.agent.backends.c import CBackend, gcc_version
+from kernelgraph.agent.backends.timing import TimingPlan
+from kernelgraph.agent.evaluator import EVALUATOR_VERSION
+from kernelgraph.agent.targets import Target, host_identity
+from kernelgraph.agent.tasks._common import count_configs
+from kernelgraph.agent.tasks.base import Config, Task
+
+# Lighter than the loop's FAST_TIMING (>= 20 trials) so that ~10^4 points fit in the machine budget;
+# the noise this leaves is shown by measuring every landscape twice (docs/results.md).
+LANDSCAPE_TIMING = TimingPlan(
+    warmup=2, min_trials=7, max_trials=25, budget_s=0.25, target_rel_iqr=0.03, verified_calls=2
+)
+LANDSCAPE_VERSION = 1
+
+
+def config_key(config: Config) -> str:
+    """One config's identity in a landscape (keys sorted, JSON)."""
+    return json.dumps(dict(config), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured (config, instance) of a landscape."""
+
+    config: str  # config_key
+    instance: str
+    outcome: str  # "kept" when correct and timed; otherwise why not
+    median_ns: float | None
+    iqr_ns: float | None
+    trials: int
+    measured_at: str
+    load_average: tuple[float, float, float]
+
+
+def space(task: Task) -> list[Config]:
+    """The task's whole config space, baseline first (the order the landscape measures it in)."""
+    return count_configs(task.baseline_config, task.transforms)
+
+
+def landscape_path(directory: Path, label: str, task: str) -> Path:
+    return directory / label / f"{task}.jsonl"
+
+
+def _header(task: Task, target: Target, label: str) -> dict[str, Any]:
+    return {
+        "kind": "header",
+        "landscape_version": LANDSCAPE_VERSION,
+        "label": label,
+        "task": task.name,
+        "family": task.family,
+        "instances": [{"name": i.name, "shape": list(i.shape), "regime": i.regime} for i in task.instances],
+        "configs": len(space(task)),
+        "target": target.name,
+        "host": host_identity(),
+        "machine": platform.machine(),
+        "gcc": gcc_version(),
+        "evaluator_version": EVALUATOR_VERSION,
+        "timing": LANDSCAPE_TIMING.request() | {"verified_calls": LANDSCAPE_TIMING.verified_calls},
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def read_landscape(path: Path) -> tuple[dict[str, Any], list[Point]]:
+    """The header and the points of one landscape file (a resumed file has several headers: the first)."""
+    header: dict[str, Any] = {}
+    points: list[Point] = []
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if row.get("kind") == "header":
+            header = header or row
+            continue
+        points.append(
+            Point(
+                config=row["config"],
+                instance=row["instance"],
+                outcome=row["outcome"],
+                median_ns=row["median_ns"],
+                iqr_ns=row["iqr_ns"],
+                trials=row["trials"],
+                measured_at=row["measured_at"],
+                load_average=tuple(row["load_average"]),
+            )
+        )
+    return header, points
+
+
+def _measure_config(
+    backend: CBackend, task: Task, target: Target, config: Config, instances: Sequence[str]
+) -> Iterator[Point]:
+    source = task.source("c", config)
+    checked = backend.check(task, source, target)
+    for name in instances:
+        if not checked.correct:
+            profile_outcome, median, iqr, trials = str(checked.outcome), None, None, 0
+        else:
+            result = backend.profile(task.at(name), source, target)
+            profile_outcome = str(result.outcome)
+            ok = result.outcome.value == "kept"
+            median, iqr = (result.median_ns, result.iqr_ns) if ok else (None, None)
+            trials = result.trials
+        yield Point(
+            config=config_key(config),
+            instance=name,
+            outcome=profile_outcome,
+            median_ns=median,
+            iqr_ns=iqr,
+            trials=trials,
+            measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            load_average=os.getloadavg(),
+        )
+
+
+def measure_landscape(
+    task: Task,
+    target: Target,
+    directory: Path,
+    label: str,
+    *,
+    fraction: float = 1.0,
+    progress: Progress | None = None,
+) -> Path:
+    """Measure (or resume) `task`'s landscape `label`; returns the JSONL file.
+
+    `fraction` < 1 measures an evenly spaced share of the config space (baseline included), for
+    spaces too large for the machine budget; the share is recorded in the header.
+    """
+    path = landscape_path(directory, label, task.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    done: set[tuple[str, str]] = set()
+    if path.exists():
+        done = {(p.config, p.instance) for p in read_landscape(path)[1]}
+    configs = space(task)
+    if fraction < 1.0:
+        step = 1.0 / fraction
+        configs = [configs[int(i * step)] for i in range(int(len(configs) * fraction))]
+    names = [i.name for i in task.instances]
+    backend = CBackend(counters=False, timing=LANDSCAPE_TIMING)
+    todo = [c for c in configs if any((config_key(c), n) not in done for n in names)]
+    bar = progress.add_task(f"{label}/{task.name}", total=len(configs)) if progress else None
+    if progress and bar is not None:
+        progress.update(bar, completed=len(configs) - len(todo))
+    with path.open("a") as out:
+        out.write(json.dumps(_header(task, target, label) | {"fraction": fraction}) + "\n")
+        for config in todo:
+            missing = [n for n in names if (config_key(config), n) not in done]
+            for point in _measure_config(backend, task, target, config, missing):
+                out.write(json.dumps(point.__dict__) + "\n")
+                out.flush()
+            if progress and bar is not None:
+                progress.advance(bar)
+    return path
+
+
+def best_by_instance(points: Sequence[Point]) -> Mapping[str, tuple[str, float]]:
+    """instance -> (config_key, median_ns) of its fastest correct config."""
+    best: dict[str, tuple[str, float]] = {}
+    for p in points:
+        if p.median_ns is None:
+            continue
+        if p.instance not in best or p.median_ns < best[p.instance][1]:
+            best[p.instance] = (p.config, p.median_ns)
+    return best
