@@ -82,7 +82,7 @@ def render_c(config: Config) -> str:
 INSTANCES = (
     Instance("4096", (4096,), "L1"),
     Instance("131072", (131072,), "L2"),
-    Instance("2097152", (2097152,), "LLC"),
+    Instance("1048576", (1048576,), "LLC"),
 )
 
 

@@ -101,8 +101,8 @@ def _row_only(config: Config) -> bool:
 INSTANCES = (
     Instance("48x96", (48, 96), "L1"),
     Instance("512x768", (512, 768), "L2"),
-    Instance("4096x1024", (4096, 1024), "LLC"),
-    Instance("256x16384", (256, 16384), "LLC"),
+    Instance("2048x1024", (2048, 1024), "LLC"),
+    Instance("128x16384", (128, 16384), "LLC"),
 )
 
 

@@ -78,7 +78,7 @@ def render_c(config: Config) -> str:
 INSTANCES = (
     Instance("16x512", (16, 512), "L1"),
     Instance("128x2048", (128, 2048), "L2"),
-    Instance("1024x2048", (1024, 2048), "LLC"),
+    Instance("512x2048", (512, 2048), "LLC"),
     Instance("32x32768", (32, 32768), "LLC"),
 )
 

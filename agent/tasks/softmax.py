@@ -111,7 +111,7 @@ def _strength_reduce(config: Config, params: Mapping[str, Any]) -> Config | None
 INSTANCES = (
     Instance("16x256", (16, 256), "L1"),
     Instance("256x1024", (256, 1024), "L2"),
-    Instance("2048x1024", (2048, 1024), "LLC"),
+    Instance("1024x1024", (1024, 1024), "LLC"),
     Instance("16384x64", (16384, 64), "LLC"),
 )
 

@@ -84,7 +84,7 @@ def render_c(config: Config) -> str:
 INSTANCES = (
     Instance("48x64", (48, 64), "L1"),
     Instance("384x512", (384, 512), "L2"),
-    Instance("1024x2048", (1024, 2048), "LLC"),
+    Instance("1024x1024", (1024, 1024), "LLC"),
 )
 
 

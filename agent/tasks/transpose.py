@@ -64,7 +64,7 @@ def render_c(config: Config) -> str:
 INSTANCES = (
     Instance("64x64", (64, 64), "L1"),
     Instance("384x384", (384, 384), "L2"),
-    Instance("4096x512", (4096, 512), "LLC"),
+    Instance("2048x512", (2048, 512), "LLC"),
 )
 
 
