@@ -81,9 +81,11 @@ class TargetKind(StrEnum):
 
 
 class RetrievalMode(StrEnum):
-    COUNTERS = "counters"
-    TEXT = "text"
-    HYBRID = "hybrid"
+    COUNTERS = "counters"  # states nearest by counter signature (the thesis)
+    TEXT = "text"  # states of the kernels nearest by source text
+    HYBRID = "hybrid"  # both, a state found both ways keeping the mean of its two similarities
+    LABEL = "label"  # the states recorded for the task labels in `tasks`, alike
+    GLOBAL = "global"  # every stored state alike: the prior of all experience
 
 
 class Role(StrEnum):
@@ -282,6 +284,7 @@ class RetrieveRequest(Strict):
     source: Annotated[str, StringConstraints(max_length=MAX_SOURCE_CHARS)] | None = None
     k: Annotated[int, Field(ge=1, le=200)] = 20
     limit: Annotated[int, Field(ge=1, le=100)] = 10
+    tasks: Annotated[list[Name], Field(min_length=1, max_length=64)] | None = None  # label mode
     exclude_task: Name | None = None  # held-out evaluation: ignore experience from this task
     exclude_tasks: Annotated[list[Name], Field(max_length=64)] = Field(
         default_factory=list
@@ -335,6 +338,7 @@ class RetrieveResponse(BaseModel):
     signature: list[float] | None  # the signature the neighbours were found by (None in text mode)
     neighbours: int
     neighbour_ids: list[str]  # the neighbouring states' measurement ids, most similar first
+    neighbour_scores: list[float] = Field(default_factory=list)  # their similarities, same order
     transforms: list[RetrievedTransform]
     # How the evidence was scored, so that a client weighs its own attempts the same way:
     failure_log_speedup: float  # the log speedup an attempt without a runtime counts as

@@ -35,7 +35,7 @@ _register()
 EXTRA_OF_MODULE = {
     "neo4j": "service", "fastapi": "service", "uvicorn": "service", "mcp": "service",
     "sentence_transformers": "service", "numpy": "agent", "matplotlib": "agent",
-    "triton": "triton", "torch": "triton", "anthropic": "llm",
+    "triton": "triton", "torch": "triton", "anthropic": "llm", "optuna": "study", "scipy": "study",
 }  # fmt: skip
 
 

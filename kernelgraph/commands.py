@@ -228,6 +228,129 @@ def ablation(
     )
 
 
+def study(
+    quick: bool = typer.Option(
+        False, "--quick", help="2 tasks, K=4, 3 seeds, instances held out only (a check, not evidence)"
+    ),
+    development: bool = typer.Option(
+        False, "--development", help="evaluate the development set (layernorm) for each k to choose from"
+    ),
+    neighbours: int | None = typer.Option(
+        None,
+        "--neighbours",
+        min=1,
+        max=200,
+        help="k of counters/text/hybrid retrieval (default: the protocol's)",
+    ),
+    target: str = typer.Option(
+        "cpu-x86-64-v2", "--target", help="the target the landscapes were measured on"
+    ),
+    landscapes: str = typer.Option(
+        "results/landscapes", "--landscapes", help="measured landscapes and states"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON summary (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where reports and logs are saved"),
+    docs: bool = typer.Option(False, "--docs", help="write docs/study-results.md and its plots"),
+) -> None:
+    """The thesis study v2 on measured landscapes (protocol: docs/results.md)."""
+    import gzip
+    import json
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from kernelgraph.agent.targets import get_target
+    from kernelgraph.client.reports import save_report, timestamp
+    from kernelgraph.service.commands.graph import cli_errors, open_store
+    from kernelgraph.service.embeddings import MiniLMEmbedder
+    from kernelgraph.service.knowledge import KnowledgeService
+    from kernelgraph.studies import thesis
+
+    plan = thesis.StudyPlan(neighbours=neighbours or thesis.NEIGHBOURS)
+    name = "study"
+    if quick:
+        plan = thesis.StudyPlan(
+            eval_tasks=thesis.QUICK_TASKS, dev_tasks=(), budgets=(4,), seeds=(0, 1, 2), splits=("instance",),
+            replicates=thesis.REPLICATES[:1], neighbours=plan.neighbours,
+        )  # fmt: skip
+        name = "study-quick"
+    console = Console(stderr=as_json)
+    command = "kernelgraph bench study " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    stamp = timestamp()
+    out = Path(results_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    log_path = out / f"{name}-retrievals-{stamp}.jsonl"
+    with open_store() as store, cli_errors(), log_path.open("w") as log:
+        knowledge = KnowledgeService(store, MiniLMEmbedder())
+
+        def write(entry: dict[str, object]) -> None:
+            log.write(json.dumps(entry) + "\n")
+
+        if development:
+            dev: dict[str, object] = {}
+            for k in thesis.NEIGHBOUR_CHOICES:
+                report = thesis.run_study(
+                    knowledge, thesis.StudyPlan(neighbours=k, splits=("development",)), get_target(target),
+                    Path(landscapes), namespace=f"study-dev-{stamp.lower()}-k{k}", console=console,
+                    development=True, log=write,
+                )  # fmt: skip
+                dev[str(k)] = report["summary"]["development"]["arms"]["counters"]["fraction_of_oracle"][
+                    str(thesis.PRIMARY_K)
+                ]
+                console.print(f"k={k}: counters@{thesis.PRIMARY_K} reaches {dev[str(k)]:.3f} of the oracle")
+            chosen = thesis.choose_neighbours(dev)
+            path = save_report(
+                {"command": command, "fraction_by_k": dev, "chosen_k": chosen}, out, "study-dev"
+            )
+            console.print(f"development set chooses k = {chosen} (saved to {path})")
+            return
+        report = thesis.run_study(
+            knowledge, plan, get_target(target), Path(landscapes), namespace=f"{name}-{stamp.lower()}",
+            console=console, log=write,
+        )  # fmt: skip
+    runs = report.pop("runs")
+    with gzip.open(out / f"{name}-runs-{stamp}.jsonl.gz", "wt") as f:
+        for row in runs:
+            f.write(json.dumps(row) + "\n")
+    report["command"] = command
+    report["retrieval_log"] = str(log_path)
+    path = save_report(report, out, name)
+    if docs:
+        images = {"curves": "img/study-curves.png", "heatmap": "img/study-heatmap.png"}
+        thesis.plot_curves(report, Path("docs") / images["curves"])
+        thesis.plot_heatmap(report, Path("docs") / images["heatmap"])
+        Path("docs/study-results.md").write_text(thesis.results_markdown(report, command, images))
+    headline = {
+        split: {
+            arm: data["arms"][arm]["fraction_of_oracle"] for arm in data["arms"]
+        } for split, data in report["summary"].items()
+    }  # fmt: skip
+    if as_json:
+        print(json.dumps({"saved": str(path), "fraction_of_oracle": headline}))
+        return
+    from rich.table import Table
+
+    for split, data in report["summary"].items():
+        table = Table(
+            "arm", *(f"@{k}" for k in plan.budgets), title=f"fraction of the oracle, held out: {split}s"
+        )
+        for arm, values in headline[split].items():
+            table.add_row(arm, *(f"{values[str(k)]:.3f}" for k in plan.budgets))
+        console.print(table)
+        for comparison, c in data["comparisons"].items():
+            if (
+                comparison.startswith("counters@")
+                and f"@{plan.budgets[-1] if quick else thesis.PRIMARY_K} " in comparison + " "
+            ):
+                console.print(
+                    f"{comparison}: {c['ratio']:.3f} [{c['ci'][0]:.3f}, {c['ci'][1]:.3f}] p={c['p_one_sided']:.3g}"
+                )
+    console.print(f"report saved to {path} ({report['wall_s']:.0f} s); retrievals logged to {log_path}")
+
+
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     app.command("demo")(demo_cmd)
     bench_app.command("ablation")(ablation)
+    bench_app.command("study")(study)

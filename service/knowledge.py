@@ -58,6 +58,7 @@ log = logging.getLogger(__name__)
 EXACT_SEARCH_MAX_STATES = 1_000  # up to this, exact scoring of every state is cheap and beats the index
 OVERFETCH = 5  # index candidates fetched per wanted neighbour, before namespace/task filtering
 MAX_FETCH_K = 2_000
+MAX_LABEL_STATES = 5_000  # label and global modes weigh states alike; beyond this, a sample of them
 OTHER_TARGET_WEIGHT = 0.7  # evidence from another target counts, but less
 FAILURE_LOG_SPEEDUP = -0.1  # a failed attempt (no runtime) costs a little: it wasted a try
 PRIOR_WEIGHT = 1.0  # shrinks transforms seen only a few times, far away, towards zero
@@ -400,6 +401,15 @@ class KnowledgeService:
                 neighbours[row["measurement_id"]] = (
                     row["score"] if previous is None else (previous + row["score"]) / 2
                 )
+        if req.mode in (RetrievalMode.LABEL, RetrievalMode.GLOBAL):
+            if req.mode is RetrievalMode.LABEL and not req.tasks:
+                raise InvalidInput("label mode needs `tasks`, the task labels to retrieve", field="tasks")
+            for row in self.store.read(
+                "states_by_task",
+                tasks=req.tasks if req.mode is RetrievalMode.LABEL else None,
+                namespaces=spaces, exclude_tasks=req.excluded_tasks, limit=MAX_LABEL_STATES,
+            ):  # fmt: skip
+                neighbours[row["measurement_id"]] = row["score"]
         rows = []
         if neighbours:
             rows = self.store.read(
@@ -413,12 +423,14 @@ class KnowledgeService:
                 limit=req.limit,
             )
         transforms = [_retrieved(row) for row in rows]
+        ranked = sorted(neighbours, key=lambda m: (-neighbours[m], m))
         return RetrieveResponse(
             mode=req.mode,
             target=req.target,
             signature=signature,
             neighbours=len(neighbours),
-            neighbour_ids=sorted(neighbours, key=lambda m: (-neighbours[m], m)),
+            neighbour_ids=ranked,
+            neighbour_scores=[neighbours[m] for m in ranked],
             transforms=transforms,
             failure_log_speedup=FAILURE_LOG_SPEEDUP,
             prior_weight=PRIOR_WEIGHT,
@@ -465,6 +477,11 @@ class KnowledgeService:
         embedder = self._embedder()
         self.embed_pending(namespaces)
         embedding = embedder.embed([source])[0]
+        if self._small(namespaces):  # searched as counters are, so the two baselines compare
+            return self.store.read(
+                "nearest_states_by_source_exact",
+                embedding=embedding, k=req.k, namespaces=namespaces, exclude_tasks=req.excluded_tasks,
+            )  # fmt: skip
         return self.store.read(
             "nearest_states_by_source",
             embedding=embedding, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,

@@ -189,3 +189,82 @@ def best_by_instance(points: Sequence[Point]) -> Mapping[str, tuple[str, float]]
         if p.instance not in best or p.median_ns < best[p.instance][1]:
             best[p.instance] = (p.config, p.median_ns)
     return best
+
+
+@dataclass(frozen=True)
+class State:
+    """A kernel's measured state at one instance: a profile with counters (cache counters included),
+    what retrieval is keyed on. The study measures the states its experience and queries start from."""
+
+    task: str
+    instance: str
+    config: str  # config_key
+    median_ns: float
+    counters: Mapping[str, float]
+    counter_source: str
+    tool_versions: Mapping[str, str]
+    evaluator_version: int | None
+    measured_at: str
+    load_average: tuple[float, float, float]
+
+
+def states_path(directory: Path) -> Path:
+    return directory / "states.jsonl"
+
+
+def read_states(path: Path) -> dict[tuple[str, str, str], State]:
+    """(task, instance, config_key) -> State, from a states file (absent: none)."""
+    if not path.exists():
+        return {}
+    states: dict[tuple[str, str, str], State] = {}
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        row["load_average"] = tuple(row["load_average"])
+        state = State(**row)
+        states[(state.task, state.instance, state.config)] = state
+    return states
+
+
+def measure_states(
+    task: Task,
+    target: Target,
+    wanted: Sequence[tuple[str, Config]],
+    directory: Path,
+    *,
+    progress: Progress | None = None,
+) -> dict[tuple[str, str, str], State]:
+    """Profile (with counters) each (instance, config) of `task` not measured yet; memoized in the
+    states file. A config that does not profile is reported, not stored."""
+    path = states_path(directory)
+    known = read_states(path)
+    todo = [(i, c) for i, c in wanted if (task.name, i, config_key(c)) not in known]
+    backend = CBackend(counters=True, timing=LANDSCAPE_TIMING)
+    bar = progress.add_task(f"states/{task.name}", total=len(todo)) if progress and todo else None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as out:
+        for instance, config in todo:
+            result = backend.profile(task.at(instance), task.source("c", config), target)
+            if result.outcome.value != "kept":
+                raise RuntimeError(
+                    f"{task.name} at {instance}: {config_key(config)} did not profile: {result.reason}"
+                )
+            state = State(
+                task=task.name,
+                instance=instance,
+                config=config_key(config),
+                median_ns=result.median_ns,
+                counters=dict(result.counters),
+                counter_source=str(result.counter_source),
+                tool_versions=dict(result.tool_versions),
+                evaluator_version=result.evaluator_version,
+                measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                load_average=os.getloadavg(),
+            )
+            out.write(json.dumps(state.__dict__) + "\n")
+            out.flush()
+            known[(state.task, state.instance, state.config)] = state
+            if progress and bar is not None:
+                progress.advance(bar)
+    return known
