@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 KG=${KG:-.venv/bin/kernelgraph}
 DIR=${LANDSCAPE_DIR:-results/landscapes}
-for task in layernorm matmul softmax elementwise_chain transpose matvec reduction stencil2d rmsnorm; do
+for task in layernorm matmul softmax elementwise_chain transpose matvec reduction; do
   for label in A B; do $KG bench landscape --tasks "$task" --label "$label" --dir "$DIR"; done
 done

@@ -44,7 +44,7 @@ def sandbox(
         typer.echo(f"saved to {path}")
 
 
-STUDY_TASKS = "matmul,transpose,matvec,softmax,rmsnorm,stencil2d,elementwise_chain,reduction,layernorm"
+STUDY_TASKS = "layernorm,matmul,softmax,elementwise_chain,transpose,matvec,reduction"
 
 
 def landscape(

@@ -60,9 +60,9 @@ from kernelgraph.client.models import (
 from kernelgraph.client.signature import CounterName, CounterSource
 
 # The protocol (docs/results.md, "Study v2: protocol"). Changing any of these is a new study.
-EVAL_TASKS: tuple[str, ...] = (
-    "matmul", "transpose", "matvec", "softmax", "rmsnorm", "stencil2d", "elementwise_chain", "reduction",
-)  # fmt: skip
+# Six tasks from six families: the ~3 h of machine time the landscapes may take fits these, twice
+# over, on 2 cores (stencil2d and rmsnorm have instances too, but were cut, whole, for time).
+EVAL_TASKS: tuple[str, ...] = ("matmul", "transpose", "matvec", "softmax", "elementwise_chain", "reduction")
 DEV_TASKS: tuple[str, ...] = ("layernorm",)  # the development set: tuned on, never reported
 BUDGETS: tuple[int, ...] = (4, 8, 16)
 SEEDS: tuple[int, ...] = tuple(range(10))
