@@ -168,7 +168,7 @@ def ablation(
     tasks: str = typer.Option("", "--tasks", help="comma-separated tasks (default: all CPU tasks)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON report is saved"),
-    docs: bool = typer.Option(False, "--docs", help="also write docs/results.md and docs/img/ablation.png"),
+    docs: bool = typer.Option(False, "--docs", help="also write docs/ablation-v1.md and docs/img/ablation.png"),
 ) -> None:
     """Matched-compute ablation: experience@K against memoryless@K and @4K, text@K and hybrid@K, held out by family."""
     import json
@@ -206,7 +206,7 @@ def ablation(
         study.plot(
             report["ablation"], Path("docs/img/ablation.png"), f"Held-out tasks on {target}, K={budget}"
         )
-        Path("docs/results.md").write_text(study.results_markdown(report, command, "img/ablation.png"))
+        Path("docs/ablation-v1.md").write_text(study.results_markdown(report, command, "img/ablation.png"))
     if as_json:
         print(
             json.dumps(
