@@ -168,7 +168,9 @@ def ablation(
     tasks: str = typer.Option("", "--tasks", help="comma-separated tasks (default: all CPU tasks)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON report is saved"),
-    docs: bool = typer.Option(False, "--docs", help="also write docs/ablation-v1.md and docs/img/ablation.png"),
+    docs: bool = typer.Option(
+        False, "--docs", help="also write docs/ablation-v1.md and docs/img/ablation.png"
+    ),
 ) -> None:
     """Matched-compute ablation: experience@K against memoryless@K and @4K, text@K and hybrid@K, held out by family."""
     import json
