@@ -91,10 +91,16 @@ def read_landscape(path: Path) -> tuple[dict[str, Any], list[Point]]:
     """The header and the points of one landscape file (a resumed file has several headers: the first)."""
     header: dict[str, Any] = {}
     points: list[Point] = []
-    for line in path.read_text().splitlines():
+    lines = path.read_text().splitlines()
+    for n, line in enumerate(lines):
         if not line.strip():
             continue
-        row = json.loads(line)
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines) - 1:  # a run killed mid-line: that point is measured again on resume
+                break
+            raise ValueError(f"{path}:{n + 1}: not a JSON line") from None
         if row.get("kind") == "header":
             header = header or row
             continue
@@ -157,6 +163,9 @@ def measure_landscape(
     path.parent.mkdir(parents=True, exist_ok=True)
     done: set[tuple[str, str]] = set()
     if path.exists():
+        text = path.read_text()
+        if text and not text.endswith("\n"):  # drop a line torn by a killed run before appending
+            path.write_text(text[: text.rfind("\n") + 1])
         done = {(p.config, p.instance) for p in read_landscape(path)[1]}
     configs = space(task)
     if fraction < 1.0:
