@@ -312,6 +312,10 @@ def study(
             knowledge, plan, get_target(target), Path(landscapes), namespace=f"{name}-{stamp.lower()}",
             console=console, log=write,
         )  # fmt: skip
+        if quick:  # a test of the mechanism, not evidence for the claim
+            report["mechanism"] = thesis.mechanism(
+                knowledge, get_target(target), Path(landscapes), namespace=f"{name}-{stamp.lower()}-mechanism"
+            )
     runs = report.pop("runs")
     with gzip.open(out / f"{name}-runs-{stamp}.jsonl.gz", "wt") as f:
         for row in runs:
@@ -330,7 +334,11 @@ def study(
         } for split, data in report["summary"].items()
     }  # fmt: skip
     if as_json:
-        print(json.dumps({"saved": str(path), "fraction_of_oracle": headline}))
+        print(
+            json.dumps(
+                {"saved": str(path), "fraction_of_oracle": headline, "mechanism": report.get("mechanism")}
+            )
+        )
         return
     from rich.table import Table
 
@@ -341,11 +349,9 @@ def study(
         for arm, values in headline[split].items():
             table.add_row(arm, *(f"{values[str(k)]:.3f}" for k in plan.budgets))
         console.print(table)
+        primary = plan.budgets[-1] if quick else thesis.PRIMARY_K
         for comparison, c in data["comparisons"].items():
-            if (
-                comparison.startswith("counters@")
-                and f"@{plan.budgets[-1] if quick else thesis.PRIMARY_K} " in comparison + " "
-            ):
+            if comparison.startswith(f"counters@{primary} "):
                 console.print(
                     f"{comparison}: {c['ratio']:.3f} [{c['ci'][0]:.3f}, {c['ci'][1]:.3f}] p={c['p_one_sided']:.3g}"
                 )
