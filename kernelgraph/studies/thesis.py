@@ -1073,3 +1073,40 @@ def _neighbour_labels(knowledge: Any, namespace: str, measurement_ids: Sequence[
     )
     by_id = {r["measurement_id"]: r["task"] for r in rows}
     return [by_id.get(m, "?") for m in measurement_ids]
+
+
+# ---------------------------------------------------------------------------------------------------
+# The declared success criteria, judged on a report
+
+
+def verdicts(report: Mapping[str, Any], split: str = "instance") -> dict[str, dict[str, Any]]:
+    """The protocol's success criteria (docs/results.md) on `split`: met or not, with the numbers."""
+    comparisons = report["summary"][split]["comparisons"]
+    k = PRIMARY_K
+    out: dict[str, dict[str, Any]] = {}
+    for control in ("text", "label", "tpe"):
+        c = comparisons[f"counters@{k} vs {control}@{k}"]
+        out[f"counters@{k} beats {control}@{k}"] = {"met": c["ci"][0] > 1.0, "ratio": c["ratio"], "ci": c["ci"],
+                                                   "p": c["p_one_sided"]}  # fmt: skip
+    c = comparisons[f"counters@{k} vs memoryless@{4 * k}"]
+    out[f"counters@{k} reaches memoryless@{4 * k}"] = {"met": c["ratio"] >= 1.0, "ratio": c["ratio"], "ci": c["ci"],
+                                                       "p": c["p_one_sided"]}  # fmt: skip
+    return out
+
+
+def headline(report: Mapping[str, Any]) -> list[str]:
+    """What `make demo` prints of the committed study: fractions of the oracle at K=8 and the verdicts."""
+    arms = report["summary"]["instance"]["arms"]
+    k = str(PRIMARY_K)
+    shown = ("counters", "text", "label", "tpe", "memoryless")
+    lines = [
+        "held-out instances, fraction of the oracle at K=8: "
+        + ", ".join(f"{a} {arms[a]['fraction_of_oracle'][k]:.3f}" for a in shown if a in arms)
+        + f", memoryless@32 {arms['memoryless@4K']['fraction_of_oracle'][k]:.3f}"
+    ]
+    for name, v in verdicts(report).items():
+        lines.append(
+            f"{name}: {'met' if v['met'] else 'NOT met'} (paired ratio {v['ratio']:.3f}, "
+            f"95% CI [{v['ci'][0]:.3f}, {v['ci'][1]:.3f}])"
+        )
+    return lines
