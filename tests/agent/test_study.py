@@ -1,0 +1,140 @@
+"""Study v2: its arithmetic on constructed landscapes, and the quick run end to end on the committed ones."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kernelgraph.agent.bench.landscapes import config_key, space
+from kernelgraph.agent.proposers.memoryless import MemorylessProposer
+from kernelgraph.agent.targets import get_target
+from kernelgraph.agent.tasks import get_task
+from kernelgraph.cli import app
+from kernelgraph.client.settings import Settings
+from kernelgraph.studies import thesis
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _landscape(label: str = "A", noise: float = 1.0) -> thesis.Landscape:
+    """reduction with a made-up landscape: threads pay only at the large instance, and hurt the small one."""
+    task = get_task("reduction")
+    times: dict[tuple[str, str], float] = {}
+    for config in space(task):
+        for instance in ("8192", "262144", "2097152"):
+            t = 100.0
+            if config["parallel"]:
+                t *= 0.4 if instance == "2097152" else 3.0
+            if config["simd"]:
+                t *= 0.8
+            times[(config_key(config), instance)] = t * noise
+    outcomes = {key: "kept" for key in times}
+    return thesis.Landscape(task, label, times, outcomes, {}, ())
+
+
+def test_a_simulated_run_keeps_only_what_is_faster_and_scores_on_the_other_landscape() -> None:
+    searched, scored = _landscape("A"), _landscape("B", noise=1.1)
+    run = thesis.simulate(
+        searched.task,
+        "2097152",
+        searched,
+        MemorylessProposer(3),
+        12,
+        get_target("cpu-x86-64-v2", measure=False),
+    )
+    assert len(run.trajectory) == 12
+    times = [searched.time(key, "2097152") for key in run.trajectory]
+    assert all(b is not None and a is not None and b <= a for a, b in itertools.pairwise(times))
+    for step in run.steps:  # each attempt is judged against the best at that time, by the 2% rule
+        assert (step.outcome.value == "kept") == (step.speedup is not None and step.speedup > 1.02)
+    fractions = thesis.curve(scored, "2097152", run)
+    # The scored landscape is 10% slower everywhere: fractions of its own oracle are unaffected.
+    assert fractions[-1] == pytest.approx(
+        searched.oracle("2097152")[1] / (searched.time(run.trajectory[-1], "2097152") or math.inf)
+    )
+    assert thesis.attempts_to_reach([0.5, 0.95, 1.0]) == 2 and thesis.attempts_to_reach([0.5]) is None
+
+
+def test_tpe_maps_knob_combinations_outside_the_space_to_configs_in_it() -> None:
+    land = _landscape()
+    run = thesis.tpe_run(land.task, "2097152", land, 10, seed=1)
+    assert len(run.trajectory) == 10
+    assert all(land.time(key, "2097152") is not None for key in run.trajectory)
+    valid = {config_key(c): c for c in space(land.task)}
+    odd = {**land.task.baseline_config, "parallel": False, "schedule": "guided"}  # unreachable
+    assert config_key(odd) not in valid
+    assert config_key(thesis._nearest_valid(odd, land.task.baseline_config, valid)) in valid
+
+
+def test_paired_ratios_bootstrap_and_the_declared_verdicts() -> None:
+    arm = {f"i{n}": 0.9 for n in range(10)}
+    control = {f"i{n}": 0.6 for n in range(10)}
+    c = thesis.paired(arm, control)
+    assert c["ratio"] == pytest.approx(1.5) and c["wins"] == 10 and c["losses"] == 0
+    assert c["ci"][0] == pytest.approx(1.5) and c["p_one_sided"] < 0.01
+    mixed = thesis.paired({"a": 1.0, "b": 0.5, "c": 1.0}, {"a": 0.5, "b": 1.0, "c": 1.0})
+    assert mixed["ties"] == 1 and mixed["ci"][0] < 1.0 < mixed["ci"][1]
+    comparisons = {f"counters@8 vs {x}@8": c for x in ("text", "label", "tpe")}
+    comparisons["counters@8 vs memoryless@32"] = mixed
+    verdicts = thesis.verdicts({"summary": {"instance": {"comparisons": comparisons}}})
+    assert verdicts["counters@8 beats text@8"]["met"]
+    assert verdicts["counters@8 reaches memoryless@32"]["met"] == (mixed["ratio"] >= 1.0)
+
+
+def test_held_out_families_leave_out_every_instance_of_the_family() -> None:
+    tasks = {name: get_task(name) for name in ("softmax", "matmul")}
+    family = thesis.Unit("family", "A", "B", "softmax", "16x256")
+    assert set(thesis.exclusions(family, tasks)) == {f"softmax:{i.name}" for i in tasks["softmax"].instances}
+    assert thesis.label_tasks(family, tasks) == []  # nothing of its kind is left to retrieve by label
+    instance = thesis.Unit("instance", "A", "B", "softmax", "16x256")
+    assert thesis.exclusions(instance, tasks) == ["softmax:16x256"]
+    assert "softmax:16x256" not in thesis.label_tasks(instance, tasks)
+
+
+@pytest.mark.slow
+def test_quick_study_runs_end_to_end_and_the_mechanism_holds(
+    neo4j_settings: Settings, store: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in neo4j_settings.model_dump().items():
+        if value is not None and key in (
+            "neo4j_uri",
+            "data_home",
+            "bolt_port",
+            "http_port",
+            "neo4j_database",
+        ):
+            monkeypatch.setenv(f"KERNELGRAPH_{key.upper()}", str(value))
+    if neo4j_settings.neo4j_password is not None:
+        monkeypatch.setenv("KERNELGRAPH_NEO4J_PASSWORD", neo4j_settings.neo4j_password.get_secret_value())
+    from kernelgraph.client.settings import get_settings
+
+    get_settings.cache_clear()
+    landscapes = tmp_path / "landscapes"
+    shutil.copytree(REPO / "results" / "landscapes", landscapes)  # the committed measurements
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(
+        app, ["bench", "study", "--quick", "--json", "--landscapes", str(landscapes), "--results-dir", "out"]
+    )
+    get_settings.cache_clear()
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    arms = summary["fraction_of_oracle"]["instance"]
+    assert set(arms) == {a.name for a in thesis.ARMS}
+    for name, fractions in arms.items():
+        assert 0.0 < fractions["4"] <= 1.0 + 1e-9, name
+    mechanism = summary["mechanism"]
+    assert mechanism["best_differs"], mechanism["best"]
+    assert mechanism["counters_pick_own_instance"], mechanism["counters"]
+    assert mechanism["text_cannot_tell"], mechanism["text"]
+    report = json.loads((tmp_path / "out" / "study-quick-latest.json").read_text())
+    assert report["protocol"]["seeds"] == 3 and report["protocol"]["budgets"] == [4]
+    logged = (tmp_path / "out").glob("study-quick-retrievals-*.jsonl")
+    entries = [json.loads(line) for path in logged for line in path.read_text().splitlines()]
+    assert entries and all(e["neighbours"] is not None for e in entries)
+    assert any(n["label"].startswith(("matmul:", "softmax:")) for e in entries for n in e["neighbours"])
