@@ -182,14 +182,13 @@ class Measurement(Strict):
             raise ValueError("at least one component must be measured (not null)")
         return value
 
-    @model_validator(mode="after")
-    def _signature_of_its_source(self) -> Measurement:
-        if self.signature is not None:
-            try:
-                signature_from_values(self.signature, self.counter_source)
-            except ValueError as exc:
-                raise ValueError(f"signature: {exc}") from None
-        return self
+    @field_validator("signature")
+    @classmethod
+    def _signature_of_its_source(cls, value: list[float | None] | None, info: Any) -> list[float | None] | None:
+        source = info.data.get("counter_source")  # validated before `signature` (declared first)
+        if value is not None and source is not None:
+            signature_from_values(value, source)  # ValueError naming a dimension the source does not measure
+        return value
 
     @model_validator(mode="after")
     def _runtime_unless_static(self) -> Measurement:
