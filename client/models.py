@@ -184,7 +184,9 @@ class Measurement(Strict):
 
     @field_validator("signature")
     @classmethod
-    def _signature_of_its_source(cls, value: list[float | None] | None, info: Any) -> list[float | None] | None:
+    def _signature_of_its_source(
+        cls, value: list[float | None] | None, info: Any
+    ) -> list[float | None] | None:
         source = info.data.get("counter_source")  # validated before `signature` (declared first)
         if value is not None and source is not None:
             signature_from_values(value, source)  # ValueError naming a dimension the source does not measure
