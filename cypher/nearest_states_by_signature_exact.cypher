@@ -16,7 +16,10 @@
 // :param namespaces => ['demo']
 // :param exclude_tasks => []
 // :param complete => [true, false]
+// The hint keeps the (namespace, signature_complete) index: by namespace alone, a large namespace's
+// incomplete states would be found by reading every one of its measurements.
 MATCH (m:Measurement)
+USING INDEX m:Measurement(namespace, signature_complete)
 WHERE m.namespace IN $namespaces AND m.signature_complete IN $complete AND m.explored
   AND NOT m.task IN $exclude_tasks
 WITH m, m.signature_dims AS own
