@@ -270,6 +270,8 @@ class CBackend:
         threads = parallel.get(CounterName.THREADS, 1.0)
         derived = counters_mod.derived_counters(task, sets[0], median, threads, target)
         derived.update(parallel)
+        if CounterName.THREADS not in parallel:  # the child could not tell: unmeasured, not 1
+            del derived[CounterName.THREADS]
         counter_source, tool_versions = CounterSource.CPU_TIMING, {"gcc": gcc_version()}
         if self.counters:
             # On the very inputs that were timed, with the threads the timed run used.
