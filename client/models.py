@@ -25,7 +25,12 @@ from pydantic import (
 )
 
 from kernelgraph.client.errors import InvalidInput
-from kernelgraph.client.signature import SIGNATURE_DIM, SIGNATURE_VERSION, CounterSource
+from kernelgraph.client.signature import (
+    SIGNATURE_DIM,
+    SIGNATURE_VERSION,
+    CounterSource,
+    signature_from_values,
+)
 
 MAX_SOURCE_CHARS = 200_000
 MAX_TEXT_CHARS = 8_000
@@ -150,8 +155,10 @@ class Measurement(Strict):
     counter_source: CounterSource
     # Keyed by CounterName (what the signature reads); other names, such as raw tool events, are stored as sent.
     counters: Annotated[dict[Name, FiniteFloat], Field(max_length=256)] = Field(default_factory=dict)
-    signature: list[FiniteFloat] | None = None  # computed by the service from counters when absent
-    signature_version: int = SIGNATURE_VERSION
+    # Computed by the service from `counters` when absent (the usual way). Given, it has one entry per
+    # dimension, null where not measured, and nothing at a dimension `counter_source` does not measure.
+    signature: list[FiniteFloat | None] | None = None
+    signature_version: int = SIGNATURE_VERSION  # stored as the version of the signature actually stored
     taken_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     tool_versions: Annotated[
         dict[Name, Annotated[str, StringConstraints(max_length=128)]], Field(max_length=32)
@@ -163,13 +170,28 @@ class Measurement(Strict):
 
     @field_validator("signature")
     @classmethod
-    def _signature_shape(cls, value: list[float] | None) -> list[float] | None:
+    def _signature_shape(cls, value: list[float | None] | None) -> list[float | None] | None:
         if value is None:
             return value
         if len(value) != SIGNATURE_DIM:
-            raise ValueError(f"must have {SIGNATURE_DIM} components, got {len(value)}")
-        if any(v < 0.0 or v > 1.0 for v in value):
+            raise ValueError(
+                f"must have {SIGNATURE_DIM} components (signature version {SIGNATURE_VERSION}; null where "
+                f"not measured), got {len(value)}"
+            )
+        if any(v is not None and (v < 0.0 or v > 1.0) for v in value):
             raise ValueError("components must lie in [0, 1]")
+        if all(v is None for v in value):
+            raise ValueError("at least one component must be measured (not null)")
+        return value
+
+    @field_validator("signature")
+    @classmethod
+    def _signature_of_its_source(
+        cls, value: list[float | None] | None, info: Any
+    ) -> list[float | None] | None:
+        source = info.data.get("counter_source")  # validated before `signature` (declared first)
+        if value is not None and source is not None:
+            signature_from_values(value, source)  # ValueError naming a dimension the source does not measure
         return value
 
     @model_validator(mode="after")
@@ -278,7 +300,7 @@ class RetrieveRequest(Strict):
 
     target: Name
     mode: RetrievalMode = RetrievalMode.COUNTERS
-    signature: list[FiniteFloat] | None = None
+    signature: list[FiniteFloat | None] | None = None  # null where not measured
     counters: Annotated[dict[Name, FiniteFloat], Field(max_length=256)] | None = None
     counter_source: CounterSource | None = None
     source: Annotated[str, StringConstraints(max_length=MAX_SOURCE_CHARS)] | None = None
@@ -296,7 +318,7 @@ class RetrieveRequest(Strict):
 
     @field_validator("signature")
     @classmethod
-    def _signature_shape(cls, value: list[float] | None) -> list[float] | None:
+    def _signature_shape(cls, value: list[float | None] | None) -> list[float | None] | None:
         return Measurement._signature_shape(value)
 
 
@@ -335,7 +357,8 @@ class RetrievedTransform(BaseModel):
 class RetrieveResponse(BaseModel):
     mode: RetrievalMode
     target: str
-    signature: list[float] | None  # the signature the neighbours were found by (None in text mode)
+    # The signature the neighbours were found by, null where not measured (None in text mode).
+    signature: list[float | None] | None
     neighbours: int
     neighbour_ids: list[str]  # the neighbouring states' measurement ids, most similar first
     neighbour_scores: list[float] = Field(default_factory=list)  # their similarities, same order

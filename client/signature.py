@@ -1,22 +1,25 @@
-"""Raw hardware counters -> the normalized counter signature that retrieval is keyed on.
+"""Raw hardware counters -> the normalized counter signature that retrieval is keyed on (version 2).
 
-The signature is a fixed-length vector with every component in [0, 1], comparable across targets
-because each component is a fraction of the target's own peak or a rate. docs/counter-signature.md
-explains each dimension. A counter that the source did not measure is never silently zero: the
-dimension takes its documented neutral value and its name is listed in `Signature.missing`.
+The signature has one slot per dimension, each either a measured value in [0, 1] (a fraction of the
+target's own peak or a rate, so comparable across targets) or None: *not measured*. An unmeasured
+dimension is never imputed; it is left out of the distance, which is renormalised over the dimensions
+both sides measured (`masked_similarity`). docs/counter-signature.md explains each dimension.
 
-The index uses euclidean similarity (1 / (1 + d^2)), so magnitudes matter (a kernel at 9% of peak
-bandwidth is not "similar" to one at 90%) and no vector is ever rejected for having zero norm.
+Each counter source measures a fixed set of dimensions (`SOURCE_DIMENSIONS`); a measurement that has
+all of them ("complete") also carries its values on those dimensions alone (`Signature.source_vector`),
+which one vector index per source searches without losing the mask (docs/retrieval.md).
+Similarity is euclidean, 1 / (1 + d^2), so magnitudes matter (a kernel at 9% of peak bandwidth is not
+"similar" to one at 90%) and no vector is ever rejected for having zero norm.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-SIGNATURE_VERSION = 1
+SIGNATURE_VERSION = 2
 SIMILARITY_FUNCTION = "euclidean"
 
 # Fixed overheads that make tiny problems launch-bound: a CUDA launch, an OpenMP fork/join.
@@ -50,18 +53,28 @@ class CounterName(StrEnum):
     ARITHMETIC_INTENSITY = "arithmetic_intensity"
     COMPUTE_FRACTION_OF_PEAK = "compute_fraction_of_peak"
     MEMORY_FRACTION_OF_PEAK = "memory_fraction_of_peak"
-    THREADS = "threads"
+    THREADS = "threads"  # CPU: threads the kernel actually ran on while timed (measured in the child)
+    # CPU parallelism, measured over the timed calls: process CPU time (every thread) / wall time / cores.
+    CPU_TIME_NS = "cpu_time_ns"  # process CPU time per timed call, all threads
+    CPU_UTILIZATION = "cpu_utilization"
+    CORES = "cores"  # the cores the timed run was given (OMP_NUM_THREADS)
     # Timing spread, as the backends time it.
     IQR_NS = "iqr_ns"
     REL_IQR = "rel_iqr"
     REVERIFIED_SUSPICIOUS = "reverified_suspicious"  # 1.0: a suspicious time passed re-verification
-    # CPU cachegrind (scaled to the full problem; see agent/backends/counters.py).
+    # CPU cachegrind on the timed inputs (agent/backends/counters.py). `counter_scale` is the timed
+    # problem's work / the simulated one's: 1 (or absent) means the cache counters describe the timed run.
     INSTRUCTIONS = "instructions"
     INSTRUCTIONS_MEASURED = "instructions_measured"
     COUNTER_SCALE = "counter_scale"
+    COUNTER_THREADS = "counter_threads"  # OMP threads the simulated run used (the timed run's)
     D1_MISS_RATE = "d1_miss_rate"
     LL_MISS_RATE = "ll_miss_rate"
     LL_GLOBAL_MISS_RATE = "ll_global_miss_rate"
+    LL_MISS_BYTES = "ll_miss_bytes"  # last-level data misses x 64 B lines: the traffic past the LL
+    OPERATIONAL_INTENSITY = (
+        "operational_intensity"  # flops / ll_miss_bytes (measured, unlike `arithmetic_intensity`)
+    )
     # NVIDIA static metrics of the compiled artifact (no GPU needed).
     REGISTERS_PER_THREAD = "registers_per_thread"
     SPILL_BYTES = "spill_bytes"
@@ -84,33 +97,80 @@ class CounterName(StrEnum):
 @dataclass(frozen=True)
 class Dimension:
     name: str
-    neutral: float  # used, and reported as missing, when the source cannot measure it
     meaning: str
 
 
 DIMENSIONS: tuple[Dimension, ...] = (
-    Dimension("compute_fraction", 0.5, "achieved FLOP/s / the target's peak FLOP/s"),
-    Dimension("memory_fraction", 0.5, "achieved bytes/s / the target's peak memory bandwidth"),
-    Dimension("arithmetic_intensity", 0.5, "log10(FLOP/byte) mapped from [-2, 3] to [0, 1]"),
-    Dimension("ridge_position", 0.5, "intensity relative to the target's ridge point, log2 in [-6, 6]"),
-    Dimension("l1_miss_rate", 0.5, "first-level data cache miss rate (CPU D1, GPU 1 - L1TEX hit)"),
-    Dimension("llc_miss_rate", 0.5, "last-level cache miss rate (CPU LL, GPU 1 - L2 hit)"),
+    Dimension("compute_fraction", "achieved FLOP/s / the target's peak FLOP/s"),
+    Dimension("memory_fraction", "achieved bytes/s / the target's peak memory bandwidth"),
     Dimension(
-        "parallel_efficiency", 0.5, "CPU: threads used / cores; GPU: occupancy (achieved or theoretical)"
+        "ridge_position",
+        "measured operational intensity (FLOP per byte past the last-level cache) relative to the "
+        "target's ridge point, log2 in [-6, 6]",
+    ),
+    Dimension("l1_miss_rate", "first-level data cache miss rate (CPU D1, GPU 1 - L1TEX hit)"),
+    Dimension("llc_miss_rate", "last-level cache miss rate (CPU LL, GPU 1 - L2 hit)"),
+    Dimension(
+        "parallel_efficiency",
+        "CPU: process CPU time / wall time / cores over the timed calls; GPU: occupancy",
     ),
     Dimension(
-        "issue_efficiency", 0.5, "CPU: FLOP per instruction / the ISA's vector FMA width; GPU: SM throughput"
+        "issue_efficiency", "CPU: FLOP per instruction / the ISA's vector FMA width; GPU: SM throughput"
     ),
-    Dimension("spill_pressure", 0.0, "register spills or local memory traffic, log-scaled; 0 means none"),
-    Dimension("register_pressure", 0.5, "registers per thread / 255 (GPU); CPU: unmeasured"),
-    Dimension("launch_overhead_share", 0.5, "fixed launch/fork cost / runtime"),
-    Dimension("speed_of_light", 0.5, "max(compute_fraction, memory_fraction): how close to any roof"),
+    Dimension("spill_pressure", "GPU register spills, log-scaled; 0 means none"),
+    Dimension("register_pressure", "GPU registers per thread / 255"),
+    Dimension("launch_overhead_share", "fixed launch/fork cost / runtime"),
+    Dimension("speed_of_light", "max(compute_fraction, memory_fraction): how close to any roof"),
 )
 SIGNATURE_DIM = len(DIMENSIONS)
 DIMENSION_NAMES = tuple(d.name for d in DIMENSIONS)
+_INDEX = {name: i for i, name in enumerate(DIMENSION_NAMES)}
+
+# The dimensions each counter source measures, and no others: a value the source cannot measure is
+# never read from its counters, so every measurement of one source has the same mask once complete.
+SOURCE_DIMENSIONS: dict[CounterSource, tuple[str, ...]] = {
+    CounterSource.CPU_CACHEGRIND: (
+        "compute_fraction", "memory_fraction", "ridge_position", "l1_miss_rate", "llc_miss_rate",
+        "parallel_efficiency", "issue_efficiency", "launch_overhead_share", "speed_of_light",
+    ),
+    CounterSource.CPU_TIMING: (
+        "compute_fraction", "memory_fraction", "parallel_efficiency", "launch_overhead_share", "speed_of_light",
+    ),
+    CounterSource.NVIDIA_NCU: (
+        "compute_fraction", "memory_fraction", "l1_miss_rate", "llc_miss_rate", "parallel_efficiency",
+        "issue_efficiency", "spill_pressure", "register_pressure", "launch_overhead_share", "speed_of_light",
+    ),
+    CounterSource.NVIDIA_TIMING: (
+        "compute_fraction", "memory_fraction", "parallel_efficiency", "spill_pressure", "register_pressure",
+        "launch_overhead_share", "speed_of_light",
+    ),
+    CounterSource.NVIDIA_STATIC: ("parallel_efficiency", "spill_pressure", "register_pressure"),
+    CounterSource.KERNELBENCH_TIMING: ("launch_overhead_share",),
+}  # fmt: skip
+# A stored state is a neighbour of a query only when the query measured every dimension the state did,
+# and at least this many of them (fewer when the query itself measured fewer): a distance over one or
+# two dimensions says little about a state, however it is renormalised.
+MIN_SHARED_DIMENSIONS = 3
 
 # FP32 FLOPs per instruction at full vector FMA width, by ISA level (2 FLOP per FMA lane).
 _FLOPS_PER_VECTOR_INSTRUCTION = {"x86-64-v2": 8.0, "x86-64-v3": 16.0, "x86-64-v4": 32.0, "native": 32.0}
+LINE_BYTES = 64  # the cache line of the cachegrind model (agent/backends/counters.py)
+
+
+def source_dimensions(source: CounterSource | str) -> tuple[int, ...]:
+    """Indexes (into DIMENSIONS) of the dimensions `source` measures, in signature order."""
+    names = set(SOURCE_DIMENSIONS[CounterSource(source)])
+    return tuple(i for i, name in enumerate(DIMENSION_NAMES) if name in names)
+
+
+def source_property(source: CounterSource | str) -> str:
+    """The Measurement property holding a complete measurement's values on its source's dimensions."""
+    return f"signature_{CounterSource(source).value}"
+
+
+def source_index(source: CounterSource | str) -> str:
+    """The vector index over `source_property(source)`."""
+    return f"measurement_signature_{CounterSource(source).value}"
 
 
 @dataclass(frozen=True)
@@ -126,12 +186,131 @@ class TargetPeaks:
 
 @dataclass(frozen=True)
 class Signature:
-    vector: tuple[float, ...]
-    missing: tuple[str, ...]
+    """One value per dimension, None where not measured, and the counter source it came from (None for a
+    signature given as a list, e.g. a query's)."""
+
+    values: tuple[float | None, ...]
+    source: CounterSource | None = None
     version: int = SIGNATURE_VERSION
 
-    def as_dict(self) -> dict[str, float]:
-        return dict(zip(DIMENSION_NAMES, self.vector, strict=True))
+    def __post_init__(self) -> None:
+        if len(self.values) != SIGNATURE_DIM:
+            raise ValueError(f"a signature has {SIGNATURE_DIM} dimensions, got {len(self.values)}")
+
+    @property
+    def measured(self) -> tuple[int, ...]:
+        """Indexes of the measured dimensions."""
+        return tuple(i for i, v in enumerate(self.values) if v is not None)
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(DIMENSION_NAMES[i] for i, v in enumerate(self.values) if v is None)
+
+    @property
+    def vector(self) -> tuple[float, ...]:
+        """The stored form: 0.0 at an unmeasured dimension, which `measured` leaves out of every distance."""
+        return tuple(0.0 if v is None else v for v in self.values)
+
+    @property
+    def complete(self) -> bool:
+        """Every dimension of its source measured: the measurement can sit in its source's vector index."""
+        return self.source is not None and self.measured == source_dimensions(self.source)
+
+    @property
+    def source_vector(self) -> tuple[float, ...] | None:
+        """The values on the source's dimensions, when complete (what the source's vector index holds)."""
+        if not self.complete or self.source is None:
+            return None
+        vector = self.vector
+        return tuple(vector[i] for i in source_dimensions(self.source))
+
+    def as_dict(self) -> dict[str, float | None]:
+        return dict(zip(DIMENSION_NAMES, self.values, strict=True))
+
+    def stored(self) -> dict[str, object]:
+        """The Measurement properties that hold this signature (docs/graph-model.md)."""
+        props: dict[str, object] = {
+            "signature": list(self.vector),
+            "signature_dims": list(self.measured),
+            "signature_missing": list(self.missing),
+            "signature_version": self.version,
+            "signature_complete": self.complete,
+        }
+        source_vector = self.source_vector
+        if source_vector is not None and self.source is not None:
+            props[source_property(self.source)] = list(source_vector)
+        return props
+
+
+def signature_from_values(
+    values: Sequence[float | None], source: CounterSource | str | None = None
+) -> Signature:
+    """A signature given as a list (None = not measured). With `source`, a value at a dimension that the
+    source does not measure is an error (ValueError naming it), never silently dropped."""
+    checked = tuple(None if v is None else _clip(float(v)) for v in values)
+    src = None if source is None else CounterSource(source)
+    if src is not None:
+        allowed = set(source_dimensions(src))
+        extra = [
+            DIMENSION_NAMES[i] for i in range(len(checked)) if checked[i] is not None and i not in allowed
+        ]
+        if extra:
+            raise ValueError(
+                f"counter source {src.value!r} does not measure {', '.join(extra)}: give null there"
+            )
+    return Signature(checked, src)
+
+
+def shared_dimensions(query: Sequence[int], state: Sequence[int]) -> tuple[int, ...] | None:
+    """The dimensions a query and a stored state are compared on, or None when the state is no neighbour:
+    the state's own measured dimensions, all of which the query must have measured, and at least
+    MIN_SHARED_DIMENSIONS of them (or every one the query measured, when it measured fewer)."""
+    wanted = set(query)
+    if not state or not set(state) <= wanted:
+        return None
+    if len(state) < min(MIN_SHARED_DIMENSIONS, len(wanted)):
+        return None
+    return tuple(state)
+
+
+def masked_similarity(query: Signature, state: Signature) -> float | None:
+    """1 / (1 + d^2), d^2 the squared euclidean distance over the shared dimensions, renormalised to the
+    whole signature (x SIGNATURE_DIM / shared); None when `state` is no neighbour of `query`.
+    cypher/nearest_states_by_signature*.cypher compute the same."""
+    shared = shared_dimensions(query.measured, state.measured)
+    if shared is None:
+        return None
+    q, v = query.vector, state.vector
+    d2 = sum((q[i] - v[i]) ** 2 for i in shared)
+    return 1.0 / (1.0 + d2 * SIGNATURE_DIM / len(shared))
+
+
+@dataclass(frozen=True)
+class IndexSearch:
+    """One vector index a query searches: its name, the query on its dimensions, and the factor that
+    renormalises its squared distances to the whole signature."""
+
+    source: CounterSource
+    index: str
+    vector: tuple[float, ...]
+    scale: float
+
+    def as_param(self) -> dict[str, object]:
+        return {"index": self.index, "vector": list(self.vector), "scale": self.scale}
+
+
+def index_searches(query: Signature) -> list[IndexSearch]:
+    """The per-source vector indexes whose complete states are neighbours of `query` (every dimension of
+    the source measured by the query; see `shared_dimensions`), with the query projected onto each."""
+    measured = query.measured
+    out = []
+    for source in CounterSource:
+        dims = source_dimensions(source)
+        if shared_dimensions(measured, dims) is None:
+            continue
+        vector = tuple(query.vector[i] for i in dims)
+        out.append(IndexSearch(source, source_index(source), vector, SIGNATURE_DIM / len(dims)))
+    return out
 
 
 def _clip(value: float) -> float:
@@ -151,15 +330,13 @@ def _ratio(numerator: float | None, denominator: float | None) -> float | None:
     return _clip(numerator / denominator)
 
 
-def _log_intensity(ai: float | None) -> float | None:
-    if ai is None or ai <= 0:
-        return None
-    return _clip((math.log10(ai) + 2.0) / 5.0)
-
-
 def _ridge_position(ai: float | None, peaks: TargetPeaks) -> float | None:
-    if ai is None or ai <= 0 or not peaks.peak_gflops or not peaks.peak_gbps:
+    if ai is None or ai < 0 or not peaks.peak_gflops or not peaks.peak_gbps:
         return None
+    if ai == 0:
+        return 0.0  # no FLOPs at all: the far memory side of any ridge
+    if math.isinf(ai):
+        return 1.0  # nothing past the last-level cache: the far compute side
     ridge = peaks.peak_gflops / peaks.peak_gbps
     return _clip((math.log2(ai / ridge) + 6.0) / 12.0)
 
@@ -171,8 +348,8 @@ def _launch_share(time_ns: float | None, kind: str) -> float | None:
     return _clip(overhead / (overhead + time_ns))
 
 
-def _achieved(counters: Mapping[str, float]) -> tuple[float | None, float | None, float | None]:
-    """GFLOP/s, GB/s and FLOP/byte from explicit counters or from flops, bytes and time."""
+def _achieved(counters: Mapping[str, float]) -> tuple[float | None, float | None]:
+    """GFLOP/s and GB/s from explicit counters or from flops, bytes and time."""
     time_ns = _counter(counters, CounterName.TIME_NS)
     flops = _counter(counters, CounterName.FLOPS)
     nbytes = _counter(counters, CounterName.BYTES)
@@ -182,10 +359,7 @@ def _achieved(counters: Mapping[str, float]) -> tuple[float | None, float | None
         gflops = flops / time_ns
     if gbps is None and nbytes is not None and time_ns:
         gbps = nbytes / time_ns
-    ai = _counter(counters, CounterName.ARITHMETIC_INTENSITY)
-    if ai is None and flops is not None and nbytes:
-        ai = flops / nbytes
-    return gflops, gbps, ai
+    return gflops, gbps
 
 
 def compute_signature(
@@ -194,20 +368,20 @@ def compute_signature(
     """Map one measurement's raw counters to the signature; see docs/counter-signature.md.
 
     `counters` are validated ones (a Measurement's or a RetrieveRequest's: every value finite).
-    Names (`CounterName`; all optional, what is absent is reported in `missing`):
-    time_ns, flops, bytes, gflops, gbps, arithmetic_intensity, threads;
-    CPU cachegrind: instructions, d1_miss_rate, ll_miss_rate;
+    Names (`CounterName`; all optional, what is absent leaves its dimension unmeasured):
+    time_ns, flops, bytes, gflops, gbps;
+    CPU: cpu_utilization; cachegrind: instructions, d1_miss_rate, ll_miss_rate, ll_miss_bytes or
+    operational_intensity, counter_scale;
     NVIDIA: sm_throughput_pct, dram_throughput_pct, l1_hit_rate_pct, l2_hit_rate_pct,
     achieved_occupancy_pct, theoretical_occupancy_pct, registers_per_thread, spill_bytes.
+    Only the dimensions of `SOURCE_DIMENSIONS[source]` are read; the others stay unmeasured.
     """
     source = CounterSource(source)
-    gflops, gbps, ai = _achieved(counters)
+    gflops, gbps = _achieved(counters)
     time_ns = _counter(counters, CounterName.TIME_NS)
     values: dict[str, float | None] = {
         "compute_fraction": _ratio(gflops, peaks.peak_gflops),
         "memory_fraction": _ratio(gbps, peaks.peak_gbps),
-        "arithmetic_intensity": _log_intensity(ai),
-        "ridge_position": _ridge_position(ai, peaks),
         "launch_overhead_share": _launch_share(time_ns, peaks.kind),
     }
     if source in (CounterSource.CPU_CACHEGRIND, CounterSource.CPU_TIMING):
@@ -215,38 +389,56 @@ def compute_signature(
     elif source in (CounterSource.NVIDIA_NCU, CounterSource.NVIDIA_TIMING, CounterSource.NVIDIA_STATIC):
         values.update(_nvidia_dimensions(counters))
     compute, memory = values["compute_fraction"], values["memory_fraction"]
-    if compute is not None or memory is not None:
-        values["speed_of_light"] = max(v for v in (compute, memory) if v is not None)
+    if compute is not None and memory is not None:
+        values["speed_of_light"] = max(compute, memory)
+    allowed = set(SOURCE_DIMENSIONS[source])
+    out: list[float | None] = []
+    for name in DIMENSION_NAMES:
+        value = values.get(name) if name in allowed else None
+        out.append(None if value is None else round(_clip(value), 6))
+    return Signature(tuple(out), source)
 
-    vector: list[float] = []
-    missing: list[str] = []
-    for dim in DIMENSIONS:
-        value = values.get(dim.name)
-        if value is None:
-            missing.append(dim.name)
-            value = dim.neutral
-        vector.append(round(_clip(value), 6))
-    return Signature(tuple(vector), tuple(missing))
+
+def _at_timed_size(counters: Mapping[str, float]) -> bool:
+    """Were the cache counters simulated on the timed problem itself (not a smaller one, scaled)?"""
+    scale = _counter(counters, CounterName.COUNTER_SCALE)
+    return scale is None or scale == 1.0
+
+
+def _operational_intensity(counters: Mapping[str, float]) -> float | None:
+    measured = _counter(counters, CounterName.OPERATIONAL_INTENSITY)
+    if measured is not None:
+        return measured
+    flops = _counter(counters, CounterName.FLOPS)
+    traffic = _counter(counters, CounterName.LL_MISS_BYTES)
+    if flops is None or traffic is None:
+        return None
+    if traffic <= 0:
+        return math.inf if flops > 0 else 0.0
+    return flops / traffic
 
 
 def _cpu_dimensions(counters: Mapping[str, float], peaks: TargetPeaks) -> dict[str, float | None]:
     instructions = _counter(counters, CounterName.INSTRUCTIONS)
     flops = _counter(counters, CounterName.FLOPS)
-    threads = _counter(counters, CounterName.THREADS)
     issue = None
     if instructions and flops is not None:
         width = _FLOPS_PER_VECTOR_INSTRUCTION.get(peaks.isa or "", 16.0)
         issue = _clip((flops / instructions) / width)
-    d1 = _counter(counters, CounterName.D1_MISS_RATE)
-    ll = _counter(counters, CounterName.LL_MISS_RATE)
-    return {
-        "l1_miss_rate": _clip(d1) if d1 is not None else None,
-        "llc_miss_rate": _clip(ll) if ll is not None else None,
-        "parallel_efficiency": _ratio(threads, float(peaks.cores)) if peaks.cores else None,
+    utilization = _counter(counters, CounterName.CPU_UTILIZATION)
+    values: dict[str, float | None] = {
         "issue_efficiency": issue,
-        # A CPU build has no register-allocation counter worth keying on; spills are not measured.
-        "spill_pressure": 0.0 if instructions is not None else None,
+        "parallel_efficiency": None if utilization is None else _clip(utilization),
     }
+    # Cache behaviour simulated on a smaller problem (signature 1's counters) does not describe the
+    # timed run: those dimensions stay unmeasured.
+    if _at_timed_size(counters):
+        d1 = _counter(counters, CounterName.D1_MISS_RATE)
+        ll = _counter(counters, CounterName.LL_MISS_RATE)
+        values["l1_miss_rate"] = None if d1 is None else _clip(d1)
+        values["llc_miss_rate"] = None if ll is None else _clip(ll)
+        values["ridge_position"] = _ridge_position(_operational_intensity(counters), peaks)
+    return values
 
 
 def _pct(counters: Mapping[str, float], key: CounterName) -> float | None:

@@ -1,15 +1,21 @@
-// Nearest measured states to a counter signature, through the vector index (approximate).
-// Over-fetches $fetch_k candidates, then keeps states in $namespaces that attempts were made from
-// (m.explored), leaving out $exclude_tasks (held-out evaluation).
-// Parameters: $signature (list of 12 floats in [0,1]), $fetch_k, $k, $namespaces, $exclude_tasks (list, may be empty).
-// Returns: measurement_id, target, task, score (euclidean similarity 1/(1+d^2)), best first.
-// :param signature => [0.1, 0.8, 0.3, 0.2, 0.1, 0.05, 0.5, 0.1, 0.0, 0.5, 0.0, 0.8]
+// Nearest measured states to a counter signature through the per-source vector indexes (approximate).
+// Each counter source has its own index (measurement_signature_<source>) over the values of its
+// complete measurements on the source's dimensions (m.signature_<source>), so masking costs no index:
+// the query is projected onto each source it can be compared with ($searches, built by
+// client/signature.py index_searches) and the index's squared distance is renormalised to the whole
+// signature (x scale), as the exact query does. Over-fetches $fetch_k candidates per index, then keeps
+// states in $namespaces that attempts were made from (m.explored), leaving out $exclude_tasks.
+// Parameters: $searches (list of {index, vector, scale}), $fetch_k, $k, $namespaces, $exclude_tasks.
+// Returns: measurement_id, target, task, score (1/(1+d^2), d^2 renormalised), best first.
+// :param searches => [{index: 'measurement_signature_cpu_timing', vector: [0.1, 0.8, 0.5, 0.0, 0.8], scale: 2.2}]
 // :param fetch_k => 200
 // :param k => 20
 // :param namespaces => ['demo']
 // :param exclude_tasks => []
-CALL db.index.vector.queryNodes('measurement_signature', $fetch_k, $signature) YIELD node AS m, score
+UNWIND $searches AS search
+CALL db.index.vector.queryNodes(search.index, $fetch_k, search.vector) YIELD node AS m, score AS raw
 WHERE m.namespace IN $namespaces AND m.explored AND NOT m.task IN $exclude_tasks
+WITH m, 1.0 / (1.0 + (1.0 / raw - 1.0) * search.scale) AS score
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score
-ORDER BY score DESC
+ORDER BY score DESC, measurement_id
 LIMIT $k

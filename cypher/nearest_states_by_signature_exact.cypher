@@ -1,14 +1,32 @@
-// Nearest measured states to a counter signature by exact scoring of every explored state.
-// Used instead of the vector index when the candidate set is small (exact beats approximate there).
-// Parameters: $signature (list of 12 floats in [0,1]), $k, $namespaces, $exclude_tasks (list, may be empty).
-// Returns: measurement_id, target, task, score (euclidean similarity 1/(1+d^2)), best first.
-// :param signature => [0.1, 0.8, 0.3, 0.2, 0.1, 0.05, 0.5, 0.1, 0.0, 0.5, 0.0, 0.8]
+// Nearest measured states to a counter signature by exact scoring (signature version 2, masked).
+// Used for small namespaces (every explored state) and, on large ones, for the states whose signature
+// is incomplete for their counter source (kept out of the per-source vector indexes).
+// A state is compared on every dimension it measured (m.signature_dims); it is a neighbour only when the
+// query measured all of them ($measured) and they are at least $min_shared. The squared distance over
+// them is renormalised to the whole signature (x $dims / shared), never filled in with a neutral value.
+// Parameters: $signature (the query, 0.0 where not measured), $measured (indexes of its measured
+// dimensions), $dims (the signature's length), $min_shared, $k, $namespaces, $exclude_tasks,
+// $complete ([true, false] for every state, [false] for the incomplete ones only).
+// Returns: measurement_id, target, task, score (1/(1+d^2), d^2 renormalised), best first.
+// :param signature => [0.1, 0.8, 0.3, 0.2, 0.1, 0.5, 0.1, 0.0, 0.0, 0.0, 0.8]
+// :param measured => [0, 1, 2, 3, 4, 5, 6, 9, 10]
+// :param dims => 11
+// :param min_shared => 3
 // :param k => 20
 // :param namespaces => ['demo']
 // :param exclude_tasks => []
+// :param complete => [true, false]
+// The hint keeps the (namespace, signature_complete) index: by namespace alone, a large namespace's
+// incomplete states would be found by reading every one of its measurements.
 MATCH (m:Measurement)
-WHERE m.namespace IN $namespaces AND m.explored AND NOT m.task IN $exclude_tasks
-WITH m, vector.similarity.euclidean(m.signature, $signature) AS score
+USING INDEX m:Measurement(namespace, signature_complete)
+WHERE m.namespace IN $namespaces AND m.signature_complete IN $complete AND m.explored
+  AND NOT m.task IN $exclude_tasks
+WITH m, m.signature_dims AS own
+WHERE size(own) >= $min_shared AND all(i IN own WHERE i IN $measured)
+WITH m, size(own) AS shared,
+     reduce(d2 = 0.0, i IN own | d2 + (m.signature[i] - $signature[i]) ^ 2) AS d2
+WITH m, 1.0 / (1.0 + d2 * $dims / shared) AS score
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score
-ORDER BY score DESC
+ORDER BY score DESC, measurement_id
 LIMIT $k

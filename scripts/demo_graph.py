@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from kernelgraph.client.signature import source_dimensions
 from kernelgraph.service.knowledge import KnowledgeService
 
 NAMESPACE = "tour"
@@ -66,10 +67,11 @@ class DemoGraph:
 
 
 def _signature(rng: random.Random, memory_bound: bool, progress: float) -> list[float]:
-    """A plausible counter signature: memory-bound rows sit near the bandwidth roof as they improve."""
+    """A plausible counter signature (version 2, every dimension; `_measurement` nulls the ones its
+    counter source does not measure): memory-bound rows sit near the bandwidth roof as they improve."""
     mem = min(0.95, 0.35 + 0.5 * progress) if memory_bound else 0.2 + 0.1 * progress
     comp = 0.08 + 0.05 * progress if memory_bound else min(0.9, 0.25 + 0.55 * progress)
-    values = [comp, mem, 0.25 if memory_bound else 0.75, 0.2 if memory_bound else 0.7,
+    values = [comp, mem, 0.2 if memory_bound else 0.7,
               0.3 - 0.1 * progress, 0.6 if memory_bound else 0.2, 0.5 + 0.3 * progress,
               0.3 + 0.4 * progress, 0.0, 0.3, 0.1, max(comp, mem)]  # fmt: skip
     return [min(1.0, max(0.0, v + rng.uniform(-0.03, 0.03))) for v in values]
@@ -83,10 +85,12 @@ def _source(task: str, backend: str, steps: list[str]) -> str:
 
 
 def _measurement(rng: random.Random, median_ns: float, signature: list[float], gpu: bool) -> dict[str, Any]:
+    source = "nvidia_ncu" if gpu else "cpu_cachegrind"
+    measured = set(source_dimensions(source))
     return {
         "median_ns": round(median_ns, 1), "iqr_ns": round(median_ns * 0.015, 1), "trials": 31, "correct": True,
-        "counter_source": "nvidia_ncu" if gpu else "cpu_cachegrind",
-        "counters": {"time_ns": round(median_ns, 1)}, "signature": signature,
+        "counter_source": source, "counters": {"time_ns": round(median_ns, 1)},
+        "signature": [v if i in measured else None for i, v in enumerate(signature)],
     }  # fmt: skip
 
 

@@ -55,14 +55,17 @@ def questions(store: GraphStore, tour_kernel: str, run_kernel: str) -> list[dict
         (RUN_NAMESPACE, "cpu-x86-64-v2"),
     ):
         _, rows = store.run_text(
-            "MATCH (m:Measurement {namespace: $ns})-[:OF]->(k:Kernel) WHERE m.signature IS NOT NULL "
-            "RETURN m.signature AS signature, k.source AS source ORDER BY m.measurement_id LIMIT 2",
+            "MATCH (m:Measurement {namespace: $ns})-[:OF]->(k:Kernel) WHERE size(m.signature_dims) > 0 "
+            "RETURN m.signature AS signature, m.signature_dims AS dims, k.source AS source "
+            "ORDER BY m.measurement_id LIMIT 2",
             {"ns": namespace},
             write=False,
         )
         for row in rows:
+            # Signature 2: null where the state measured nothing (the stored 0.0 there is no value).
+            signature = [v if i in row["dims"] else None for i, v in enumerate(row["signature"])]
             asked.append({"call": "retrieve", "namespace": namespace,
-                          "request": {"target": target, "mode": "counters", "signature": row["signature"]}})  # fmt: skip
+                          "request": {"target": target, "mode": "counters", "signature": signature}})  # fmt: skip
             asked.append({"call": "retrieve", "namespace": namespace,
                           "request": {"target": target, "mode": "text", "source": row["source"]}})  # fmt: skip
     asked.append({"call": "lineage", "namespace": "tour", "kernel_id": tour_kernel})

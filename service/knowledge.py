@@ -39,7 +39,15 @@ from kernelgraph.client.models import (
     TransferTarget,
     validate,
 )
-from kernelgraph.client.signature import TargetPeaks, compute_signature
+from kernelgraph.client.signature import (
+    MIN_SHARED_DIMENSIONS,
+    SIGNATURE_DIM,
+    Signature,
+    TargetPeaks,
+    compute_signature,
+    index_searches,
+    signature_from_values,
+)
 from kernelgraph.service.embeddings import Embedder
 from kernelgraph.service.stats import spearman
 from kernelgraph.service.store import GraphStore
@@ -251,11 +259,10 @@ class KnowledgeService:
     def _measurement_row(
         self, measurement: Measurement, kernel: KernelVariant, target: dict[str, Any]
     ) -> dict[str, Any]:
-        signature = measurement.signature
-        missing: list[str] = []
-        if signature is None:
-            computed = compute_signature(measurement.counter_source, measurement.counters, peaks_of(target))
-            signature, missing = list(computed.vector), list(computed.missing)
+        if measurement.signature is not None:
+            signature = signature_from_values(measurement.signature, measurement.counter_source)
+        else:
+            signature = compute_signature(measurement.counter_source, measurement.counters, peaks_of(target))
         kernel_id = kernel.kernel_id
         return {
             "measurement_id": measurement.measurement_id(kernel_id, target["name"]),
@@ -270,9 +277,9 @@ class KnowledgeService:
                 "static": measurement.static,
                 "counter_source": measurement.counter_source.value,
                 "counters_json": json.dumps(measurement.counters, sort_keys=True),
-                "signature": signature,
-                "signature_version": measurement.signature_version,
-                "signature_missing": missing,
+                # signature, signature_dims, signature_missing, signature_version, signature_complete
+                # and, when complete, the per-source vector (client/signature.py, Signature.stored)
+                **signature.stored(),
                 "taken_at": measurement.taken_at,
                 "tool_versions_json": json.dumps(measurement.tool_versions, sort_keys=True),
                 "evaluator_version": measurement.evaluator_version,
@@ -427,7 +434,7 @@ class KnowledgeService:
         return RetrieveResponse(
             mode=req.mode,
             target=req.target,
-            signature=signature,
+            signature=list(signature.values) if signature is not None else None,
             neighbours=len(neighbours),
             neighbour_ids=ranked,
             neighbour_scores=[neighbours[m] for m in ranked],
@@ -436,28 +443,52 @@ class KnowledgeService:
             prior_weight=PRIOR_WEIGHT,
         )
 
-    def _request_signature(self, req: RetrieveRequest, target: dict[str, Any]) -> list[float] | None:
+    def _request_signature(self, req: RetrieveRequest, target: dict[str, Any]) -> Signature | None:
         if req.signature is not None:
-            return list(req.signature)
+            return signature_from_values(req.signature)
         if req.counters is None:
             return None
         if req.counter_source is None:
             raise InvalidInput("`counter_source` is required with raw `counters`", field="counter_source")
-        return list(compute_signature(req.counter_source, req.counters, peaks_of(target)).vector)
+        signature = compute_signature(req.counter_source, req.counters, peaks_of(target))
+        if not signature.measured:
+            raise InvalidInput(
+                f"the counters measure no signature dimension of counter source {req.counter_source.value!r} "
+                "on this target (docs/counter-signature.md says which counters each dimension reads)",
+                field="counters",
+            )
+        return signature
 
     def _nearest_by_signature(
-        self, namespaces: list[str], signature: list[float], req: RetrieveRequest
+        self, namespaces: list[str], signature: Signature, req: RetrieveRequest
     ) -> list[dict[str, Any]]:
+        """The k states nearest to `signature` by the masked, renormalised distance (docs/retrieval.md).
+
+        Small namespaces: every explored state scored exactly. Large ones: one vector index per counter
+        source whose states the query can be compared with (`index_searches`), plus exact scoring of the
+        few states whose signature is incomplete for their source (kept out of the indexes).
+        """
+        measured = list(signature.measured)
+        if not measured:
+            return []
+        exact = {
+            "signature": list(signature.vector), "measured": measured, "dims": SIGNATURE_DIM,
+            "min_shared": min(len(measured), MIN_SHARED_DIMENSIONS), "k": req.k, "namespaces": namespaces,
+            "exclude_tasks": req.excluded_tasks,
+        }  # fmt: skip
         if self._small(namespaces):
-            return self.store.read(
-                "nearest_states_by_signature_exact",
-                signature=signature, k=req.k, namespaces=namespaces, exclude_tasks=req.excluded_tasks,
+            return self.store.read("nearest_states_by_signature_exact", **exact, complete=[True, False])
+        searches = [s.as_param() for s in index_searches(signature)]
+        rows = []
+        if searches:
+            rows = self.store.read(
+                "nearest_states_by_signature",
+                searches=searches, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,
+                namespaces=namespaces, exclude_tasks=req.excluded_tasks,
             )  # fmt: skip
-        return self.store.read(
-            "nearest_states_by_signature",
-            signature=signature, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,
-            namespaces=namespaces, exclude_tasks=req.excluded_tasks,
-        )  # fmt: skip
+        rows += self.store.read("nearest_states_by_signature_exact", **exact, complete=[False])
+        rows.sort(key=lambda r: (-r["score"], r["measurement_id"]))
+        return rows[: req.k]
 
     def _small(self, namespaces: list[str]) -> bool:
         """Few enough explored states for exact scoring? A large verdict is kept: nothing is ever deleted."""

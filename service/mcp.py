@@ -37,7 +37,7 @@ def _tool_error(exc: KernelGraphError) -> ToolError:
 def retrieve_transforms(
     ctx: Context,
     target: str,
-    signature: list[float] | None = None,
+    signature: list[float | None] | None = None,
     counters: dict[str, float] | None = None,
     counter_source: str | None = None,
     source: str | None = None,
@@ -49,8 +49,9 @@ def retrieve_transforms(
     """Find the transforms that worked best from measured kernel states similar to yours.
 
     Use this before deciding how to transform a kernel. Describe the kernel's current state by ONE of:
-    - `signature`: its normalized counter signature (list of floats in [0, 1], as returned in earlier
-      responses), or
+    - `signature`: its normalized counter signature (11 entries, each a float in [0, 1] or null where
+      not measured, as returned in earlier responses; unmeasured entries are left out of the
+      distance, never guessed), or
     - `counters` + `counter_source`: raw counters (e.g. {"time_ns": ..., "flops": ..., "bytes": ...})
       and where they came from ("cpu_cachegrind", "cpu_timing", "nvidia_ncu", "nvidia_timing",
       "nvidia_static" or "kernelbench_timing"); the service turns

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from kernelgraph.client.signature import SIGNATURE_DIM, SIMILARITY_FUNCTION
+from kernelgraph.client.models import finite_counters
+from kernelgraph.client.signature import (
+    SIGNATURE_DIM,
+    SIGNATURE_VERSION,
+    SIMILARITY_FUNCTION,
+    CounterSource,
+    TargetPeaks,
+    compute_signature,
+    source_dimensions,
+    source_property,
+)
 from kernelgraph.service.embeddings import EMBEDDING_DIM
 from kernelgraph.service.queries import migrations
 from kernelgraph.service.store import GraphStore, mapped_errors
@@ -17,7 +30,54 @@ SCHEMA_PARAMETERS = {
     "signature_dim": SIGNATURE_DIM,
     "signature_similarity": SIMILARITY_FUNCTION,
     "embedding_dim": EMBEDDING_DIM,
+    **{f"dim_{source.value}": len(source_dimensions(source)) for source in CounterSource},
 }
+RESIGN_BATCH = 1_000
+
+
+def _peaks(target: dict[str, Any] | None) -> TargetPeaks:
+    target = target or {}
+    return TargetPeaks(
+        kind=target.get("kind", "cpu"),
+        peak_gflops=target.get("peak_gflops"),
+        peak_gbps=target.get("peak_gbps"),
+        cores=target.get("cores"),
+        isa=target.get("isa"),
+    )
+
+
+def resign_measurements(store: GraphStore) -> int:
+    """Recompute every stored signature older than SIGNATURE_VERSION from the measurement's kept raw
+    counters and its target's peaks (idempotent: re-signed measurements are not found again). The old
+    vector is kept as `signature_v1`; a signature a client gave without counters cannot be recomputed
+    and keeps only what its counters measure. Returns the number of measurements re-signed."""
+    done = 0
+    while True:
+        rows = store.read("measurements_to_resign", version=SIGNATURE_VERSION, limit=RESIGN_BATCH)
+        if not rows:
+            return done
+        updates = []
+        for row in rows:
+            try:
+                counters = json.loads(row["counters_json"] or "{}")
+            except ValueError:
+                counters = {}
+            numeric = {k: float(v) for k, v in counters.items() if isinstance(v, int | float)}
+            signature = compute_signature(
+                CounterSource(row["counter_source"]), finite_counters(numeric), _peaks(row["target"])
+            )
+            props: dict[str, Any] = {source_property(s): None for s in CounterSource}
+            props.update(signature.stored(), signature_v1=row["signature"])
+            updates.append(
+                {"namespace": row["namespace"], "measurement_id": row["measurement_id"], "props": props}
+            )
+        store.write("set_measurement_signatures", rows=updates)
+        done += len(updates)
+        log.info("re-signed %d measurements (signature version %d)", done, SIGNATURE_VERSION)
+
+
+# Data steps that run after a migration's statements (which cannot hold Python): version -> step.
+DATA_STEPS: dict[int, Callable[[GraphStore], int]] = {7: resign_measurements}
 
 
 @dataclass(frozen=True)
@@ -50,6 +110,11 @@ def apply(store: GraphStore) -> list[MigrationState]:
                 store.driver.execute_query(statement, params, database_=store.database)
         with mapped_errors():
             store.driver.execute_query("CALL db.awaitIndexes(300)", database_=store.database)
+        step = DATA_STEPS.get(state.version)
+        if step is not None:
+            step(store)
+            with mapped_errors():
+                store.driver.execute_query("CALL db.awaitIndexes(300)", database_=store.database)
         store.write("schema_migration_record", version=state.version, name=state.name)
         log.info("applied schema migration %s", state.name)
         applied_now.append(MigrationState(state.version, state.name, True))

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions
+
+SOURCE = "cpu_cachegrind"  # the counter source of the factories' measurements
+
+
+def masked(values: list[float] | float = 0.5, source: str = SOURCE) -> list[float | None]:
+    """A full-length list of values (or one value everywhere) as `source` measures it: null at the
+    dimensions that source does not measure (signature version 2)."""
+    full = [values] * SIGNATURE_DIM if isinstance(values, float) else list(values)
+    if len(full) != SIGNATURE_DIM:
+        return list(full)  # malformed on purpose: left for the validation under test
+    measured = set(source_dimensions(source))
+    return [v if i in measured else None for i, v in enumerate(full)]
 
 
 def target(name: str = "cpu-test", **overrides: Any) -> dict[str, Any]:
@@ -19,10 +31,12 @@ def kernel(task: str = "matmul", source: str = "void kernel(void) {}", **overrid
 def measurement(
     median_ns: float = 1e6, signature: list[float] | None = None, **overrides: Any
 ) -> dict[str, Any]:
+    """A measurement whose signature is given (`signature`: a full-length list, nulled where the source
+    does not measure); by default 0.5 on every dimension the source measures."""
     return {
         "median_ns": median_ns, "iqr_ns": median_ns * 0.01, "trials": 21, "correct": True,
-        "counter_source": "cpu_timing", "counters": {"time_ns": median_ns, "flops": 2e6, "bytes": 1e6},
-        "signature": signature if signature is not None else [0.5] * SIGNATURE_DIM, **overrides,
+        "counter_source": SOURCE, "counters": {"time_ns": median_ns, "flops": 2e6, "bytes": 1e6},
+        "signature": masked(signature if signature is not None else 0.5), **overrides,
     }  # fmt: skip
 
 

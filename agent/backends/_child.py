@@ -158,23 +158,44 @@ def enough_trials(times: Any, elapsed_s: float, plan: Any) -> bool:
     return bool((q3 - q1) / med <= plan["target_rel_iqr"])
 
 
+def _threads() -> int:
+    """Threads of this process now (/proc/self/status), 0 where unreadable."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return 0
+    return 0
+
+
 def _time(fns: Any, buffers: Any, base: Any, specs: Any, sizes: Any, req: Any) -> dict[str, Any]:
     """Interleaved timing (A B A B ...); every call on its own input variant, outputs fresh per call.
 
     The outputs (and the inputs' digests after the call) of the calls in `req["sampled_calls"]` are
     kept for the parent to verify against the reference of that call's variant.
+    Around every timed call of each kernel the process CPU time (all threads) is read as well, outside
+    the wall-clock pair, so `cpu_ns[k] / sum(times[k])` is kernel k's parallelism while timed; and the
+    candidate's first call, made before any other, shows how many threads it started (an OpenMP pool
+    stays alive after its region).
     """
     warmup, max_trials = int(req["warmup"]), int(req["max_trials"])
     factors = variant_factors(max(b.size for b in base), warmup + max_trials, int(req["variant_seed"]))
     sampled = set(int(c) for c in req["sampled_calls"])
     kept: dict[int, Any] = {}
     outs = [[_fresh(s) for s in specs] for _ in fns]
+    threads_before = _threads()
+    threads_used = 0
     for call in range(warmup):
         for b, buf in zip(base, buffers, strict=True):
             write_variant(b, factors, call, buf)
         for k, fn in enumerate(fns):
             fn(*_args(buffers, outs[k], sizes))
+            if call == 0 and k == 0:
+                threads_used = max(1, _threads() - threads_before + 1) if threads_before else 0
     times: list[list[int]] = [[] for _ in fns]
+    cpu_ns = [0 for _ in fns]
     start = time.perf_counter()
     trials = 0
     while True:
@@ -185,15 +206,17 @@ def _time(fns: Any, buffers: Any, base: Any, specs: Any, sizes: Any, req: Any) -
             for o in outs[k]:
                 o.fill(np.nan if o.dtype.kind == "f" else np.iinfo(o.dtype).min)
             args = _args(buffers, outs[k], sizes)
+            c0 = time.process_time_ns()
             t0 = time.perf_counter_ns()
             fn(*args)
             times[k].append(time.perf_counter_ns() - t0)
+            cpu_ns[k] += time.process_time_ns() - c0
         if call in sampled:  # the candidate's own timed outputs, snapshotted right after its call
             kept[call] = {"outputs": [o.copy() for o in outs[0]], "digests": [_digest(b) for b in buffers]}
         trials += 1
         if enough_trials(times[0], time.perf_counter() - start, req):
             break
-    return {"times": times, "timed_calls": kept}
+    return {"times": times, "timed_calls": kept, "cpu_ns": cpu_ns, "threads_used": threads_used}
 
 
 def main(request_path: str, result_dir: str) -> None:

@@ -13,9 +13,10 @@ import math
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -264,16 +265,26 @@ class CBackend:
         )  # fmt: skip
         if judged.outcome is not None:
             return self._failed(judged.outcome, judged.reason)
-        threads = float(target.cores or 1) if "omp parallel" in source else 1.0
+        cores = self._limits(target, self.profile_timeout_s).threads
+        parallel = measured_parallelism(report.extra, cores)
+        threads = parallel.get(CounterName.THREADS, 1.0)
         derived = counters_mod.derived_counters(task, sets[0], median, threads, target)
+        derived.update(parallel)
+        if CounterName.THREADS not in parallel:  # the child could not tell: unmeasured, not 1
+            del derived[CounterName.THREADS]
         counter_source, tool_versions = CounterSource.CPU_TIMING, {"gcc": gcc_version()}
         if self.counters:
-            measured = counters_mod.cachegrind_counters(task, source, target, sandbox=self.sandbox)
+            # On the very inputs that were timed, with the threads the timed run used.
+            measured = counters_mod.cachegrind_counters(
+                task, source, target, sandbox=self.sandbox, inputs=sets[0], threads=int(threads),
+                cpu_ns_per_call=parallel.get(CounterName.CPU_TIME_NS),
+            )  # fmt: skip
             derived.update(measured.counters)
             counter_source = measured.source
             tool_versions.update(measured.tool_versions)
             if measured.note:
                 log.info("%s: %s", task.name, measured.note)
+                tool_versions["counter_note"] = measured.note[:128]
         derived[CounterName.IQR_NS] = q3 - q1
         derived[CounterName.REL_IQR] = (q3 - q1) / median if median else math.nan
         if judged.reverified:
@@ -304,6 +315,32 @@ class CBackend:
             evaluator_version=EVALUATOR_VERSION,
             sandbox=self.sandbox.label,
         )
+
+
+def measured_parallelism(extra: Mapping[str, Any], cores: int) -> dict[str, float]:
+    """threads, cpu_time_ns (per call), cpu_utilization and cores of the candidate's timed calls, from
+    the child's report (`_child._time`); a value the child did not report is left out (unmeasured).
+
+    cpu_utilization = process CPU time (every thread) / wall time / cores: 1/cores for serial code,
+    near 1 when every core worked for the whole call, less for imbalance, serial sections or waiting.
+    """
+    out: dict[str, float] = {CounterName.CORES: float(cores)}
+    try:
+        wall = float(sum(extra["times"][0]))
+        cpu = float(extra["cpu_ns"][0])
+        calls = len(extra["times"][0])
+        if wall > 0 and calls and cpu >= 0 and math.isfinite(cpu):
+            out[CounterName.CPU_TIME_NS] = cpu / calls
+            out[CounterName.CPU_UTILIZATION] = cpu / wall / max(cores, 1)
+    except (KeyError, IndexError, TypeError, ValueError):
+        pass
+    try:
+        used = int(extra["threads_used"])
+        if used >= 1:
+            out[CounterName.THREADS] = float(used)
+    except (KeyError, TypeError, ValueError):
+        pass
+    return out
 
 
 def _read(path: Path) -> str:

@@ -2,10 +2,17 @@
 
 Counter names are `CounterName` members (kernelgraph.client.signature), the names the signature
 reads; cachegrind's raw events are kept too, prefixed `cg_`.
-Cachegrind runs the kernel once, single-threaded, on the task's *small* inputs with a fixed cache
-model (so counters compare across hosts); `instructions` is scaled to the full problem by the ratio
-of FLOPs (or bytes) and the measured count is kept as `instructions_measured`. Valgrind cannot decode
-AVX-512, so v4/native kernels are counted from an x86-64-v3 build, labelled in `counter_build_isa`.
+Cachegrind runs the kernel once on the very inputs that were timed (the task's full-size inputs of
+the timed seed), with the thread count the timed run used, its outputs written just before the call as
+the timing loop writes them, and a fixed cache model (32 KiB D1, 8 MiB LL, 64 B lines; so counters
+compare across hosts). Valgrind runs a program's threads one at a time through one simulated cache, so
+with several threads the counts are of the whole work through shared caches (docs/counter-signature.md).
+The last-level data misses give the traffic past the LL (`ll_miss_bytes`) and the measured operational
+intensity (`operational_intensity` = flops / ll_miss_bytes).
+Simulation costs about CACHEGRIND_SLOWDOWN times the timed call's CPU time: when that would pass
+CACHEGRIND_BUDGET_S, no cache counter is taken (the report says so and the source is `cpu_timing`),
+rather than simulating another size whose cache regime may differ. Valgrind cannot decode AVX-512, so
+v4/native kernels are counted from an x86-64-v3 build, labelled in `counter_build_isa`.
 """
 
 from __future__ import annotations
@@ -32,7 +39,11 @@ log = logging.getLogger(__name__)
 # A fixed model (32 KiB 8-way L1s, 8 MiB 16-way LL, 64 B lines) instead of the host's CPUID.
 CACHE_MODEL = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64")
 VALGRIND_UNSAFE_ISAS = {"x86-64-v4", "native"}
-COUNTER_SEED = 5
+LINE_BYTES = 64  # the model's line: a last-level miss moves one line
+# Cachegrind with cache simulation, build included, took 30-70x a timed call on this project's
+# machine (measured: docs/counter-signature.md); the estimate takes a pessimistic factor.
+CACHEGRIND_SLOWDOWN = 100.0
+CACHEGRIND_BUDGET_S = 60.0  # estimated simulation time above which the timed size is not simulated
 
 
 @dataclass(frozen=True)
@@ -100,7 +111,8 @@ def harness_source(task: Task, inputs: Arrays) -> str:
         args.append(f"in{k}")
     for k, (name, shape) in enumerate(specs.items()):
         nbytes = int(np.prod(shape)) * np.dtype(task.output_dtype(name)).itemsize
-        lines.append(f"  void* out{k} = calloc({nbytes}u + 1, 1);\n")
+        # Written just before the call, as the timing loop fills its outputs: the same cache state.
+        lines.append(f"  void* out{k} = malloc({nbytes}u + 1); memset(out{k}, 0xff, {nbytes}u + 1);\n")
         args.append(f"out{k}")
     args += [str(int(s)) for s in sizes]
     lines.append(f"  kernel({', '.join(args)});\n  return 0;\n}}\n")
@@ -138,18 +150,38 @@ CACHEGRIND_TIMEOUT_S = 120.0
 CACHEGRIND_LIMITS = Rlimits(address_space_bytes=16 << 30, cpu_seconds=int(2 * CACHEGRIND_TIMEOUT_S))
 
 
-def cachegrind_counters(task: Task, source: str, target: Target, *, sandbox: Sandbox) -> CounterReport:
-    """instructions, d1_miss_rate, ll_miss_rate (+ raw events) from cachegrind; never raises.
+def cachegrind_counters(
+    task: Task,
+    source: str,
+    target: Target,
+    *,
+    sandbox: Sandbox,
+    inputs: Arrays,
+    threads: int = 1,
+    cpu_ns_per_call: float | None = None,
+) -> CounterReport:
+    """instructions, d1/ll miss rates, ll_miss_bytes, operational_intensity (+ raw events) from cachegrind
+    on `inputs` (the timed ones) with `threads` OpenMP threads; never raises.
 
     The harness is built and run under valgrind inside `sandbox`, like every step that runs the kernel.
+    `cpu_ns_per_call` (the timed call's process CPU time) sizes the simulation against the budget.
     """
     version = valgrind_version()
     if not version:
         return CounterReport(
             {}, CounterSource.CPU_TIMING, note="valgrind not installed: counters are timing-only"
         )
+    if cpu_ns_per_call is not None:
+        estimate_s = cpu_ns_per_call * CACHEGRIND_SLOWDOWN / 1e9
+        if estimate_s > CACHEGRIND_BUDGET_S:
+            return CounterReport(
+                {},
+                CounterSource.CPU_TIMING,
+                note=f"cachegrind at the timed size would take about {estimate_s:.0f} s (budget "
+                f"{CACHEGRIND_BUDGET_S:.0f} s): cache counters not measured",
+            )
     build_isa = "x86-64-v3" if (target.isa or "") in VALGRIND_UNSAFE_ISAS else (target.isa or "x86-64-v2")
-    inputs = task.make_inputs(COUNTER_SEED, True)
+    threads = max(1, int(threads))
     try:
         with scratch_dir("kg-cachegrind-") as d:
             (d / "kernel.c").write_text(source)
@@ -163,12 +195,13 @@ def cachegrind_counters(task: Task, source: str, target: Target, *, sandbox: San
                      "kernel.c", "-o", "harness", "-lm"]  # fmt: skip
             run = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", *CACHE_MODEL,
                    "--cachegrind-out-file=cg.out", "./harness", *files]  # fmt: skip
+            env = {"OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "passive"}
             steps: tuple[tuple[str, list[str], dict[str, str]], ...] = (
                 ("cachegrind build", build, {}),
-                ("cachegrind", run, {"OMP_NUM_THREADS": "1"}),
+                ("cachegrind", run, env),
             )
-            for what, argv, env in steps:
-                done = sandbox.run(argv, mounts=[Mount(d, writable=True)], env=env, cwd=d,
+            for what, argv, step_env in steps:
+                done = sandbox.run(argv, mounts=[Mount(d, writable=True)], env=step_env, cwd=d,
                                    limits=CACHEGRIND_LIMITS, timeout_s=CACHEGRIND_TIMEOUT_S)  # fmt: skip
                 if done.timed_out or done.returncode != 0:
                     status = "timed out" if done.timed_out else "failed"
@@ -182,31 +215,31 @@ def cachegrind_counters(task: Task, source: str, target: Target, *, sandbox: San
     except (OSError, ValueError) as exc:
         return CounterReport({}, CounterSource.CPU_TIMING, note=f"cachegrind unavailable: {exc}")
     return CounterReport(
-        _rates(raw, task, inputs),
+        _rates(raw, float(task.flops(inputs)), threads),
         CounterSource.CPU_CACHEGRIND,
         {"valgrind": version, "counter_build_isa": build_isa, "cache_model": " ".join(CACHE_MODEL)},
     )
 
 
-def _rates(raw: Mapping[str, float], task: Task, small: Arrays) -> dict[str, float]:
+def _rates(raw: Mapping[str, float], flops: float, threads: int) -> dict[str, float]:
+    """The counters of one simulated call of the timed problem (so `counter_scale` is 1)."""
     g = raw.get
     data = g("Dr", 0.0) + g("Dw", 0.0)
     d1 = g("D1mr", 0.0) + g("D1mw", 0.0)
     ll = g("DLmr", 0.0) + g("DLmw", 0.0)
-    full = task.make_inputs(COUNTER_SEED, False)
-    small_work, full_work = task.flops(small), task.flops(full)
-    if not small_work:
-        small_work, full_work = task.bytes_moved(small), task.bytes_moved(full)
-    scale = full_work / small_work if small_work else 1.0
     out: dict[str, float] = {
-        CounterName.INSTRUCTIONS: g("Ir", 0.0) * scale,
+        CounterName.INSTRUCTIONS: g("Ir", 0.0),
         CounterName.INSTRUCTIONS_MEASURED: g("Ir", 0.0),
-        CounterName.COUNTER_SCALE: scale,
+        CounterName.COUNTER_SCALE: 1.0,
+        CounterName.COUNTER_THREADS: float(threads),
         CounterName.D1_MISS_RATE: d1 / data if data else 0.0,
         # of the accesses that reach LL, the share that miss
         CounterName.LL_MISS_RATE: ll / d1 if d1 else 0.0,
         CounterName.LL_GLOBAL_MISS_RATE: ll / data if data else 0.0,
+        CounterName.LL_MISS_BYTES: ll * LINE_BYTES,
     }
+    if ll > 0:
+        out[CounterName.OPERATIONAL_INTENSITY] = flops / (ll * LINE_BYTES)
     out.update({f"cg_{k}": v for k, v in raw.items()})
     return out
 

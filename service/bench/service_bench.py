@@ -43,7 +43,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from kernelgraph.client.models import MAX_BATCH, RetrieveRequest
 from kernelgraph.client.reports import save_report
 from kernelgraph.client.settings import Settings
-from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.client.signature import (
+    DIMENSION_NAMES,
+    SIGNATURE_DIM,
+    CounterSource,
+    index_searches,
+    signature_from_values,
+    source_dimensions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,15 +74,24 @@ PATTERNS = ("dense-matmul", "row-reduction", "row-softmax", "stencil", "scan", "
             "contiguous-stream")  # fmt: skip
 TRANSFORMS = ("unroll", "vectorize", "tile", "smem-tiling", "fuse", "split-k", "block-size", "prefetch",
               "loop-interchange", "register-blocking", "warp-shuffle", "persistent")  # fmt: skip
-# Bottleneck clusters: dimension index -> value at the centre (others 0.3); see service/signature.py.
-BOTTLENECKS: dict[str, dict[int, float]] = {
-    "compute-bound": {0: 0.85, 1: 0.2, 2: 0.8, 3: 0.8, 11: 0.85},
-    "memory-bound": {0: 0.1, 1: 0.8, 2: 0.2, 3: 0.15, 11: 0.8},
-    "launch-bound": {0: 0.02, 1: 0.03, 10: 0.9, 11: 0.03},
-    "cache-thrash": {1: 0.35, 4: 0.8, 5: 0.7, 11: 0.35},
-    "spilling": {8: 0.7, 9: 0.95, 7: 0.2},
-    "low-occupancy": {6: 0.1, 7: 0.25, 0: 0.2, 1: 0.25},
-}
+# Bottleneck clusters: dimension -> value at the centre (others 0.3); see client/signature.py.
+BOTTLENECKS: dict[str, dict[str, float]] = {
+    "compute-bound": {"compute_fraction": 0.85, "memory_fraction": 0.2, "ridge_position": 0.8,
+                      "issue_efficiency": 0.8, "speed_of_light": 0.85},
+    "memory-bound": {"compute_fraction": 0.1, "memory_fraction": 0.8, "ridge_position": 0.15,
+                     "speed_of_light": 0.8},
+    "launch-bound": {"compute_fraction": 0.02, "memory_fraction": 0.03, "launch_overhead_share": 0.9,
+                     "speed_of_light": 0.03},
+    "cache-thrash": {"memory_fraction": 0.35, "l1_miss_rate": 0.8, "llc_miss_rate": 0.7, "speed_of_light": 0.35},
+    "spilling": {"spill_pressure": 0.7, "register_pressure": 0.95, "issue_efficiency": 0.2},
+    "low-occupancy": {"parallel_efficiency": 0.1, "issue_efficiency": 0.25, "compute_fraction": 0.2,
+                      "memory_fraction": 0.25},
+}  # fmt: skip
+
+
+def source_of(target: dict[str, Any]) -> CounterSource:
+    """The counter source a target's synthetic measurements come from (each with its own mask)."""
+    return CounterSource.NVIDIA_NCU if target["kind"] == "cuda" else CounterSource.CPU_CACHEGRIND
 
 
 @dataclass(frozen=True)
@@ -94,13 +110,18 @@ class BenchOptions:
 
 def _centre(bottleneck: str) -> list[float]:
     centre = [0.3] * SIGNATURE_DIM
-    for index, value in BOTTLENECKS[bottleneck].items():
-        centre[index] = value
+    for name, value in BOTTLENECKS[bottleneck].items():
+        centre[DIMENSION_NAMES.index(name)] = value
     return centre
 
 
-def _noisy(rng: random.Random, centre: Sequence[float]) -> list[float]:
-    return [round(min(1.0, max(0.0, c + rng.gauss(0.0, SIGNATURE_NOISE))), 6) for c in centre]
+def _noisy(rng: random.Random, centre: Sequence[float], source: CounterSource) -> list[float | None]:
+    """A signature near `centre` on the dimensions `source` measures, null on the others."""
+    measured = set(source_dimensions(source))
+    return [
+        round(min(1.0, max(0.0, c + rng.gauss(0.0, SIGNATURE_NOISE))), 6) if i in measured else None
+        for i, c in enumerate(centre)
+    ]
 
 
 @dataclass
@@ -127,6 +148,7 @@ def generate(options: BenchOptions, on_state: Callable[[int], None] | None = Non
         bottleneck = home if rng.random() < 0.8 else rng.choice(names)
         target = TARGETS[rng.randrange(len(TARGETS))]
         cuda = target["kind"] == "cuda"
+        counter_source = source_of(target)
         source = f"// {task} state {states}\n" + (
             "__global__ void k(const float* x, float* y, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
             if cuda else "void k(const float* restrict x, float* restrict y, int n) {\n  for (int i = 0; i < n; ++i)\n"
@@ -135,8 +157,8 @@ def generate(options: BenchOptions, on_state: Callable[[int], None] | None = Non
         median = math.exp(rng.uniform(math.log(2e3), math.log(5e7)))
         parent_measurement = {
             "median_ns": median, "iqr_ns": median * 0.02, "trials": 21, "correct": True,
-            "counter_source": "nvidia_ncu" if cuda else "cpu_cachegrind",
-            "counters": {"time_ns": median}, "signature": _noisy(rng, centres[bottleneck]),
+            "counter_source": counter_source.value,
+            "counters": {"time_ns": median}, "signature": _noisy(rng, centres[bottleneck], counter_source),
         }  # fmt: skip
         states += 1
         measurements += 1
@@ -160,7 +182,7 @@ def generate(options: BenchOptions, on_state: Callable[[int], None] | None = Non
                 "child_measurement": {
                     **parent_measurement, "median_ns": child_median, "iqr_ns": child_median * 0.02,
                     "counters": {"time_ns": child_median},
-                    "signature": _noisy(rng, centres[bottleneck]),
+                    "signature": _noisy(rng, centres[bottleneck], counter_source),
                 },
             })  # fmt: skip
             measurements += 1
@@ -241,27 +263,42 @@ def serve_http(settings: Settings, driver: Any) -> Iterator[str]:
         thread.join(timeout=15)
 
 
-def _query_signatures(rng: random.Random, count: int) -> list[list[float]]:
+def _query_signatures(rng: random.Random, count: int) -> list[list[float | None]]:
+    """Queries shaped like the stored states: query i is measured as target i's source measures."""
     names = list(BOTTLENECKS)
-    return [_noisy(rng, _centre(rng.choice(names))) for _ in range(count)]
+    return [
+        _noisy(rng, _centre(rng.choice(names)), source_of(TARGETS[i % len(TARGETS)])) for i in range(count)
+    ]
+
+
+def search_params(signature: Sequence[float | None], k: int, fetch_k: int, namespace: str) -> dict[str, Any]:
+    """The parameters of the exact and the index query for one signature, as the service builds them."""
+    from kernelgraph.service.knowledge import MIN_SHARED_DIMENSIONS
+
+    query = signature_from_values(signature)
+    measured = list(query.measured)
+    common = {"k": k, "namespaces": [namespace], "exclude_tasks": []}
+    return {
+        "exact": {**common, "signature": list(query.vector), "measured": measured, "dims": SIGNATURE_DIM,
+                  "min_shared": min(len(measured), MIN_SHARED_DIMENSIONS), "complete": [True, False]},
+        "index": {**common, "searches": [s.as_param() for s in index_searches(query)], "fetch_k": fetch_k},
+    }  # fmt: skip
 
 
 def recall_at_k(
-    store: Any, namespace: str, signatures: Sequence[list[float]], fetch_k: int
+    store: Any, namespace: str, signatures: Sequence[list[float | None]], fetch_k: int
 ) -> dict[str, Any]:
-    """Mean recall@10 of the vector index against exact scoring, and the latency of each search."""
+    """Mean recall@10 of the per-source vector indexes against exact masked scoring, and the latency of
+    each search."""
     recalls: list[float] = []
     index_ms: list[float] = []
     exact_ms: list[float] = []
-    exact_extra: dict[str, Any] = {"exclude_tasks": []}
-    index_extra = exact_extra
     for signature in signatures:
+        params = search_params(signature, RECALL_K, fetch_k, namespace)
         t0 = time.perf_counter()
-        exact = store.read("nearest_states_by_signature_exact", signature=signature, k=RECALL_K,
-                           namespaces=[namespace], **exact_extra)  # fmt: skip
+        exact = store.read("nearest_states_by_signature_exact", **params["exact"])
         t1 = time.perf_counter()
-        approx = store.read("nearest_states_by_signature", signature=signature, fetch_k=fetch_k, k=RECALL_K,
-                            namespaces=[namespace], **index_extra)  # fmt: skip
+        approx = store.read("nearest_states_by_signature", **params["index"])
         t2 = time.perf_counter()
         exact_ms.append((t1 - t0) * 1e3)
         index_ms.append((t2 - t1) * 1e3)
@@ -393,7 +430,7 @@ def run_service_bench(
 
 
 def _http_latency(
-    settings: Settings, driver: Any, store: Any, namespace: str, signatures: Sequence[list[float]],
+    settings: Settings, driver: Any, store: Any, namespace: str, signatures: Sequence[list[float | None]],
     targets: Sequence[str], console: Console, create_key: Any, role: Any,
 ) -> dict[str, Any]:  # fmt: skip
     """POST /v1/retrieve latencies end to end; in-process timings instead when the API cannot start."""

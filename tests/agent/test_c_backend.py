@@ -15,9 +15,16 @@ from kernelgraph.agent.tasks.matmul import BASELINE, BEST_KNOWN
 from tests.prerequisites import unavailable
 
 SIGNATURE_COUNTERS = {
-    "time_ns", "flops", "bytes", "gflops", "gbps", "arithmetic_intensity", "threads",
-    "instructions", "d1_miss_rate", "ll_miss_rate",
+    "time_ns", "flops", "bytes", "gflops", "gbps", "threads", "cores", "cpu_time_ns", "cpu_utilization",
 }  # fmt: skip
+CACHE_COUNTERS = {
+    "instructions",
+    "d1_miss_rate",
+    "ll_miss_rate",
+    "ll_miss_bytes",
+    "counter_scale",
+    "counter_threads",
+}
 
 
 def test_is_a_backend(backend: CBackend) -> None:
@@ -64,11 +71,38 @@ def test_profile_has_timing_and_counters(c_cache: Path, cpu_target: Target) -> N
     assert result.trials >= 20 and result.median_ns > 0 and result.iqr_ns >= 0
     assert result.parent_median_ns and result.parent_median_ns > 0
     assert set(result.counters) >= SIGNATURE_COUNTERS
+    # Serial code on the target's cores: one thread, about 1/cores of the machine busy while timed.
+    cores = result.counters["cores"]
+    assert result.counters["threads"] == 1.0
+    assert 0.0 < result.counters["cpu_utilization"] <= 1.5 / cores
     if result.counter_source == "cpu_cachegrind":
+        assert set(result.counters) >= CACHE_COUNTERS
         assert 0.0 <= result.counters["d1_miss_rate"] <= 1.0
         assert result.tool_versions["counter_build_isa"] == "x86-64-v2"
+        # Simulated on the timed problem itself, with the timed run's threads.
+        assert result.counters["counter_scale"] == 1.0 and result.counters["counter_threads"] == 1.0
+        # elementwise_chain streams 8M floats x 3 arrays through an 8 MiB LL: most lines miss it.
+        assert result.counters["ll_miss_bytes"] >= 0.5 * task.bytes_moved(task.make_inputs(7, False))
     else:
         assert result.counter_source == "cpu_timing"
+
+
+def test_parallel_kernel_reports_the_threads_it_ran_on(c_cache: Path, cpu_target: Target) -> None:
+    if (cpu_target.cores or 1) < 2:
+        unavailable("needs a target with at least 2 cores")
+    task = get_task("reduction")
+    profiler = CBackend(cache_dir=c_cache, timing=TimingPlan(warmup=1, budget_s=0.5))
+    source = task.source("c", {**task.baseline_config, "acc": 4, "parallel": True})
+    assert "omp parallel" in source
+    result = profiler.profile(task, source, cpu_target)
+    assert result.outcome == Outcome.KEPT, result.reason
+    assert result.counters["threads"] == float(cpu_target.cores)
+    if result.counter_source == "cpu_cachegrind":
+        assert result.counters["counter_threads"] == float(cpu_target.cores)
+    # Measured, not inferred from the source: a serial build of the same task runs on one thread.
+    serial = profiler.profile(task, task.source("c", {**task.baseline_config, "acc": 4}), cpu_target)
+    assert serial.counters["threads"] == 1.0
+    assert 0.0 < result.counters["cpu_utilization"] <= 1.05
 
 
 def test_profile_of_crashing_kernel_is_an_outcome(backend: CBackend, cpu_target: Target) -> None:
@@ -86,12 +120,31 @@ def test_cachegrind_uses_v3_build_for_avx512(c_cache: Path) -> None:
         unavailable("valgrind is not installed")
     target = get_target("cpu-x86-64-v4", measure=False)
     task = get_task("reduction")
+    inputs = task.make_inputs(7, False)
     report = cachegrind_counters(
-        task, task.source("c", {"acc": 4, "simd": True, "parallel": True}), target, sandbox=Sandbox()
-    )
+        task, task.source("c", {"acc": 4, "simd": True, "parallel": True}), target, sandbox=Sandbox(),
+        inputs=inputs, threads=2,
+    )  # fmt: skip
     assert report.source == "cpu_cachegrind", report.note
     assert report.tool_versions["counter_build_isa"] == "x86-64-v3"
-    assert report.counters["instructions"] > 0
+    assert report.counters["instructions"] > 0 and report.counters["counter_threads"] == 2.0
+    # A sum of 8M floats (32 MiB) streams through the 8 MiB LL model: about every line misses once.
+    lines = inputs["x"].nbytes / 64
+    assert 0.9 * lines <= report.counters["ll_miss_bytes"] / 64 <= 1.2 * lines
+
+
+def test_cachegrind_over_budget_measures_no_cache_counter(c_cache: Path) -> None:
+    from kernelgraph.agent.backends.counters import (
+        CACHEGRIND_BUDGET_S,
+        CACHEGRIND_SLOWDOWN,
+        cachegrind_counters,
+    )
+
+    task = get_task("reduction")
+    too_slow = 2 * CACHEGRIND_BUDGET_S / CACHEGRIND_SLOWDOWN * 1e9
+    report = cachegrind_counters(task, task.source("c", task.baseline_config), get_target("cpu-x86-64-v2", measure=False),
+                                 sandbox=Sandbox(), inputs=task.make_inputs(7, False), cpu_ns_per_call=too_slow)  # fmt: skip
+    assert report.source == "cpu_timing" and report.counters == {} and "budget" in report.note
 
 
 def test_matmul_best_config_beats_naive_by_2x(c_cache: Path) -> None:

@@ -4,6 +4,7 @@ signature), apart from raw tool events kept under their own prefix."""
 from __future__ import annotations
 
 from kernelgraph.agent.backends import counters
+from kernelgraph.agent.backends.c import measured_parallelism
 from kernelgraph.agent.backends.triton import ARCH_LIMITS
 from kernelgraph.agent.backends.triton.ncu import NCU_METRICS
 from kernelgraph.agent.backends.triton.occupancy import static_metrics
@@ -20,8 +21,10 @@ def test_cpu_counters_are_counter_names() -> None:
     inputs = task.make_inputs(0, True)
     assert set(counters.derived_counters(task, inputs, 1e6, 2.0, CPU)) <= NAMES
     raw = {"Ir": 1e6, "Dr": 1e5, "Dw": 1e4, "D1mr": 1e3, "D1mw": 1e2, "DLmr": 10.0, "DLmw": 1.0}
-    cachegrind = counters._rates(raw, task, inputs)
+    cachegrind = counters._rates(raw, float(task.flops(inputs)), 2)
     assert {name for name in cachegrind if not name.startswith("cg_")} <= NAMES
+    extra = {"times": [[1000, 1100]], "cpu_ns": [4000], "threads_used": 2}
+    assert set(measured_parallelism(extra, 2)) <= NAMES
 
 
 def test_triton_static_and_ncu_counters_are_counter_names() -> None:

@@ -35,9 +35,12 @@ from tests import factories
 
 TARGET = Target(name="cpu-test", kind="cpu", arch="x86-64-v3", peak_gflops=200.0, peak_gbps=20.0, cores=2,
                 isa="x86-64-v3")  # fmt: skip
+# What the C backend measures (signature 2: cache counters at the timed size, measured CPU utilization).
 PROFILE = ProfileResult(
-    median_ns=1e6, iqr_ns=1e4, trials=21, counter_source=CounterSource.CPU_TIMING,
-    counters={"time_ns": 1e6, "flops": 2e6, "bytes": 1e6, "threads": 1.0, "rel_iqr": float("nan")},
+    median_ns=1e6, iqr_ns=1e4, trials=21, counter_source=CounterSource.CPU_CACHEGRIND,
+    counters={"time_ns": 1e6, "flops": 2e6, "bytes": 1e6, "threads": 1.0, "cpu_utilization": 0.5,
+              "instructions": 4e6, "d1_miss_rate": 0.1, "ll_miss_rate": 0.2, "ll_miss_bytes": 1e5,
+              "counter_scale": 1.0, "rel_iqr": float("nan")},
 )  # fmt: skip
 
 

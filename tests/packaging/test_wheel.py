@@ -169,12 +169,14 @@ def test_installed_wheel_runs_the_product_outside_the_checkout(venv: Path, tmp_p
 _CLIENT_SCRIPT = """
 import json, sys
 from kernelgraph.client import KernelGraphClient
-from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions
+timing = source_dimensions("cpu_timing")  # signature 2: null where cpu_timing measures nothing
 client = KernelGraphClient("{url}", "{key}")
 client.upsert_targets([{{"name": "cpu-test", "kind": "cpu", "arch": "x86-64-v3", "peak_gflops": 200.0,
                          "peak_gbps": 20.0, "cores": 2, "isa": "x86-64-v3"}}])
 measurement = {{"median_ns": 1e6, "iqr_ns": 1e4, "trials": 21, "correct": True, "counter_source": "cpu_timing",
-                "counters": {{"time_ns": 1e6}}, "signature": [0.5] * SIGNATURE_DIM}}
+                "counters": {{"time_ns": 1e6}},
+                "signature": [0.5 if i in timing else None for i in range(SIGNATURE_DIM)]}}
 kernel = {{"task": "matmul", "backend": "c", "patterns": ["dense-matmul"]}}
 created = client.record_attempt({{
     "attempt_key": "wheel:0", "run_id": "wheel", "agent": "wheel-test", "target": "cpu-test",

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
 from kernelgraph.client.errors import NotFound
-from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.client.signature import (
+    SIGNATURE_DIM,
+    compute_signature,
+    masked_similarity,
+    signature_from_values,
+)
 from kernelgraph.service.embeddings import MiniLMEmbedder
-from kernelgraph.service.knowledge import KnowledgeService, spearman
+from kernelgraph.service.knowledge import KnowledgeService, peaks_of, spearman
 from kernelgraph.service.store import GraphStore
 from tests import factories
 
 pytestmark = pytest.mark.neo4j
 
-MEMORY_BOUND = [0.05, 0.9, 0.2, 0.1, 0.3, 0.6, 0.5, 0.1, 0.0, 0.5, 0.0, 0.9]
-COMPUTE_BOUND = [0.9, 0.1, 0.8, 0.9, 0.01, 0.01, 1.0, 0.8, 0.0, 0.5, 0.0, 0.9]
+# Signature version 2, as cpu_cachegrind measures it (null: spill and register pressure, not measured).
+MEMORY_BOUND = [0.05, 0.9, 0.1, 0.3, 0.6, 0.5, 0.1, None, None, 0.0, 0.9]
+COMPUTE_BOUND = [0.9, 0.1, 0.9, 0.01, 0.01, 1.0, 0.8, None, None, 0.0, 0.9]
 QUERY_SOURCE = (
     "void kernel(const float* x, float* y, int n) { for (int i = 0; i < n; i++) y[i] = expf(x[i]); }"
 )
@@ -65,7 +72,7 @@ def test_counters_and_text_modes_find_different_evidence(
     ]  # fmt: skip
     for group in counter_similar + text_similar:
         knowledge.record_attempts(namespace, group)
-    query_signature = [min(1.0, v + 0.02) for v in MEMORY_BOUND]
+    query_signature = [None if v is None else min(1.0, v + 0.02) for v in MEMORY_BOUND]
 
     by_counters = knowledge.retrieve(
         [namespace], {"target": "cpu-test", "mode": "counters", "signature": query_signature, "k": 3}
@@ -107,12 +114,20 @@ def test_retrieval_by_raw_counters_and_held_out_task(store: GraphStore, namespac
         namespace, _attempts_from("a", "void kernel(void) {}", MEMORY_BOUND, "tile", "fuse")
     )
     counters = {"time_ns": 1e6, "flops": 1e6, "bytes": 1.8e7, "instructions": 1e7, "d1_miss_rate": 0.3,
-                "ll_miss_rate": 0.6, "threads": 1}  # fmt: skip
+                "ll_miss_rate": 0.6, "ll_miss_bytes": 1.6e7, "cpu_utilization": 0.5, "threads": 1}  # fmt: skip
     response = knowledge.retrieve(
         [namespace], {"target": "cpu-test", "counters": counters, "counter_source": "cpu_cachegrind"}
     )
     assert response.signature is not None and len(response.signature) == SIGNATURE_DIM
     assert response.transforms[0].transform == "tile"
+    # Without cpu_utilization the query did not measure parallel_efficiency, which the stored states
+    # did: it cannot place them, so they are no neighbours (never a neutral 0.5 in its place).
+    partial = {k: v for k, v in counters.items() if k != "cpu_utilization"}
+    blind = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "counters": partial, "counter_source": "cpu_cachegrind"}
+    )
+    assert blind.signature is not None and blind.signature[5] is None
+    assert blind.neighbours == 0 and blind.transforms == []
     with pytest.raises(NotFound) as unknown:
         knowledge.retrieve([namespace], {"target": "no-such-target", "signature": MEMORY_BOUND})
     assert unknown.value.field == "target"
@@ -176,3 +191,98 @@ def test_each_parameter_setting_keeps_its_own_evidence(store: GraphStore, namesp
     assert dynamic.weighted_log_speedup == pytest.approx(math.log(0.25))
     assert row.best_example is not None and row.best_example["params"] == {"schedule": "static"}
     assert row.best_speedup == pytest.approx(2.0)
+
+
+def _timing_only(values: list[float | None]) -> list[float | None]:
+    return factories.masked([0.0 if v is None else v for v in values], "cpu_timing")
+
+
+def test_masked_distance_over_the_dimensions_both_measured(store: GraphStore, namespace: str) -> None:
+    """A cachegrind query reaches a timing-only state on the timing dimensions, scored as the Python
+    reference scores it; the stored states' unmeasured dimensions never enter the distance."""
+    knowledge = KnowledgeService(store)
+    knowledge.upsert_targets(namespace, [factories.target()])
+    timing = factories.attempt("t:0", transform="fuse", parent_source="/* timing */",
+                               parent_signature=[0.0] * SIGNATURE_DIM)  # fmt: skip
+    timing["parent_measurement"].update(counter_source="cpu_timing", signature=_timing_only(MEMORY_BOUND))
+    cache = factories.attempt("c:0", transform="tile", parent_source="/* cache */",
+                              parent_signature=COMPUTE_BOUND)  # fmt: skip
+    knowledge.record_attempts(namespace, [timing, cache])
+    query = [None if v is None else min(1.0, v + 0.05) for v in MEMORY_BOUND]
+    found = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": query, "k": 5})
+    assert found.neighbours == 2 and found.transforms[0].transform == "fuse"
+    expected = masked_similarity(
+        signature_from_values(query), signature_from_values(_timing_only(MEMORY_BOUND))
+    )
+    fuse = found.transforms[0]
+    assert expected is not None and fuse.mean_similarity == pytest.approx(expected, rel=1e-6)
+    # A timing-only query cannot place the cachegrind state (it did not measure the cache dimensions).
+    timing_query = _timing_only(MEMORY_BOUND)
+    only = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": timing_query, "k": 5})
+    assert only.neighbours == 1 and [t.transform for t in only.transforms] == ["fuse"]
+
+
+def test_index_search_ranks_as_exact_search(
+    store: GraphStore, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-source vector indexes (plus exact scoring of incomplete states) return the same
+    neighbours with the same renormalised scores as exact scoring of every state."""
+    import random
+
+    knowledge = KnowledgeService(store)
+    knowledge.upsert_targets(namespace, [factories.target()])
+    rng = random.Random(3)
+    records = []
+    for i in range(24):
+        values = [round(rng.random(), 4) for _ in range(SIGNATURE_DIM)]
+        record = factories.attempt(f"i:{i}", transform=f"t{i % 4}", parent_source=f"/* {i} */",
+                                   parent_signature=values)  # fmt: skip
+        if i % 3 == 1:  # a timing-only state: complete for its own source
+            record["parent_measurement"].update(counter_source="cpu_timing", signature=_timing_only(values))
+        if i % 3 == 2:  # incomplete for its source: no parallel_efficiency, so in no index
+            incomplete = factories.masked(values)
+            incomplete[5] = None
+            record["parent_measurement"]["signature"] = incomplete
+        records.append(record)
+    knowledge.record_attempts(namespace, records)
+    query = factories.masked([round(rng.random(), 4) for _ in range(SIGNATURE_DIM)])
+    request = {"target": "cpu-test", "signature": query, "k": 10}
+    exact = knowledge.retrieve([namespace], request)
+    large = KnowledgeService(store)
+    monkeypatch.setattr("kernelgraph.service.knowledge.EXACT_SEARCH_MAX_STATES", 0)
+    # The indexes are shared by every namespace of this test session: over-fetch past the others' states
+    # (the service's over-fetch is sized for recall on one large namespace; docs/retrieval.md).
+    monkeypatch.setattr("kernelgraph.service.knowledge.OVERFETCH", 200)
+    # Vector indexes take new nodes in shortly after their commit: wait until they hold every state.
+    deadline = time.monotonic() + 30
+    while True:
+        indexed = large.retrieve([namespace], request)
+        if indexed.neighbour_ids == exact.neighbour_ids or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert exact.neighbour_ids and indexed.neighbour_ids == exact.neighbour_ids
+    assert [t.mean_similarity for t in indexed.transforms] == pytest.approx(
+        [t.mean_similarity for t in exact.transforms]
+    )
+
+
+def test_the_stored_signature_keeps_its_mask_and_source_vector(store: GraphStore, namespace: str) -> None:
+    knowledge = KnowledgeService(store)
+    knowledge.upsert_targets(namespace, [factories.target()])
+    record = factories.attempt("s:0", parent_signature=MEMORY_BOUND)
+    record["parent_measurement"]["signature"] = None  # computed by the service from the raw counters
+    record["parent_measurement"]["counters"] = {
+        "time_ns": 1e6, "flops": 2e6, "bytes": 1e6, "instructions": 4e6, "d1_miss_rate": 0.1,
+        "ll_miss_rate": 0.2, "ll_miss_bytes": 64e3, "cpu_utilization": 0.5,
+    }  # fmt: skip
+    knowledge.record_attempts(namespace, [record])
+    row = store.driver.execute_query(
+        "MATCH (m:Measurement {namespace: $ns}) WHERE m.explored RETURN properties(m) AS m",
+        ns=namespace, database_=store.database,
+    ).records[0]["m"]  # fmt: skip
+    expected = compute_signature("cpu_cachegrind", record["parent_measurement"]["counters"],
+                                 peaks_of(factories.target()))  # fmt: skip
+    assert expected.complete and row["signature_complete"] is True
+    assert row["signature_version"] == 2 and row["signature_dims"] == list(expected.measured)
+    assert row["signature_missing"] == ["spill_pressure", "register_pressure"]
+    assert row["signature_cpu_cachegrind"] == pytest.approx(list(expected.source_vector or ()))

@@ -1,4 +1,5 @@
-"""The counter signature: fixed length, finite, in range, comparable across targets, missing made explicit."""
+"""The counter signature (version 2): fixed length, in range, comparable across targets; a dimension
+that was not measured is masked (None) and left out of the distance, never imputed."""
 
 from __future__ import annotations
 
@@ -7,42 +8,144 @@ import math
 import pytest
 
 from kernelgraph.client.errors import InvalidInput
-from kernelgraph.client.models import Measurement, finite_counters, validate
+from kernelgraph.client.models import Measurement, RetrieveRequest, finite_counters, validate
 from kernelgraph.client.signature import (
     DIMENSION_NAMES,
     SIGNATURE_DIM,
+    SIGNATURE_VERSION,
+    SOURCE_DIMENSIONS,
     CounterSource,
+    Signature,
     TargetPeaks,
     compute_signature,
+    index_searches,
+    masked_similarity,
+    signature_from_values,
+    source_dimensions,
 )
 
 CPU = TargetPeaks(kind="cpu", peak_gflops=200.0, peak_gbps=20.0, cores=2, isa="x86-64-v3")
 BIG_CPU = TargetPeaks(kind="cpu", peak_gflops=2000.0, peak_gbps=200.0, cores=20, isa="x86-64-v4")
 GPU = TargetPeaks(kind="cuda", peak_gflops=67_000.0, peak_gbps=3_350.0)
+# What the C backend records for one timed run (agent/backends/c.py, counters.py).
+CACHEGRIND = {"time_ns": 2e6, "flops": 4e6, "bytes": 3.2e7, "instructions": 9e6, "d1_miss_rate": 0.2,
+              "ll_miss_rate": 0.9, "ll_miss_bytes": 3.0e7, "cpu_utilization": 0.93, "threads": 2,
+              "counter_scale": 1.0}  # fmt: skip
 
 
-def test_every_source_gives_a_full_finite_vector_in_range_and_never_zero() -> None:
+def test_signature_version_is_2() -> None:
+    assert SIGNATURE_VERSION == 2
+    assert "arithmetic_intensity" not in DIMENSION_NAMES  # nominal and task-constant: dropped
+    assert len(set(DIMENSION_NAMES)) == SIGNATURE_DIM
+
+
+def test_every_source_measures_its_dimensions_and_masks_the_rest() -> None:
     cases = [
-        (CounterSource.CPU_CACHEGRIND, {"time_ns": 2e6, "flops": 4e6, "bytes": 3.2e7, "instructions": 9e6,
-                                         "d1_miss_rate": 0.2, "ll_miss_rate": 0.9, "threads": 2}, CPU),
+        (CounterSource.CPU_CACHEGRIND, CACHEGRIND, CPU),
+        (CounterSource.CPU_TIMING, {"time_ns": 2e6, "flops": 4e6, "bytes": 3.2e7, "cpu_utilization": 0.5}, CPU),
         (CounterSource.NVIDIA_STATIC, {"registers_per_thread": 80, "spill_bytes": 0,
                                         "theoretical_occupancy_pct": 37.5, "flops": 1e9, "bytes": 1e8}, GPU),
-        (CounterSource.NVIDIA_NCU, {"time_ns": 1e5, "sm_throughput_pct": 40, "dram_throughput_pct": 91,
-                                     "l1_hit_rate_pct": 10, "l2_hit_rate_pct": 55, "achieved_occupancy_pct": 70}, GPU),
-        (CounterSource.CPU_TIMING, {}, CPU),
+        (CounterSource.NVIDIA_NCU, {"time_ns": 1e5, "flops": 1e9, "bytes": 1e8, "sm_throughput_pct": 40,
+                                     "dram_throughput_pct": 91, "l1_hit_rate_pct": 10, "l2_hit_rate_pct": 55,
+                                     "achieved_occupancy_pct": 70, "registers_per_thread": 64, "spill_bytes": 0}, GPU),
+        (CounterSource.KERNELBENCH_TIMING, {"time_ns": 1e5}, GPU),
     ]  # fmt: skip
     for source, counters, peaks in cases:
         signature = compute_signature(source, counters, peaks)
-        assert len(signature.vector) == SIGNATURE_DIM
-        assert all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in signature.vector)
-        assert any(v > 0 for v in signature.vector)
+        assert len(signature.values) == SIGNATURE_DIM
+        assert signature.complete, (source, signature.missing)
+        assert signature.measured == source_dimensions(source)
+        assert all(0.0 <= v <= 1.0 for v in signature.values if v is not None)
+        assert set(signature.missing) == set(DIMENSION_NAMES) - set(SOURCE_DIMENSIONS[source])
+        assert signature.source_vector is not None and len(signature.source_vector) == len(signature.measured)
 
 
-def test_missing_counters_are_listed_not_silently_zero() -> None:
+def test_unmeasured_dimensions_are_none_never_a_neutral_value() -> None:
     signature = compute_signature(CounterSource.CPU_TIMING, {"time_ns": 1e6}, CPU)
-    assert "l1_miss_rate" in signature.missing and "compute_fraction" in signature.missing
-    assert signature.as_dict()["l1_miss_rate"] == 0.5  # the documented neutral value
-    assert "launch_overhead_share" not in signature.missing
+    values = signature.as_dict()
+    assert values["l1_miss_rate"] is None and values["compute_fraction"] is None
+    assert values["launch_overhead_share"] is not None
+    assert not signature.complete and signature.source_vector is None
+    # The CPU measures no register pressure or spills: masked on every CPU source, whatever is sent.
+    cpu = compute_signature(CounterSource.CPU_CACHEGRIND, {**CACHEGRIND, "registers_per_thread": 255}, CPU)
+    assert cpu.as_dict()["register_pressure"] is None and cpu.as_dict()["spill_pressure"] is None
+    assert cpu.vector[DIMENSION_NAMES.index("register_pressure")] == 0.0  # stored form; masked by its dims
+
+
+def test_parallel_efficiency_is_measured_cpu_utilization_not_a_thread_count() -> None:
+    measured = compute_signature(CounterSource.CPU_CACHEGRIND, CACHEGRIND, CPU).as_dict()
+    assert measured["parallel_efficiency"] == pytest.approx(0.93)
+    unmeasured = {k: v for k, v in CACHEGRIND.items() if k != "cpu_utilization"}
+    assert (
+        compute_signature(CounterSource.CPU_CACHEGRIND, unmeasured, CPU).as_dict()["parallel_efficiency"]
+        is None
+    )
+
+
+def test_cache_counters_of_another_size_do_not_describe_the_timed_run() -> None:
+    scaled = {**CACHEGRIND, "counter_scale": 70.0}  # signature 1: simulated on the small inputs
+    values = compute_signature(CounterSource.CPU_CACHEGRIND, scaled, CPU).as_dict()
+    assert (
+        values["l1_miss_rate"] is None
+        and values["llc_miss_rate"] is None
+        and values["ridge_position"] is None
+    )
+    assert values["issue_efficiency"] is not None
+
+
+def test_ridge_position_comes_from_measured_traffic_not_the_task_constant() -> None:
+    # The same task (same FLOPs and compulsory bytes) before and after blocking: 16x less LL traffic.
+    naive = compute_signature(CounterSource.CPU_CACHEGRIND, {**CACHEGRIND, "ll_miss_bytes": 3.2e8}, CPU)
+    blocked = compute_signature(CounterSource.CPU_CACHEGRIND, {**CACHEGRIND, "ll_miss_bytes": 2e7}, CPU)
+    assert blocked.as_dict()["ridge_position"] > naive.as_dict()["ridge_position"]  # type: ignore[operator]
+    # 4 FLOP/byte past the LL against a ridge of 10: log2(0.4) = -1.32 -> (6 - 1.32) / 12.
+    exact = compute_signature(CounterSource.CPU_CACHEGRIND, {**CACHEGRIND, "ll_miss_bytes": 1e6}, CPU)
+    assert exact.as_dict()["ridge_position"] == pytest.approx((math.log2(4.0 / 10.0) + 6) / 12, abs=1e-6)
+    fits = compute_signature(CounterSource.CPU_CACHEGRIND, {**CACHEGRIND, "ll_miss_bytes": 0.0}, CPU)
+    assert fits.as_dict()["ridge_position"] == 1.0  # nothing past the LL: the compute side
+
+
+def test_masked_similarity_renormalises_over_the_shared_dimensions() -> None:
+    full = compute_signature(CounterSource.CPU_CACHEGRIND, CACHEGRIND, CPU)
+    timing = compute_signature(CounterSource.CPU_TIMING, CACHEGRIND, CPU)
+    assert masked_similarity(full, full) == 1.0
+    # The timing state is compared on its 5 dimensions, all measured by the cachegrind query ...
+    shifted = signature_from_values([None if v is None else min(1.0, v + 0.1) for v in timing.values])
+    d2 = sum((full.vector[i] - shifted.vector[i]) ** 2 for i in shifted.measured)
+    assert masked_similarity(full, shifted) == pytest.approx(
+        1 / (1 + d2 * SIGNATURE_DIM / len(shifted.measured))
+    )
+    # ... but a timing query did not measure the cache dimensions a cachegrind state has: no neighbour.
+    assert masked_similarity(timing, full) is None
+    # Too few shared dimensions say nothing: a time-only state is no neighbour of a full query.
+    launch_only = compute_signature(CounterSource.KERNELBENCH_TIMING, {"time_ns": 1e5}, CPU)
+    assert masked_similarity(full, launch_only) is None
+    assert masked_similarity(launch_only, launch_only) == 1.0
+
+
+def test_index_searches_cover_exactly_the_sources_a_query_can_place() -> None:
+    full = compute_signature(CounterSource.CPU_CACHEGRIND, CACHEGRIND, CPU)
+    searches = {s.source: s for s in index_searches(full)}
+    assert set(searches) == {CounterSource.CPU_CACHEGRIND, CounterSource.CPU_TIMING}
+    timing = searches[CounterSource.CPU_TIMING]
+    assert timing.index == "measurement_signature_cpu_timing"
+    assert timing.vector == tuple(full.vector[i] for i in source_dimensions(CounterSource.CPU_TIMING))
+    assert timing.scale == pytest.approx(SIGNATURE_DIM / 5)
+
+
+def test_a_signature_given_with_a_dimension_its_source_does_not_measure_is_rejected() -> None:
+    values: list[float | None] = [0.5] * SIGNATURE_DIM
+    with pytest.raises(ValueError, match="register_pressure"):
+        signature_from_values(values, CounterSource.CPU_CACHEGRIND)
+    with pytest.raises(InvalidInput) as caught:
+        validate(Measurement, {"median_ns": 1e6, "correct": True, "counter_source": "cpu_timing",
+                               "signature": values})  # fmt: skip
+    assert caught.value.field == "signature" and "l1_miss_rate" in caught.value.message
+    with pytest.raises(InvalidInput) as empty:
+        validate(RetrieveRequest, {"target": "t", "signature": [None] * SIGNATURE_DIM})
+    assert empty.value.field == "signature"
+    with pytest.raises(ValueError):
+        Signature((0.5,) * (SIGNATURE_DIM - 1))
 
 
 def test_a_nan_counter_is_left_out_at_the_edge_and_counts_as_missing() -> None:
@@ -63,21 +166,18 @@ def test_a_measurement_with_a_nan_counter_is_rejected_naming_it() -> None:
 
 
 def test_the_same_bottleneck_on_two_targets_maps_close_together() -> None:
-    # A streaming kernel at ~80% of each target's bandwidth: absolute GB/s differ by 10x.
+    # A streaming kernel at ~80% of each target's bandwidth, all cores busy: absolute GB/s differ by 10x.
     small = compute_signature(
-        CounterSource.CPU_TIMING, {"time_ns": 1e6, "flops": 1e6, "bytes": 1.6e7, "threads": 2}, CPU
+        CounterSource.CPU_TIMING, {"time_ns": 1e6, "flops": 1e6, "bytes": 1.6e7, "cpu_utilization": 0.9}, CPU
     )
     big = compute_signature(
-        CounterSource.CPU_TIMING, {"time_ns": 1e6, "flops": 1e7, "bytes": 1.6e8, "threads": 20}, BIG_CPU
+        CounterSource.CPU_TIMING,
+        {"time_ns": 1e6, "flops": 1e7, "bytes": 1.6e8, "cpu_utilization": 0.9},
+        BIG_CPU,
     )
     compute_bound = compute_signature(
-        CounterSource.CPU_TIMING, {"time_ns": 1e6, "flops": 1.8e8, "bytes": 1e5, "threads": 2}, CPU
+        CounterSource.CPU_TIMING, {"time_ns": 1e6, "flops": 1.8e8, "bytes": 1e5, "cpu_utilization": 0.5}, CPU
     )
-    distance = lambda a, b: math.dist(a.vector, b.vector)  # noqa: E731
-    assert distance(small, big) < 0.1
-    assert distance(small, compute_bound) > 0.5
+    assert masked_similarity(small, big) == pytest.approx(1.0, abs=0.05)
+    assert masked_similarity(small, compute_bound) < 0.5  # type: ignore[operator]
     assert small.as_dict()["memory_fraction"] == pytest.approx(0.8)
-
-
-def test_dimension_names_are_unique() -> None:
-    assert len(set(DIMENSION_NAMES)) == SIGNATURE_DIM

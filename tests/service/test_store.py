@@ -11,7 +11,7 @@ import pytest
 
 from kernelgraph.client.errors import InvalidInput
 from kernelgraph.client.models import KernelVariant, Measurement, validate
-from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.client.signature import SIGNATURE_DIM, CounterSource, source_dimensions, source_index
 from kernelgraph.service import migrate
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
@@ -67,9 +67,11 @@ def test_constraints_cover_every_label_and_both_vector_indexes_exist(store: Grap
         "SHOW VECTOR INDEXES YIELD name, state, options", database_=store.database
     ).records
     by_name = {r["name"]: r for r in vectors}
-    assert set(by_name) >= {"measurement_signature", "kernel_source_embedding"}
-    config = by_name["measurement_signature"]["options"]["indexConfig"]
-    assert config["vector.dimensions"] == SIGNATURE_DIM
+    # Signature version 2: one index per counter source over its own dimensions; no imputed 12-d index.
+    assert "measurement_signature" not in by_name and "kernel_source_embedding" in by_name
+    for source in CounterSource:
+        config = by_name[source_index(source)]["options"]["indexConfig"]
+        assert config["vector.dimensions"] == len(source_dimensions(source))
     assert all(r["state"] == "ONLINE" for r in vectors)
 
 
@@ -247,6 +249,8 @@ BAD_INPUTS = [
     ("parent_measurement.median_ns", math.inf, "parent_measurement.median_ns"),
     ("parent_measurement.signature", [0.5] * (SIGNATURE_DIM - 1), "parent_measurement.signature"),
     ("parent_measurement.signature", [math.nan] * SIGNATURE_DIM, "parent_measurement.signature.0"),
+    # cpu_cachegrind measures no register pressure: a value there is refused, not silently dropped.
+    ("parent_measurement.signature", [0.5] * SIGNATURE_DIM, "parent_measurement.signature"),
     ("outcome", "exploded", "outcome"),
     ("parent_measurement.counter_source", "oscilloscope", "parent_measurement.counter_source"),
     ("diagnosis", "x" * 9000, "diagnosis"),

@@ -48,7 +48,8 @@ def retrieve(
 ) -> RetrieveResponse:
     """Transforms that worked from measured states like this one, ranked, with the evidence behind each.
 
-    Describe the state by `signature` (the normalized counter vector), or by raw `counters` plus
+    Describe the state by `signature` (the normalized counter vector, version 2: null where not
+    measured; docs/counter-signature.md), or by raw `counters` plus
     `counter_source` (the service computes the signature against the `target`'s peaks). `mode`:
     `counters` (nearest signatures), `text` (nearest kernel sources; needs `source`) or `hybrid`.
     `k` neighbours are aggregated into at most `limit` transforms. Unknown target: 404.
