@@ -248,7 +248,9 @@ def measure_states(
     states file. A config that does not profile is reported, not stored."""
     path = states_path(directory)
     known = read_states(path)
-    todo = [(i, c) for i, c in wanted if (task.name, i, config_key(c)) not in known]
+    todo = list(
+        {(i, config_key(c)): (i, c) for i, c in wanted if (task.name, i, config_key(c)) not in known}.values()
+    )
     backend = CBackend(counters=True, timing=LANDSCAPE_TIMING)
     bar = progress.add_task(f"states/{task.name}", total=len(todo)) if progress and todo else None
     path.parent.mkdir(parents=True, exist_ok=True)
