@@ -360,7 +360,9 @@ def study(
 
     for split, data in report["summary"].items():
         table = Table(
-            "arm", *(f"@{k}" for k in plan.budgets), title=f"fraction of the oracle, held out: {split}s"
+            "arm",
+            *(f"@{k}" for k in plan.budgets),
+            title=f"fraction of the oracle, held out: {thesis.SPLIT_TITLES.get(split, split)}",
         )
         for arm, values in headline[split].items():
             table.add_row(arm, *(f"{values[str(k)]:.3f}" for k in plan.budgets))

@@ -68,13 +68,16 @@ BUDGETS: tuple[int, ...] = (4, 8, 16)
 SEEDS: tuple[int, ...] = tuple(range(10))
 EXPERIENCE_BUDGET = 16  # attempts of the memoryless run that builds each instance's experience
 EXPERIENCE_SEED = 1_000
-NEIGHBOURS = 5  # k of counters, text and hybrid retrieval (one value for all three): the development set's choice
+NEIGHBOURS = (
+    5  # k of counters, text and hybrid retrieval (one value for all three): the development set's choice
+)
 NEIGHBOUR_CHOICES: tuple[int, ...] = (5, 10, 20)  # what the development set may choose k from
 TPE_STARTUP = 3  # random trials before TPE models the space
 WARM_START_CONFIGS = 3  # configs built from retrieved evidence, enqueued before TPE's own
 REPLICATES: tuple[tuple[str, str], ...] = (("A", "B"), ("B", "A"))  # (searched on, scored on)
 SPLITS: tuple[str, ...] = ("instance", "family")
 PRIMARY_K = 8
+SPLIT_TITLES = {"instance": "instances", "family": "families", "development": "development set"}
 REACH = 0.9  # "attempts to reach 90% of the oracle"
 QUICK_TASKS: tuple[str, ...] = ("matmul", "softmax")
 
@@ -906,7 +909,7 @@ def plot_curves(report: Mapping[str, Any], path: Path) -> None:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("attempts")
         ax.set_ylabel("fraction of the oracle reached (scored on the other landscape)")
-        ax.set_title(f"held out: {split}s")
+        ax.set_title(f"held out: {SPLIT_TITLES.get(split, split)}")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
@@ -937,10 +940,10 @@ def plot_heatmap(
         )
         image = ax.imshow(np.log2(data), cmap="RdBu", vmin=-1, vmax=1, aspect="auto")
         ax.set_xticks(range(len(budgets)), [f"K={k}" for k in budgets])
-        ax.set_yticks(range(len(instances)), instances, fontsize=7)
+        ax.set_yticks(range(len(instances)), instances if ax is axes[0][0] else [], fontsize=7)
         for (row, col), value in np.ndenumerate(data):
             ax.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=6)
-        ax.set_title(f"{lead}/{control}, held out: {split}s")
+        ax.set_title(f"{lead}/{control}, held out: {SPLIT_TITLES.get(split, split)}", fontsize=9)
     fig.colorbar(image, ax=axes[0].tolist(), label="log2 ratio of fractions of the oracle")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
@@ -967,7 +970,7 @@ def results_markdown(report: Mapping[str, Any], command: str, images: Mapping[st
     ]
     for split, data in report["summary"].items():
         budgets = report["protocol"]["budgets"]
-        lines += [f"## Held out: {split}s", "", "| arm | " + " | ".join(f"fraction of oracle @{k}" for k in budgets)
+        lines += [f"## Held out: {SPLIT_TITLES.get(split, split)}", "", "| arm | " + " | ".join(f"fraction of oracle @{k}" for k in budgets)
                   + " | " + " | ".join(f"geomean speedup @{k}" for k in budgets) + " | attempts to 90% (median) | runs reaching 90% |",
                   "|---|" + "---|" * (2 * len(budgets) + 2)]  # fmt: skip
         for name, arm in data["arms"].items():
