@@ -51,6 +51,7 @@ from kernelgraph.service.transfer import (
     similarity,
     transfer_matrix,
 )
+from kernelgraph.service.writer import GroupCommitWriter, WriteJob
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,7 @@ class KnowledgeService:
         self.store = store
         self.embedder = embedder
         self._large: set[tuple[str, ...]] = set()  # namespace sets past exact-search size
+        self.writer = GroupCommitWriter(self._write_attempt_jobs)
 
     # ---- targets ---------------------------------------------------------------------------------
     def upsert_targets(self, namespace: str, targets: Sequence[HardwareTarget | dict[str, Any]]) -> list[str]:
@@ -145,31 +147,8 @@ class KnowledgeService:
                 )
         rows = [self._attempt_row(m, known[m.target]) for m in models]
         self._resolve_parent_references(namespace, models, rows)
-        token = secrets.token_hex(16)
-
-        def work(tx: ManagedTransaction) -> dict[str, bool]:
-            existing = {
-                r["attempt_key"]
-                for r in self.store.run_in(tx, "attempts_existing", namespace=namespace, attempt_keys=keys)
-            }
-            # Sorted, so that concurrent batches lock shared kernels and states in the same order.
-            fresh = sorted(
-                (r for r in rows if r["attempt_key"] not in existing), key=lambda r: r["attempt_key"]
-            )
-            created = {key: False for key in existing}
-            if fresh:
-                self.store.run_in(
-                    tx, "record_vocabulary", namespace=namespace,
-                    transforms=sorted({r["transform"] for r in fresh}),
-                    patterns=sorted({p for r in fresh for k in ("parent", "child") for p in r[k]["patterns"]}),
-                )  # fmt: skip
-                for r in self.store.run_in(
-                    tx, "record_attempts", namespace=namespace, write_token=token, rows=fresh
-                ):
-                    created[r["attempt_key"]] = r["created"]
-            return created
-
-        created = self.store.write_transaction(work)
+        # Concurrent callers share transactions (service/writer.py); answered once theirs committed.
+        created = self.writer.submit(namespace, rows)
         return [
             RecordResult(
                 attempt_key=row["attempt_key"],
@@ -185,6 +164,53 @@ class KnowledgeService:
             )
             for row in rows
         ]
+
+    def _write_attempt_jobs(self, jobs: Sequence[WriteJob]) -> list[dict[str, bool]]:
+        """The attempt rows of several callers in one transaction; per caller, attempt key -> created.
+
+        An attempt key sent by two callers of one group is written once: the first caller gets its
+        `created`, the later ones False (their attempt is stored, by the same commit).
+        """
+        token = secrets.token_hex(16)
+
+        def work(tx: ManagedTransaction) -> list[dict[str, bool]]:
+            results: list[dict[str, bool]] = [{} for _ in jobs]
+            for namespace in sorted({job.namespace for job in jobs}):
+                mine = [i for i, job in enumerate(jobs) if job.namespace == namespace]
+                keys = sorted({row["attempt_key"] for i in mine for row in jobs[i].rows})
+                seen = {
+                    r["attempt_key"]
+                    for r in self.store.run_in(
+                        tx, "attempts_existing", namespace=namespace, attempt_keys=keys
+                    )
+                }
+                fresh: list[dict[str, Any]] = []
+                owner: dict[str, int] = {}
+                for i in mine:
+                    for row in jobs[i].rows:
+                        key = row["attempt_key"]
+                        if key in seen:
+                            results[i][key] = False
+                        else:
+                            seen.add(key)
+                            owner[key] = i
+                            fresh.append(row)
+                if not fresh:
+                    continue
+                # Sorted, so that concurrent transactions lock shared kernels and states in the same order.
+                fresh.sort(key=lambda r: r["attempt_key"])
+                self.store.run_in(
+                    tx, "record_vocabulary", namespace=namespace,
+                    transforms=sorted({r["transform"] for r in fresh}),
+                    patterns=sorted({p for r in fresh for k in ("parent", "child") for p in r[k]["patterns"]}),
+                )  # fmt: skip
+                for r in self.store.run_in(
+                    tx, "record_attempts", namespace=namespace, write_token=token, rows=fresh
+                ):
+                    results[owner[r["attempt_key"]]][r["attempt_key"]] = r["created"]
+            return results
+
+        return self.store.write_transaction(work)
 
     def record_measurements(
         self, namespace: str, records: Sequence[MeasurementRecord | dict[str, Any]]
