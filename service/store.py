@@ -48,6 +48,12 @@ COMMIT_FAILED_CODES = frozenset({"Neo.DatabaseError.Transaction.TransactionCommi
 WRITE_RETRY_SECONDS = 10.0  # how long write_transaction retries a failed commit (as the driver does)
 
 
+class UnconfirmedCommit(Retryable):
+    """A COMMIT answered SUCCESS without a bookmark: Neo4j 5.26 answers so when the connection is
+    killed with the transaction open (`dbms.killConnections`, a server shutting it), and nothing was
+    committed. The driver takes it for a commit; write_transaction retries the (idempotent) work."""
+
+
 def open_driver(settings: Settings) -> Driver:
     """The process's driver; the caller owns it and closes it at shutdown."""
     return GraphDatabase.driver(
@@ -130,14 +136,21 @@ class GraphStore:
         while True:
             try:
                 with mapped_errors(), self.driver.session(database=self.database) as session:
-                    return session.execute_write(work)
+                    result = session.execute_write(work)
+                    if not session.last_bookmarks():
+                        raise UnconfirmedCommit(
+                            "Neo4j answered the commit without a bookmark (its connection was being "
+                            "closed): the transaction did not commit"
+                        )
+                    return result
             except Retryable as exc:
                 cause = exc.__cause__
-                if not (isinstance(cause, Neo4jError) and cause.code in COMMIT_FAILED_CODES):
+                failed_commit = isinstance(cause, Neo4jError) and cause.code in COMMIT_FAILED_CODES
+                if not (failed_commit or isinstance(exc, UnconfirmedCommit)):
                     raise
                 if time.monotonic() + delay > deadline:
                     raise
-                log.info("commit failed (%s); retrying in %.2f s", cause.code, delay)
+                log.info("commit failed (%s); retrying in %.2f s", exc.message, delay)
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 1.0)
 
