@@ -10,6 +10,7 @@ import json
 import logging
 import math
 import secrets
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,6 +63,7 @@ MAX_FETCH_K = 2_000
 OTHER_TARGET_WEIGHT = 0.7  # evidence from another target counts, but less
 FAILURE_LOG_SPEEDUP = -0.1  # a failed attempt (no runtime) costs a little: it wasted a try
 PRIOR_WEIGHT = 1.0  # shrinks transforms seen only a few times, far away, towards zero
+TARGET_CACHE_SECONDS = 5.0  # how long a replica reuses a target's stored facts (targets())
 
 
 def peaks_of(target: dict[str, Any]) -> TargetPeaks:
@@ -94,6 +96,8 @@ class KnowledgeService:
         self.embedder = embedder
         self._large: set[tuple[str, ...]] = set()  # namespace sets past exact-search size
         self.writer = GroupCommitWriter(self._write_attempt_jobs)
+        # (namespaces, target name) -> (monotonic time read, target): see targets()
+        self._target_cache: dict[tuple[tuple[str, ...], str], tuple[float, dict[str, Any]]] = {}
 
     # ---- targets ---------------------------------------------------------------------------------
     def upsert_targets(self, namespace: str, targets: Sequence[HardwareTarget | dict[str, Any]]) -> list[str]:
@@ -103,11 +107,36 @@ class KnowledgeService:
             {"name": t.name, "props": t.model_dump(mode="json", exclude={"name"}, exclude_none=True)}
             for t in models
         ]
-        return [r["name"] for r in self.store.write("upsert_targets", namespace=namespace, targets=rows)]
+        names = [r["name"] for r in self.store.write("upsert_targets", namespace=namespace, targets=rows)]
+        self._target_cache.clear()
+        return names
 
     def targets(self, namespaces: Sequence[str], names: Sequence[str]) -> dict[str, dict[str, Any]]:
-        rows = self.store.read("targets_by_name", namespaces=list(namespaces), names=list(set(names)))
-        return {row["target"]["name"]: row["target"] for row in rows}
+        """The stored targets of these names (an unknown name is left out).
+
+        Every record and retrieve call needs its target's peaks; a found target is kept for
+        TARGET_CACHE_SECONDS, saving a round trip per call. An unknown one is never cached (it is
+        found as soon as it is registered); an update made through another replica shows within
+        that time, one made through this one at once.
+        """
+        spaces = tuple(sorted(namespaces))
+        now = time.monotonic()
+        found: dict[str, dict[str, Any]] = {}
+        missing: list[str] = []
+        for name in set(names):
+            hit = self._target_cache.get((spaces, name))
+            if hit is not None and now - hit[0] < TARGET_CACHE_SECONDS:
+                found[name] = hit[1]
+            else:
+                missing.append(name)
+        if missing:
+            if len(self._target_cache) > 10_000:
+                self._target_cache.clear()
+            rows = self.store.read("targets_by_name", namespaces=list(spaces), names=sorted(missing))
+            for row in rows:
+                found[row["target"]["name"]] = row["target"]
+                self._target_cache[(spaces, row["target"]["name"])] = (now, row["target"])
+        return found
 
     def list_targets(self, namespaces: Sequence[str]) -> list[dict[str, Any]]:
         rows = self.store.read("list_targets", namespaces=list(namespaces))
