@@ -5,9 +5,9 @@ whole (kernels, transform, target, both measurements, its aggregate), and no req
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -148,7 +148,8 @@ def test_service_killed_mid_load_loses_no_acknowledged_attempt(
         "KERNELGRAPH_NEO4J_PASSWORD": neo4j_settings.effective_neo4j_password(),
         "KERNELGRAPH_NEO4J_DATABASE": neo4j_settings.neo4j_database,
     }
-    command = [str(Path(sys.executable).parent / "kernelgraph"), "serve", "--host", "127.0.0.1", "--port", str(port)]
+    kernelgraph = str(Path(sys.executable).parent / "kernelgraph")
+    command = [kernelgraph, "serve", "--host", "127.0.0.1", "--port", str(port)]
     log = (tmp_path / "serve.log").open("wb")
     processes = [subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)]
     try:
@@ -211,10 +212,8 @@ def test_neo4j_killed_mid_load_loses_no_acknowledged_attempt(own_server: Setting
             pid = server.status().pid
             assert pid is not None
             os.killpg(pid, signal.SIGKILL)
-            try:
+            with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)  # the launcher is this process's child: reap it, or it looks alive
-            except ChildProcessError:
-                pass
             deadline = time.monotonic() + 30
             while server.status().running and time.monotonic() < deadline:
                 time.sleep(0.1)
