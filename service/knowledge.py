@@ -139,7 +139,7 @@ class KnowledgeService:
         known = self.targets([namespace], [m.target for m in models])
         for index, model in enumerate(models):
             if model.target not in known:
-                raise InvalidInput(
+                raise NotFound(
                     f"unknown target {model.target!r}: register it first (POST /v1/targets)",
                     field=f"attempts[{index}].target" if len(models) > 1 else "target",
                 )
@@ -211,7 +211,7 @@ class KnowledgeService:
         known = self.targets([namespace], [m.target for m in models])
         for index, model in enumerate(models):
             if model.target not in known:
-                raise InvalidInput(
+                raise NotFound(
                     f"unknown target {model.target!r}: register it first (POST /v1/targets)",
                     field=f"measurements[{index}].target",
                 )
@@ -317,7 +317,7 @@ class KnowledgeService:
                 measured = {"measurement_id": reference, "props": {}}
                 kernel = {"kernel_id": facts["kernel_id"], "patterns": [], "props": {}}
             else:
-                raise InvalidInput(
+                raise NotFound(
                     f"unknown parent_measurement_id {reference!r}: no such measurement is recorded in "
                     f"namespace {namespace!r} (send the parent and its measurement in full first)",
                     field=f"{where}parent_measurement_id",
