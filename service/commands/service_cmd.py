@@ -30,6 +30,9 @@ def serve(
     port: Annotated[
         int | None, typer.Option(help="Port to listen on (default: KERNELGRAPH_PORT, 8600).")
     ] = None,
+    access_log: Annotated[
+        bool, typer.Option("--access-log/--no-access-log", help="Log one line per request.")
+    ] = True,
 ) -> None:
     """Run the HTTP knowledge service (OpenAPI docs at /docs). Apply migrations first: `kernelgraph schema apply`."""
     import uvicorn
@@ -39,7 +42,8 @@ def serve(
 
     settings = get_settings()
     app = create_app(settings)
-    uvicorn.run(app, host=host or settings.host, port=port or settings.port, log_level="info")
+    uvicorn.run(app, host=host or settings.host, port=port or settings.port, log_level="info",
+                access_log=access_log)  # fmt: skip
 
 
 def _store_then(action):  # type: ignore[no-untyped-def]
