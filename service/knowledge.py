@@ -98,6 +98,7 @@ class KnowledgeService:
         self.writer = GroupCommitWriter(self._write_attempt_jobs)
         # (namespaces, target name) -> (monotonic time read, target): see targets()
         self._target_cache: dict[tuple[tuple[str, ...], str], tuple[float, dict[str, Any]]] = {}
+        self.target_cache_hits = self.target_cache_misses = 0  # served at /metrics
 
     # ---- targets ---------------------------------------------------------------------------------
     def upsert_targets(self, namespace: str, targets: Sequence[HardwareTarget | dict[str, Any]]) -> list[str]:
@@ -129,6 +130,8 @@ class KnowledgeService:
                 found[name] = hit[1]
             else:
                 missing.append(name)
+        self.target_cache_hits += len(found)
+        self.target_cache_misses += len(missing)
         if missing:
             if len(self._target_cache) > 10_000:
                 self._target_cache.clear()

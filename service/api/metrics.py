@@ -7,7 +7,9 @@
 - `kernelgraph_neo4j_up` (1 when Neo4j answered a connectivity check during this scrape, else 0),
   `kernelgraph_neo4j_pool_connections{state="in_use"|"idle"}` and
   `kernelgraph_neo4j_pool_max_size`: the driver's connection pool, read at scrape time;
-- `kernelgraph_rate_limited_total`: requests refused with 429.
+- `kernelgraph_rate_limited_total`: requests refused with 429;
+- `kernelgraph_target_cache_hits_total` / `_misses_total`: target lookups served from the knowledge
+  service's short-lived target cache, and those that went to Neo4j.
 
 Each app has its own registry, so several apps in one process (tests) never share counters.
 """
@@ -19,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -51,7 +53,7 @@ class _Neo4jCollector(Collector):
     def __init__(self, state_of: Any) -> None:
         self.state_of = state_of
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         state = self.state_of()
         if state is None:  # before the lifespan has built the state
             return
@@ -66,6 +68,13 @@ class _Neo4jCollector(Collector):
             pool.add_metric(["in_use"], float(stats[0]))
             pool.add_metric(["idle"], float(stats[1]))
             yield pool
+        hits, misses = (getattr(state.knowledge, f"target_cache_{kind}", None) for kind in ("hits", "misses"))
+        if isinstance(hits, int) and isinstance(misses, int):
+            for kind, value in (("hits", hits), ("misses", misses)):
+                counter = CounterMetricFamily(f"kernelgraph_target_cache_{kind}",
+                                              f"Target lookups {'served from' if kind == 'hits' else 'missing'} the target cache.")  # fmt: skip
+                counter.add_metric([], float(value))
+                yield counter
         size = getattr(
             getattr(getattr(state.driver, "_pool", None), "pool_config", None),
             "max_connection_pool_size",

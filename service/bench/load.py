@@ -17,7 +17,9 @@ attempt is stored, and how many stored attempts were never acknowledged. With `-
 samples the service's Python (the thread holding the GIL) during each phase and the report names the
 functions and packages where its time goes.
 
-The service has no response cache: every retrieve runs its queries (cache hit rate: none, 0).
+The service has no response cache: every retrieve runs its queries. It caches target rows for a few
+seconds (a lookup each record and retrieve needs); each phase reports that cache's hit rate, read
+from the service's /metrics before and after the phase.
 Results go to `results/load-bench-<UTC time>.json` and `results/load-bench-latest.json`.
 """
 
@@ -216,6 +218,35 @@ def summarize_profile(raw: Path, top: int = 15) -> dict[str, Any]:
     }
 
 
+def scrape(port: int) -> dict[str, float]:
+    """The service's /metrics samples without labels (e.g. the target cache's hits and misses)."""
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    except OSError:
+        return {}
+    samples: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if line and not line.startswith("#") and "{" not in name:
+            try:
+                samples[name] = float(value)
+            except ValueError:
+                continue
+    return samples
+
+
+def cache_report(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    """Hits, misses and hit rate of the service's target cache over a phase (None: not exposed)."""
+    keys = ("kernelgraph_target_cache_hits_total", "kernelgraph_target_cache_misses_total")
+    if not all(k in before and k in after for k in keys):
+        return {"target_cache": None}
+    hits, misses = (after[k] - before[k] for k in keys)
+    return {"target_cache_hits": int(hits), "target_cache_misses": int(misses),
+            "target_cache_hit_rate": round(hits / (hits + misses), 4) if hits + misses else None}  # fmt: skip
+
+
 def _py_spy() -> str | None:
     beside = Path(sys.executable).with_name("py-spy")
     return str(beside) if beside.exists() else shutil.which("py-spy")
@@ -257,6 +288,7 @@ def run_phase(
     tmp.write_text(json.dumps({"start_at": start_at}))
     tmp.rename(go)  # atomic: an agent never reads half a file
     time.sleep(max(0.0, start_at - time.time()))
+    metrics_before = scrape(port)
     cpu_before = (cpu_seconds(service_pid), cpu_seconds(neo4j_pid, tree=True) if neo4j_pid else None)
     profiler = None
     raw_profile = phase_dir / "profile.txt"
@@ -283,6 +315,7 @@ def run_phase(
         if out.exists():
             agents.append(json.loads(out.read_text()))
     result = summarize_phase(phase, agents, options, start_at)
+    result["caches"] = cache_report(metrics_before, scrape(port))
     result["cpu_seconds"] = {
         "service": _delta(cpu_before[0], cpu_after[0]), "neo4j": _delta(cpu_before[1], cpu_after[1]),
         "agents": round(sum(a["cpu_s"] for a in agents), 2), "available": round((os.cpu_count() or 1) * options.seconds, 1),
@@ -362,7 +395,8 @@ def run_load_bench(
         "code": code_version(), "cpu_count": os.cpu_count(), "agents": options.agents, "seconds": options.seconds,
         "budget": options.budget, "namespace": namespace, "rate_limit_per_s": settings.rate_limit_per_s,
         "rate_limit_burst": settings.rate_limit_burst, "target": TARGET["name"],
-        "cache": "none: the service caches no responses; every retrieve runs its queries (hit rate 0)",
+        "cache": "no response cache: every retrieve and record runs its queries; the service caches target "
+        "rows for 5 s (each phase's `caches` gives that cache's hit rate, from /metrics)",
         "phases": {},
     }  # fmt: skip
     if settings.uses_local_server and not LocalNeo4j(settings).status().running:
@@ -440,6 +474,10 @@ def render(result: dict[str, Any], console: Console) -> None:
                       f"unexpected 5xx {data['unexpected_5xx']}, 503 {data['unavailable_503']}, 429 {data['rate_limited_429']}, "
                       f"transport errors {data['transport_errors']}, gave up {data['gave_up']}; CPU s: service {cpu['service']}, "
                       f"Neo4j {cpu['neo4j']}, agents {cpu['agents']} of {cpu['available']}", highlight=False)  # fmt: skip
+        caches = data.get("caches", {})
+        if caches.get("target_cache_hit_rate") is not None:
+            console.print(f"  target cache: {caches['target_cache_hits']:,} hits, {caches['target_cache_misses']:,} misses "
+                          f"(hit rate {caches['target_cache_hit_rate']:.1%})", highlight=False)  # fmt: skip
         profile = data.get("profile")
         if isinstance(profile, dict) and profile["samples"]:
             console.print("  service profile (GIL holder): " + ", ".join(

@@ -36,6 +36,9 @@ def test_bench_load_cli_json(
     assert write["unexpected_5xx"] == loop["unexpected_5xx"] == 0
     assert set(data["goals"]) == {*GOALS, "0 unexpected 5xx", "acknowledged == stored"}
     assert data["goals"]["acknowledged == stored"] is True
+    caches = loop["caches"]  # the service's target cache, from /metrics
+    assert caches["target_cache_hits"] + caches["target_cache_misses"] > 0
+    assert 0.0 <= caches["target_cache_hit_rate"] <= 1.0
     assert data["code"]["commit"] is None or len(data["code"]["commit"]) == 40
     assert (tmp_path / "load-bench-latest.json").exists()
 

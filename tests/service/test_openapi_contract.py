@@ -9,6 +9,7 @@ otherwise most generated requests would be answered 429, which the contract allo
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -52,6 +53,7 @@ def test_schemathesis_finds_no_failure(
     run = subprocess.run(command, cwd=repo_root, env=env, capture_output=True, text=True, timeout=900)
     output = run.stdout + run.stderr
     assert run.returncode == 0, output[-20_000:]
-    assert "No issues found" in output, output[-5_000:]
+    counted = re.search(r"(\d+) generated, (\d+) passed", output)
+    assert counted and counted[1] == counted[2] and int(counted[1]) > 500, output[-5_000:]
     # Every operation was exercised (a schema that failed to load would test nothing and still pass).
     assert "Tested: 16" in output or "16/16" in output, output[-3_000:]

@@ -119,6 +119,7 @@ def test_metrics_report_latency_per_route_neo4j_health_and_the_pool(http: httpx.
     assert 'kernelgraph_neo4j_pool_connections{state="in_use"}' in text
     assert "kernelgraph_neo4j_pool_max_size 64.0" in text
     assert "kernelgraph_http_requests_in_flight" in text
+    assert "kernelgraph_target_cache_hits_total" in text and "kernelgraph_target_cache_misses_total" in text
 
 
 def test_pool_stats_is_none_for_a_driver_without_a_readable_pool() -> None:
