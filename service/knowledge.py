@@ -107,6 +107,7 @@ class KnowledgeService:
         self.writer = GroupCommitWriter(self._write_attempt_jobs)
         # (namespaces, target name) -> (monotonic time read, target): see targets()
         self._target_cache: dict[tuple[tuple[str, ...], str], tuple[float, dict[str, Any]]] = {}
+        self.target_cache_hits = self.target_cache_misses = 0  # served at /metrics
 
     # ---- targets ---------------------------------------------------------------------------------
     def upsert_targets(self, namespace: str, targets: Sequence[HardwareTarget | dict[str, Any]]) -> list[str]:
@@ -138,6 +139,8 @@ class KnowledgeService:
                 found[name] = hit[1]
             else:
                 missing.append(name)
+        self.target_cache_hits += len(found)
+        self.target_cache_misses += len(missing)
         if missing:
             if len(self._target_cache) > 10_000:
                 self._target_cache.clear()
@@ -179,7 +182,7 @@ class KnowledgeService:
         known = self.targets([namespace], [m.target for m in models])
         for index, model in enumerate(models):
             if model.target not in known:
-                raise InvalidInput(
+                raise NotFound(
                     f"unknown target {model.target!r}: register it first (POST /v1/targets)",
                     field=f"attempts[{index}].target" if len(models) > 1 else "target",
                 )
@@ -275,7 +278,7 @@ class KnowledgeService:
         known = self.targets([namespace], [m.target for m in models])
         for index, model in enumerate(models):
             if model.target not in known:
-                raise InvalidInput(
+                raise NotFound(
                     f"unknown target {model.target!r}: register it first (POST /v1/targets)",
                     field=f"measurements[{index}].target",
                 )
@@ -380,7 +383,7 @@ class KnowledgeService:
                 measured = {"measurement_id": reference, "props": {}}
                 kernel = {"kernel_id": facts["kernel_id"], "patterns": [], "props": {}}
             else:
-                raise InvalidInput(
+                raise NotFound(
                     f"unknown parent_measurement_id {reference!r}: no such measurement is recorded in "
                     f"namespace {namespace!r} (send the parent and its measurement in full first)",
                     field=f"{where}parent_measurement_id",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kernelgraph.client.errors import InvalidInput
+from kernelgraph.client.errors import InvalidInput, NotFound
 from kernelgraph.client.models import KernelVariant, Measurement, validate
 from kernelgraph.client.signature import SIGNATURE_DIM, CounterSource, source_dimensions, source_index
 from kernelgraph.service import migrate
@@ -238,10 +238,12 @@ def test_a_bad_parent_reference_is_rejected_naming_the_field_and_writes_nothing(
     assert first.parent_measurement_id is not None
     record = {**_by_reference(factories.attempt("run-1:1"), first.parent_measurement_id), **change}
     before = counts(store, namespace)
-    with pytest.raises(InvalidInput) as caught:
+    unknown = change.get("parent_measurement_id") == "f" * 32  # a reference to nothing stored: 404
+    with pytest.raises((InvalidInput, NotFound)) as caught:
         knowledge.record_attempts(namespace, [record])
     assert caught.value.field == field, caught.value.message
-    with pytest.raises(InvalidInput) as in_batch:
+    assert isinstance(caught.value, NotFound if unknown else InvalidInput)
+    with pytest.raises((InvalidInput, NotFound)) as in_batch:
         knowledge.record_attempts(
             namespace, [factories.attempt("run-2:0"), {**record, "attempt_key": "run-2:1"}]
         )
@@ -279,9 +281,12 @@ def test_bad_input_names_the_field_and_writes_nothing(
     knowledge: KnowledgeService, store: GraphStore, namespace: str, path: str, value: Any, field: str
 ) -> None:
     before = counts(store, namespace)
-    with pytest.raises(InvalidInput) as caught:
+    with pytest.raises((InvalidInput, NotFound)) as caught:
         knowledge.record_attempts(namespace, [_with(path, value)])
     assert caught.value.field == field
+    assert isinstance(
+        caught.value, NotFound if value == "no-such-target" else InvalidInput
+    )  # unknown target: 404
     assert caught.value.message
     assert counts(store, namespace) == before
 
