@@ -1,0 +1,94 @@
+"""Consolidation's rules on plain values: noise, contradictions, version weights (no Neo4j)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kernelgraph.service.consolidation_rules import (
+    NOISE_FLOOR,
+    STALE_SIGNATURE_WEIGHT,
+    SUPERSEDED_EVALUATOR_WEIGHT,
+    AttemptEvidence,
+    ContradictionKind,
+    attempt_noise,
+    current_evaluator,
+    find_contradiction,
+    summarize,
+    version_weight,
+)
+
+
+def ev(key: str, gain: float | None, outcome: str = "kept", child: str = "c1", noise: float = NOISE_FLOOR,
+       version: int | None = 2) -> AttemptEvidence:  # fmt: skip
+    return AttemptEvidence(key, outcome, gain, child, noise, version)
+
+
+def test_noise_comes_from_both_timings_and_never_drops_below_the_floor() -> None:
+    assert attempt_noise(1e6, 1e3, 5e5, 5e2) == NOISE_FLOOR  # tight timings: the floor
+    wide = attempt_noise(1e6, 0.2 * 1.349e6, 1e6, 0.2 * 1.349e6)
+    assert wide == pytest.approx(math.hypot(0.2, 0.2))
+    assert attempt_noise(None, None, None, None) == NOISE_FLOOR
+
+
+def test_repeated_agreeing_evidence_is_summarized_not_flagged() -> None:
+    group = [ev("a", 0.40), ev("b", 0.45), ev("c", 0.35, outcome="kept")]
+    assert find_contradiction(group) is None
+    summary = summarize(group)
+    assert summary.attempts == 3 and summary.ran == 3
+    assert summary.mean_log_speedup == pytest.approx(0.40)
+    assert summary.sd_log_speedup == pytest.approx(0.05)
+
+
+def test_helps_and_hurts_beyond_noise_is_a_speedup_contradiction() -> None:
+    found = find_contradiction([ev("a", 0.5), ev("b", -0.4, outcome="discarded"), ev("c", 0.45)])
+    assert found is not None
+    assert found.kinds == (ContradictionKind.SPEEDUP,)
+    assert (found.helps, found.hurts) == (2, 1)
+    assert found.attempt_keys == ("a", "b", "c")
+
+
+def test_disagreement_within_noise_is_not_a_contradiction() -> None:
+    # +10% and -10% with 5% noise each: neither is beyond 3 sd of zero.
+    assert find_contradiction([ev("a", 0.10), ev("b", -0.10, outcome="discarded")]) is None
+    # Beyond noise only because the noise is small: with wide timings the same numbers agree.
+    assert find_contradiction([ev("a", 0.5, noise=0.3), ev("b", -0.5, "discarded", noise=0.3)]) is None
+
+
+def test_the_same_child_failing_after_running_is_an_outcome_contradiction() -> None:
+    found = find_contradiction([ev("a", 0.3, child="k1"), ev("b", None, outcome="incorrect", child="k1")])
+    assert found is not None and found.kinds == (ContradictionKind.OUTCOME,)
+    assert found.failed_twins == 1
+    # A different child (an LLM wrote other source under the same transform) is not a contradiction.
+    assert find_contradiction([ev("a", 0.3, child="k1"), ev("b", None, outcome="incorrect", child="k2")]) is None
+
+
+def test_old_and_new_evaluators_disagreeing_is_not_a_contradiction() -> None:
+    group = [ev("old", 0.9, version=1), ev("new", -0.5, outcome="discarded", version=2)]
+    assert find_contradiction(group) is None
+
+
+def test_the_fingerprint_changes_only_with_the_attempts() -> None:
+    first = find_contradiction([ev("a", 0.5), ev("b", -0.5, "discarded")])
+    again = find_contradiction([ev("b", -0.5, "discarded"), ev("a", 0.5)])
+    grown = find_contradiction([ev("a", 0.5), ev("b", -0.5, "discarded"), ev("c", 0.6)])
+    assert first is not None and again is not None and grown is not None
+    assert first.fingerprint == again.fingerprint != grown.fingerprint
+
+
+def test_version_weights() -> None:
+    common = {"counter_source": "cpu_cachegrind", "current_signature": 2}
+    assert version_weight(evaluator_version=2, signature_version=2, newest_evaluator=2, **common) == 1.0
+    assert version_weight(evaluator_version=None, signature_version=2, newest_evaluator=2, **common) == (
+        SUPERSEDED_EVALUATOR_WEIGHT
+    )
+    assert version_weight(evaluator_version=1, signature_version=1, newest_evaluator=2, **common) == (
+        SUPERSEDED_EVALUATOR_WEIGHT * STALE_SIGNATURE_WEIGHT
+    )
+    # Published timings were measured by no evaluator of ours.
+    imported = {"counter_source": "kernelbench_timing", "current_signature": 2}
+    assert version_weight(evaluator_version=None, signature_version=2, newest_evaluator=2, **imported) == 1.0
+    # A namespace of imports only has no newest evaluator: nothing is superseded.
+    assert version_weight(evaluator_version=None, signature_version=2, newest_evaluator=None, **common) == 1.0
+    assert current_evaluator([None, 1, 2, None]) == 2 and current_evaluator([None]) is None
