@@ -1,6 +1,7 @@
 // Transforms tried from a set of neighbouring measured states, aggregated and ranked.
-// Each attempt made from a neighbour counts with weight = similarity x (1 on $target, else
-// $other_target_weight); failed attempts (no speedup) count as $failure_log_speedup.
+// It reads the per-state aggregates (StateEvidence), never the attempts. Each attempt made from a
+// neighbour counts with weight = similarity x (1 on $target, else $other_target_weight); failed
+// attempts (no speedup) count as $failure_log_speedup.
 // score = weighted_log_speedup x confidence, confidence = total weight / (total weight + $prior_weight),
 // so a transform seen once on a far state is shrunk towards zero.
 // Parameters: $neighbours (list of {measurement_id, score}), $namespaces, $target, $other_target_weight,
@@ -16,25 +17,27 @@
 // :param prior_weight => 1.0
 // :param limit => 10
 UNWIND $neighbours AS neighbour
-MATCH (m:Measurement {measurement_id: neighbour.measurement_id})
-WHERE m.namespace IN $namespaces
-MATCH (a:Attempt)-[:FROM_STATE]->(m)
-WITH a, m, neighbour.score AS similarity,
-     neighbour.score * CASE WHEN m.target = $target THEN 1.0 ELSE $other_target_weight END AS weight,
-     coalesce(a.log_speedup, $failure_log_speedup) AS gain
+// One per-state aggregate (StateEvidence, schema 0006) per (neighbour, transform, setting): the
+// attempts behind it are not walked. Its figures are what the attempts would sum to, with the
+// failures' gain counted here, so $failure_log_speedup stays a query-time knob.
+MATCH (e:StateEvidence {measurement_id: neighbour.measurement_id})
+WHERE e.namespace IN $namespaces
+WITH e, neighbour.score AS similarity,
+     neighbour.score * CASE WHEN e.target = $target THEN 1.0 ELSE $other_target_weight END AS weight
 // First per (transform, parameter setting)...
-WITH a.transform AS transform, a.params_json AS params,
-     count(a) AS attempts,
-     sum(CASE WHEN a.outcome = 'kept' THEN 1 ELSE 0 END) AS successes,
-     sum(weight * gain) AS weighted_gain,
-     sum(weight) AS total_weight,
-     sum(similarity) AS similarity_sum,
-     sum(CASE WHEN m.target = $target THEN 1 ELSE 0 END) AS same_target_attempts,
-     max(a.speedup) AS best_speedup,
-     collect(DISTINCT m.measurement_id) AS measurement_ids,
-     collect(a.attempt_key) AS attempt_keys,
-     collect({attempt_key: a.attempt_key, params: a.params_json, speedup: a.speedup, outcome: a.outcome,
-              task: m.task, target: m.target, similarity: similarity, gain: gain}) AS examples
+WITH e.transform AS transform, e.params_json AS params,
+     sum(e.attempts) AS attempts,
+     sum(e.successes) AS successes,
+     sum(weight * (e.sum_log_speedup + (e.attempts - e.runtime_attempts) * $failure_log_speedup)) AS weighted_gain,
+     sum(weight * e.attempts) AS total_weight,
+     sum(similarity * e.attempts) AS similarity_sum,
+     sum(CASE WHEN e.target = $target THEN e.attempts ELSE 0 END) AS same_target_attempts,
+     max(e.best_speedup) AS best_speedup,
+     collect(DISTINCT e.measurement_id) AS measurement_ids,
+     reduce(keys = [], group IN collect(e.attempt_keys) | keys + group) AS attempt_keys,
+     collect({attempt_key: e.best_attempt_key, params: e.params_json, speedup: e.best_speedup,
+              outcome: e.best_outcome, task: e.task, target: e.target, similarity: similarity,
+              gain: coalesce(e.max_log_speedup, $failure_log_speedup)}) AS examples
 ORDER BY transform, weighted_gain / total_weight DESC
 // ...then per transform, keeping the per-setting figures.
 WITH transform,

@@ -47,7 +47,12 @@ def apply(store: GraphStore) -> list[MigrationState]:
             params = {k: v for k, v in SCHEMA_PARAMETERS.items() if f"${k}" in statement}
             # Schema statements cannot share a transaction with data writes: each runs on its own.
             with mapped_errors():
-                store.driver.execute_query(statement, params, database_=store.database)
+                if "IN TRANSACTIONS" in statement:
+                    # A backfill that commits in batches needs an auto-commit transaction.
+                    with store.driver.session(database=store.database) as session:
+                        session.run(statement, params).consume()
+                else:
+                    store.driver.execute_query(statement, params, database_=store.database)
         with mapped_errors():
             store.driver.execute_query("CALL db.awaitIndexes(300)", database_=store.database)
         store.write("schema_migration_record", version=state.version, name=state.name)

@@ -134,7 +134,13 @@ def test_sixteen_threads_recording_the_same_attempt_leave_one(
     by_label = {r["label"]: r["c"] for r in labels}
     assert by_label == {
         "HardwareTarget": 1, "Attempt": 1, "Kernel": 2, "Transform": 1, "AccessPattern": 1, "Measurement": 2,
+        "StateEvidence": 1,
     }  # fmt: skip
+    evidence = store.driver.execute_query(
+        "MATCH (:Measurement {namespace: $ns})-[:HAS_EVIDENCE]->(e:StateEvidence) RETURN e.attempts AS n",
+        ns=namespace, database_=store.database,
+    ).records  # fmt: skip
+    assert [r["n"] for r in evidence] == [1]
 
 
 def _with(path: str, value: Any) -> dict[str, Any]:
