@@ -10,7 +10,7 @@
 CALL db.index.vector.queryNodes('kernel_source_embedding', $fetch_k, $embedding) YIELD node AS k, score
 WHERE k.namespace IN $namespaces AND NOT k.task IN $exclude_tasks
 MATCH (m:Measurement)-[:OF]->(k)
-WHERE m.explored
+WHERE m.explored AND m.merged_into IS NULL
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score
 ORDER BY score DESC
 LIMIT $k

@@ -40,6 +40,7 @@ from kernelgraph.client.models import (
     validate,
 )
 from kernelgraph.client.signature import TargetPeaks, compute_signature
+from kernelgraph.service.consolidation import ConsolidationReport, consolidate
 from kernelgraph.service.embeddings import Embedder
 from kernelgraph.service.stats import spearman
 from kernelgraph.service.store import GraphStore
@@ -371,6 +372,11 @@ class KnowledgeService:
             if attempt.child_measurement
             else [],
         }
+
+    # ---- consolidation ---------------------------------------------------------------------------
+    def consolidate(self, namespace: str, *, dry_run: bool = False) -> ConsolidationReport:
+        """Merge re-measured states, weigh superseded versions, flag contradictions (service/consolidation.py)."""
+        return consolidate(self.store, namespace, dry_run=dry_run)
 
     # ---- retrieval -------------------------------------------------------------------------------
     def retrieve(

@@ -1,0 +1,19 @@
+// Consolidation: merge re-measurements of one kernel into one state. The duplicate stays (nothing is
+// deleted; its attempts, aggregates and lineage keep answering), gains (dup)-[:MERGED_INTO]->(state)
+// and `merged_into`, and leaves neighbour search; retrieval reads its aggregates through the state.
+// Idempotent and safe beside concurrent writers: a duplicate already merged, or a state that was
+// merged itself meanwhile, is left alone.
+// Parameters: $namespace, $rows (list of {duplicate, canonical}: measurement ids).
+// Returns: merged (how many duplicates this call merged).
+// :param namespace => 'demo'
+// :param rows => [{duplicate: 'abc', canonical: 'abd'}]
+UNWIND $rows AS row
+MATCH (d:Measurement {namespace: $namespace, measurement_id: row.duplicate})
+MATCH (c:Measurement {namespace: $namespace, measurement_id: row.canonical})
+WITH d, c
+// No chains: a state others were merged into is not merged itself (retrieval reads one hop).
+WHERE d <> c AND d.merged_into IS NULL AND c.merged_into IS NULL
+  AND NOT EXISTS { (:Measurement)-[:MERGED_INTO]->(d) }
+MERGE (d)-[:MERGED_INTO]->(c)
+SET d.merged_into = c.measurement_id, d.merged_at = datetime()
+RETURN count(d) AS merged

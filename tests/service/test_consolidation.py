@@ -1,0 +1,211 @@
+"""Consolidation on a real Neo4j: a graph seeded with duplicates and contradictions is merged and flagged
+once, a second run changes nothing, retrieval ranks as before, nothing a user can ask about is lost,
+and it runs beside concurrent writers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service.consolidation import ConsolidationSchedule, consolidate
+from kernelgraph.service.consolidation_rules import SUPERSEDED_EVALUATOR_WEIGHT
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore
+from tests import factories
+
+pytestmark = pytest.mark.neo4j
+
+SIG_A = [0.5] * SIGNATURE_DIM
+SIG_B = [0.55] * SIGNATURE_DIM
+SIG_C = [0.45] * SIGNATURE_DIM
+
+
+def attempt(key: str, state: str, signature: list[float], transform: str, speedup: float | None,
+            outcome: str = "kept", *, median: float = 1e6, child: str | None = None,
+            evaluator_version: int | None = 2, task: str = "matmul") -> dict[str, Any]:  # fmt: skip
+    """An attempt from kernel `state` measured at `median` (another median: a re-measurement)."""
+    parent_measurement = factories.measurement(median, list(signature))
+    if evaluator_version is not None:
+        parent_measurement.update(evaluator_version=evaluator_version, sandboxed=True)
+    record = factories.attempt(
+        key, transform=transform, speedup=speedup, outcome=outcome, task=task,
+        parent_source=f"void kernel(void) {{ /* {state} */ }}",
+        child_source=child or f"void kernel(void) {{ /* {state} {transform} {key} */ }}",
+    )  # fmt: skip
+    record["parent_measurement"] = parent_measurement
+    if speedup is not None:
+        record["child_measurement"] = factories.measurement(median / speedup)
+    return record
+
+
+def seeded() -> list[dict[str, Any]]:
+    return [
+        # Kernel A re-measured by three runs (three states, one kernel), each trying unroll: duplicates.
+        attempt("run-1:0", "A", SIG_A, "unroll", 1.50, median=1.00e6),
+        attempt("run-2:0", "A", SIG_A, "unroll", 1.55, median=1.01e6),
+        attempt("run-3:0", "A", SIG_A, "unroll", 1.45, median=0.99e6),
+        attempt("run-1:1", "A", SIG_A, "tile", 1.20, median=1.00e6),
+        attempt("run-2:1", "A", SIG_A, "tile", None, "compile_error", median=1.01e6),
+        # Kernel B: vectorize helped 2x once and halved the time another time: a speedup contradiction.
+        attempt("run-4:0", "B", SIG_B, "vectorize", 2.0, child="void kernel(void) { /* B vec */ }"),
+        attempt("run-5:0", "B", SIG_B, "vectorize", 0.5, "discarded", median=1.02e6,
+                child="void kernel(void) { /* B vec */ }"),  # fmt: skip
+        # Kernel C: the same child ran correctly once and was judged incorrect once: an outcome contradiction.
+        attempt("run-6:0", "C", SIG_C, "parallelize", 1.3, child="void kernel(void) { /* C par */ }"),
+        attempt("run-7:0", "C", SIG_C, "parallelize", None, "incorrect", child="void kernel(void) { /* C par */ }"),
+    ]
+
+
+@pytest.fixture
+def knowledge(store: GraphStore, namespace: str) -> KnowledgeService:
+    service = KnowledgeService(store)
+    service.upsert_targets(namespace, [factories.target()])
+    return service
+
+
+def ranking(knowledge: KnowledgeService, namespace: str, signature: list[float]) -> list[tuple[str, float, int]]:
+    response = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": signature, "k": 50, "limit": 20})
+    return [(t.transform, round(t.score, 9), t.attempts) for t in response.transforms]
+
+
+def count(store: GraphStore, cypher: str, namespace: str) -> int:
+    records = store.driver.execute_query(cypher, ns=namespace, database_=store.database).records
+    return int(records[0][0])
+
+
+def test_first_run_merges_and_flags_the_second_changes_nothing(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    knowledge.record_attempts(namespace, seeded())
+    dry = consolidate(store, namespace, dry_run=True)
+    assert count(store, "MATCH (:Measurement {namespace: $ns})-[r:MERGED_INTO]->() RETURN count(r)", namespace) == 0
+    assert count(store, "MATCH (x:Contradiction {namespace: $ns}) RETURN count(x)", namespace) == 0
+
+    first = consolidate(store, namespace)
+    assert (first.merged, first.contradictions_flagged, first.contradictions_open) == (3, 2, 2)
+    assert first.changes == dry.changes == 5
+    # Kernel A's three states are one (2 merged) and B's two (1 merged).
+    assert count(store, "MATCH (:Measurement {namespace: $ns})-[r:MERGED_INTO]->() RETURN count(r)", namespace) == 3
+    kinds = store.driver.execute_query(
+        "MATCH (x:Contradiction {namespace: $ns})-[:INVOLVES]->(a:Attempt) "
+        "RETURN x.transform AS transform, x.kinds AS kinds, x.status AS status, collect(a.attempt_key) AS keys "
+        "ORDER BY transform", ns=namespace, database_=store.database,
+    ).records  # fmt: skip
+    assert [(r["transform"], r["kinds"], r["status"], sorted(r["keys"])) for r in kinds] == [
+        ("parallelize", ["outcome"], "open", ["run-6:0", "run-7:0"]),
+        ("vectorize", ["speedup"], "open", ["run-4:0", "run-5:0"]),
+    ]
+
+    second = consolidate(store, namespace)
+    assert second.changes == 0
+    assert (second.merged, second.weighed, second.contradictions_flagged, second.contradictions_resolved) == (0, 0, 0, 0)
+    assert second.already_merged == 3 and second.contradictions_open == 2
+
+
+def test_retrieval_ranks_as_before_and_nothing_is_lost(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    knowledge.record_attempts(namespace, seeded())
+    keys = [a["attempt_key"] for a in seeded()]
+    before = {name: ranking(knowledge, namespace, sig) for name, sig in (("A", SIG_A), ("B", SIG_B), ("C", SIG_C))}
+    evidence_before = knowledge.evidence([namespace], keys)
+    children = [r.child_kernel_id for r in knowledge.record_attempts(namespace, seeded())]
+    lineage_before = [knowledge.lineage([namespace], kernel) for kernel in children]
+
+    consolidate(store, namespace)
+
+    after = {name: ranking(knowledge, namespace, sig) for name, sig in (("A", SIG_A), ("B", SIG_B), ("C", SIG_C))}
+    assert after == before  # re-measurements have the same signature: the same weights, scores and ranks
+    assert knowledge.evidence([namespace], keys) == evidence_before
+    assert [knowledge.lineage([namespace], kernel) for kernel in children] == lineage_before
+    assert count(store, "MATCH (a:Attempt {namespace: $ns}) RETURN count(a)", namespace) == len(keys)
+    # The neighbours are fewer (one state per kernel) and the contradictions are reported.
+    response = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": SIG_B, "k": 50, "limit": 20})
+    assert response.neighbours == 3
+    vectorize = next(t for t in response.transforms if t.transform == "vectorize")
+    assert vectorize.disputed == 1 and vectorize.by_params[0].disputed
+    unroll = next(t for t in response.transforms if t.transform == "unroll")
+    assert not unroll.disputed and unroll.by_params[0].sd_log_speedup is not None
+    assert 0.02 < unroll.by_params[0].sd_log_speedup < 0.05  # ln 1.45 .. ln 1.55
+
+
+def test_superseded_evaluator_evidence_counts_less(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    knowledge.record_attempts(namespace, [
+        attempt("old:0", "D", SIG_A, "fuse", 2.0, evaluator_version=None),  # before evaluator 2
+        attempt("new:0", "E", SIG_A, "unroll", 1.5, evaluator_version=2),
+    ])  # fmt: skip
+    before = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": SIG_A})
+    report = consolidate(store, namespace)
+    assert (report.newest_evaluator, report.superseded_evaluator_states, report.weighed) == (2, 1, 1)
+    after = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": SIG_A})
+    weight = {t.transform: t.evidence_weight for t in before.transforms}
+    weighed = {t.transform: t.evidence_weight for t in after.transforms}
+    assert weighed["fuse"] == pytest.approx(weight["fuse"] * SUPERSEDED_EVALUATOR_WEIGHT)
+    assert weighed["unroll"] == pytest.approx(weight["unroll"])
+    assert [t.transform for t in before.transforms] == ["fuse", "unroll"]
+    assert [t.transform for t in after.transforms] == ["unroll", "fuse"]
+    assert consolidate(store, namespace).changes == 0
+
+
+def test_consolidation_beside_concurrent_writers_loses_nothing(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    """Agents keep re-measuring kernel A and recording attempts while consolidation runs repeatedly."""
+    knowledge.record_attempts(namespace, seeded())
+    writes = [
+        attempt(f"live-{i}:0", "A", SIG_A, ("unroll", "tile", "fuse")[i % 3], 1.1 + (i % 5) / 10,
+                median=1e6 + 1_000 * (i + 10))
+        for i in range(30)
+    ]  # fmt: skip
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            for record in writes:
+                knowledge.record_attempts(namespace, [record])
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    runs = 0
+    while thread.is_alive() or runs < 2:
+        consolidate(store, namespace)
+        runs += 1
+    thread.join()
+    assert not errors
+    consolidate(store, namespace)
+    assert consolidate(store, namespace).changes == 0
+    total = len(seeded()) + len(writes)
+    assert count(store, "MATCH (a:Attempt {namespace: $ns}) RETURN count(a)", namespace) == total
+    assert count(store, "MATCH (e:StateEvidence {namespace: $ns}) RETURN sum(e.attempts)", namespace) == total
+    # Every explored state of kernel A is one state now, and retrieval sees every attempt.
+    assert count(store, "MATCH (m:Measurement {namespace: $ns}) WHERE m.explored AND m.merged_into IS NULL "
+                        "RETURN count(m)", namespace) == 3  # fmt: skip
+    response = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": SIG_A, "k": 50, "limit": 20})
+    assert sum(t.attempts for t in response.transforms) == total
+    # No chains: a state others were merged into is never merged itself.
+    assert count(store, "MATCH (:Measurement {namespace: $ns})-[:MERGED_INTO]->(:Measurement)-[:MERGED_INTO]->() "
+                        "RETURN count(*)", namespace) == 0  # fmt: skip
+
+
+def test_the_schedule_consolidates_every_namespace(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    knowledge.record_attempts(namespace, seeded())
+    schedule = ConsolidationSchedule(store, 0.1)
+    schedule.start()
+    try:
+        deadline = time.monotonic() + 60
+        while schedule.runs < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        schedule.stop()
+    assert schedule.runs >= 1
+    assert count(store, "MATCH (x:Contradiction {namespace: $ns}) RETURN count(x)", namespace) == 2
