@@ -1,6 +1,7 @@
 // Consolidation: merge re-measurements of one kernel into one state. The duplicate stays (nothing is
 // deleted; its attempts, aggregates and lineage keep answering), gains (dup)-[:MERGED_INTO]->(state)
-// and `merged_into`, and leaves neighbour search; retrieval reads its aggregates through the state.
+// and `merged_into`, and leaves neighbour search; retrieval reads its aggregates through the state,
+// which counts for `merged_count` + 1 measurements in neighbour search (cypher/nearest_states_*).
 // Idempotent and safe beside concurrent writers: a duplicate already merged, or a state that was
 // merged itself meanwhile, is left alone.
 // Parameters: $namespace, $rows (list of {duplicate, canonical}: measurement ids).
@@ -16,4 +17,7 @@ WHERE d <> c AND d.merged_into IS NULL AND c.merged_into IS NULL
   AND NOT EXISTS { (:Measurement)-[:MERGED_INTO]->(d) }
 MERGE (d)-[:MERGED_INTO]->(c)
 SET d.merged_into = c.measurement_id, d.merged_at = datetime()
-RETURN count(d) AS merged
+WITH c, count(d) AS merged
+// How many measurements the state now stands for: neighbour search counts it as that many slots.
+SET c.merged_count = COUNT { (:Measurement)-[:MERGED_INTO]->(c) }
+RETURN sum(merged) AS merged

@@ -8,9 +8,10 @@ write path cannot know:
 1. **Merge re-measured states.** Every run of the loop re-measures its baseline, so one kernel on one
    target becomes many explored states with near-identical signatures, which crowd each other in
    neighbour search. States of the same kernel, target, counter source, evaluator and signature
-   version are merged into one (the group's existing state, else the smallest id): the duplicates
-   gain (dup)-[:MERGED_INTO]->(state), leave neighbour search, and retrieval reads their aggregates
-   through the state. Nothing is deleted.
+   version whose signatures agree within noise are merged into one (the group's existing state, else
+   the smallest id): the duplicates gain (dup)-[:MERGED_INTO]->(state), leave neighbour search, and
+   retrieval reads their aggregates through the state, which takes one neighbour slot per
+   measurement it stands for. Nothing is deleted.
 2. **Weigh versions.** States measured by a superseded evaluator or with a stale signature version
    get a `version_weight` below 1 (service/consolidation_rules.py); retrieval multiplies it in.
 3. **Flag contradictions.** Groups of (state, transform, setting) whose attempts disagree beyond
@@ -45,6 +46,7 @@ from kernelgraph.service.consolidation_rules import (
     attempt_noise,
     current_evaluator,
     find_contradiction,
+    same_state,
     version_weight,
 )
 from kernelgraph.service.store import GraphStore
@@ -88,6 +90,7 @@ class State:
     signature_version: int | None
     merged_into: str | None
     version_weight: float | None
+    signature: tuple[float, ...] | None = None
 
     @property
     def merge_key(self) -> tuple[str, str, str, int, int] | None:
@@ -99,11 +102,12 @@ class State:
 
 
 def plan_merges(states: Sequence[State]) -> tuple[dict[str, str], list[dict[str, str]], int, int]:
-    """(canonical state of every state after this run, merge rows to write, groups, already merged).
+    """(state of every state after this run, merge rows to write, kernels re-measured, already merged).
 
-    A group keeps the state earlier runs merged into (so runs agree over time), else its smallest id.
+    Within one kernel's group (merge_key), a state joins the first representative whose signature it
+    matches within noise (same_state): representatives are the states earlier runs merged others into
+    (so runs agree over time), then the rest by id. Earlier merges are kept as they are.
     """
-    by_id = {s.measurement_id: s for s in states}
     groups: dict[tuple[str, str, str, int, int], list[State]] = defaultdict(list)
     for state in states:
         key = state.merge_key
@@ -116,16 +120,18 @@ def plan_merges(states: Sequence[State]) -> tuple[dict[str, str], list[dict[str,
         if len(members) < 2:
             continue
         multi += 1
-        open_ = sorted(s.measurement_id for s in members if s.merged_into is None)
-        targets = {s.merged_into for s in members if s.merged_into is not None and s.merged_into in by_id}
         already += sum(1 for s in members if s.merged_into is not None)
-        chosen = min(targets & set(open_)) if targets & set(open_) else (open_[0] if open_ else None)
-        if chosen is None:
-            continue
-        for measurement_id in open_:
-            if measurement_id != chosen:
-                rows.append({"duplicate": measurement_id, "canonical": chosen})
-                canonical[measurement_id] = chosen
+        hubs = {s.merged_into for s in members if s.merged_into is not None}
+        open_ = sorted((s for s in members if s.merged_into is None),
+                       key=lambda s: (s.measurement_id not in hubs, s.measurement_id))  # fmt: skip
+        representatives: list[State] = []
+        for state in open_:
+            home = next((r for r in representatives if same_state(r.signature, state.signature)), None)
+            if home is None or state.measurement_id in hubs:
+                representatives.append(state)
+                continue
+            rows.append({"duplicate": state.measurement_id, "canonical": home.measurement_id})
+            canonical[state.measurement_id] = home.measurement_id
     return canonical, rows, multi, already
 
 
@@ -250,6 +256,7 @@ def consolidate(
             counter_source=r["counter_source"] or "", evaluator_version=r["evaluator_version"],
             signature_version=r["signature_version"], merged_into=r["merged_into"],
             version_weight=r["version_weight"],
+            signature=tuple(r["signature"]) if r["signature"] is not None else None,
         )  # fmt: skip
         for r in store.read("consolidation_states", namespace=namespace)
     ]

@@ -15,6 +15,8 @@ so every rule is unit-tested on plain values. docs/retrieval.md ("Consolidation"
   transform of the same source cannot do honestly (a race, a flaky check, a changed toolchain).
   Different children under the same transform name (an LLM writes new source every time) are not
   a contradiction when their outcomes differ: they are different kernels.
+- Re-measurements: states of the same kernel, target, counter source and versions whose signatures
+  lie within `MERGE_RADIUS_SQ` of each other measured the same thing and are merged into one.
 - Version weights: a measurement from a superseded evaluator (older than the newest one measuring
   in the namespace) counts `SUPERSEDED_EVALUATOR_WEIGHT`; one whose signature is older than
   `SIGNATURE_VERSION` and could not be re-signed counts `STALE_SIGNATURE_WEIGHT` (its position in
@@ -33,6 +35,10 @@ from enum import StrEnum
 NOISE_FLOOR = 0.05  # log-scale sd of one attempt's speedup, at least (about 5%)
 NOISE_Z = 3.0  # "beyond noise": this many standard deviations
 IQR_TO_SD = 1.349  # IQR of a normal distribution in standard deviations
+# Re-measurements of one kernel are one state only when their signatures agree within this squared
+# euclidean distance (similarity 1 / (1 + d^2) >= 0.95): timing noise moves a signature by far less,
+# another problem size or a changed environment by more, and those stay states of their own.
+MERGE_RADIUS_SQ = 0.05
 SUPERSEDED_EVALUATOR_WEIGHT = 0.25
 STALE_SIGNATURE_WEIGHT = 0.5
 # Counter sources measured by no evaluator of this project: their evaluator_version is absent by nature.
@@ -186,3 +192,10 @@ def version_weight(
     if (signature_version or 1) < current_signature:
         weight *= STALE_SIGNATURE_WEIGHT
     return weight
+
+
+def same_state(a: Sequence[float] | None, b: Sequence[float] | None) -> bool:
+    """Do two signatures of one kernel agree within re-measurement noise (MERGE_RADIUS_SQ)?"""
+    if a is None or b is None or len(a) != len(b):
+        return False
+    return sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) <= MERGE_RADIUS_SQ

@@ -395,12 +395,12 @@ class KnowledgeService:
                 raise InvalidInput(
                     "counters mode needs `signature`, or `counters` with `counter_source`", field="signature"
                 )
-            for row in self._nearest_by_signature(spaces, signature, req):
+            for row in _within_slots(self._nearest_by_signature(spaces, signature, req), req.k):
                 neighbours[row["measurement_id"]] = row["score"]
         if req.mode in (RetrievalMode.TEXT, RetrievalMode.HYBRID):
             if not req.source:
                 raise InvalidInput("text mode needs the kernel's `source`", field="source")
-            for row in self._nearest_by_source(spaces, req.source, req):
+            for row in _within_slots(self._nearest_by_source(spaces, req.source, req), req.k):
                 # Hybrid: a state found both ways keeps the mean of its two similarities.
                 previous = neighbours.get(row["measurement_id"])
                 neighbours[row["measurement_id"]] = (
@@ -685,6 +685,19 @@ class KnowledgeService:
 
     def list_transforms(self, namespaces: Sequence[str]) -> list[dict[str, Any]]:
         return self.store.read("list_transforms", namespaces=list(namespaces))
+
+
+def _within_slots(rows: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """The nearest states, best first, until they hold `k` measurements: a state that consolidation
+    merged re-measurements into takes one slot per measurement (`slots`), so merging never widens the
+    neighbourhood beyond what the same evidence reached before (docs/retrieval.md)."""
+    kept, used = [], 0
+    for row in rows:
+        if used >= k:
+            break
+        kept.append(row)
+        used += int(row.get("slots") or 1)
+    return kept
 
 
 def _retrieved(row: dict[str, Any]) -> RetrievedTransform:

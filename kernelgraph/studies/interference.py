@@ -28,6 +28,7 @@ import math
 import random
 import statistics
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -56,7 +57,7 @@ TARGETS: tuple[dict[str, Any], ...] = (
 )  # fmt: skip
 TRANSFORMS = tuple(t.value for t in Transform)
 SETTINGS = (1, 2, 4)  # each transform's parameter settings ({"level": n}); each shifts its effect
-STATE_NOISE = 0.03  # sd of a re-measured signature around its kernel's
+STATE_NOISE = 0.01  # sd of a re-measured signature around its kernel's (timing noise moves it little)
 TIMING_NOISE = 0.02  # relative sd of a re-measured median
 LANDSCAPE_NOISE = 0.06  # sd of one attempt's log speedup around the landscape's mean
 # The unrelated experience, as shares of each growth step's attempts.
@@ -108,6 +109,12 @@ def make_landscape(rng: random.Random, task: str, pattern: str, centre: Sequence
     return Landscape(task, pattern, _clip(centre), effects)
 
 
+def moved(centre: Sequence[float], transform: str, setting: int) -> tuple[float, ...]:
+    """Where a transform moves a kernel's state: the same shift for the same transform and setting."""
+    rng = random.Random(zlib.crc32(f"{transform}:{setting}".encode()))
+    return _clip([c + rng.gauss(0.0, 0.08) for c in centre])
+
+
 def near(rng: random.Random, centre: Sequence[float], sd: float) -> tuple[float, ...]:
     return _clip([c + rng.gauss(0.0, sd) for c in centre])
 
@@ -151,7 +158,9 @@ class Generator:
             if fake is not None and transform == fake[0]:
                 effect = fake[1]
             record = self._attempt(run_id, step, target, base_kernel, baseline, transform, setting, effect,
-                                   outcome_noise, failure_rate, cuda, evaluator_version)  # fmt: skip
+                                   outcome_noise, failure_rate, cuda, evaluator_version,
+                                   moved(land.centre, transform, setting))  # fmt: skip
+            record["_centre"] = moved(land.centre, transform, setting)
             records.append(record)
             self.from_baseline.add(record["attempt_key"])
             if record.get("speedup", 0.0) > max(1.0, best["speedup"] if best else 0.0):
@@ -163,8 +172,10 @@ class Generator:
                 records.append(self._attempt(
                     run_id, tries + offset, target, best["child"], best["child_measurement"], transform,
                     setting, land.effects[(transform, setting)] / 2, outcome_noise, failure_rate, cuda,
-                    evaluator_version,
+                    evaluator_version, moved(best["_centre"], transform, setting),
                 ))  # fmt: skip
+        for record in records:
+            record.pop("_centre", None)
         self.attempts += len(records)
         return records
 
@@ -183,7 +194,7 @@ class Generator:
     def _attempt(
         self, run_id: str, step: int, target: dict[str, Any], parent: dict[str, Any],
         parent_state: dict[str, Any], transform: str, setting: int, effect: float, outcome_noise: float,
-        failure_rate: float, cuda: bool, evaluator_version: int | None,
+        failure_rate: float, cuda: bool, evaluator_version: int | None, child_centre: Sequence[float],
     ) -> dict[str, Any]:  # fmt: skip
         child = {**parent, "source": f"{parent['source']}// {transform} level {setting}\n"}
         record: dict[str, Any] = {
@@ -196,7 +207,7 @@ class Generator:
             return {**record, "outcome": outcome, "diagnosis": f"{outcome} (synthetic)"}
         gain = effect + self.rng.gauss(0.0, outcome_noise)
         speedup = math.exp(gain)
-        signature = near(self.rng, parent_state["signature"], 0.05)
+        signature = near(self.rng, child_centre, STATE_NOISE)
         child_measured = self._measurement(parent_state["median_ns"] / speedup, signature, cuda, evaluator_version)
         return {**record, "outcome": "kept" if speedup > 1.0 else "discarded", "speedup": speedup,
                 "child_measurement": child_measured}  # fmt: skip

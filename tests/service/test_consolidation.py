@@ -4,6 +4,8 @@ and it runs beside concurrent writers."""
 
 from __future__ import annotations
 
+import math
+import statistics
 import threading
 import time
 from typing import Any
@@ -22,6 +24,7 @@ pytestmark = pytest.mark.neo4j
 SIG_A = [0.5] * SIGNATURE_DIM
 SIG_B = [0.55] * SIGNATURE_DIM
 SIG_C = [0.45] * SIGNATURE_DIM
+SIG_FAR = [0.9] * SIGNATURE_DIM
 
 
 def attempt(key: str, state: str, signature: list[float], transform: str, speedup: float | None,
@@ -57,6 +60,8 @@ def seeded() -> list[dict[str, Any]]:
         # Kernel C: the same child ran correctly once and was judged incorrect once: an outcome contradiction.
         attempt("run-6:0", "C", SIG_C, "parallelize", 1.3, child="void kernel(void) { /* C par */ }"),
         attempt("run-7:0", "C", SIG_C, "parallelize", None, "incorrect", child="void kernel(void) { /* C par */ }"),
+        # Kernel A at another size: the same source, a state of its own (its signature is far from A's).
+        attempt("run-8:0", "A", SIG_FAR, "unroll", 1.1, median=3e6),
     ]
 
 
@@ -111,26 +116,28 @@ def test_retrieval_ranks_as_before_and_nothing_is_lost(
 ) -> None:
     knowledge.record_attempts(namespace, seeded())
     keys = [a["attempt_key"] for a in seeded()]
-    before = {name: ranking(knowledge, namespace, sig) for name, sig in (("A", SIG_A), ("B", SIG_B), ("C", SIG_C))}
+    queries = (("A", SIG_A), ("B", SIG_B), ("C", SIG_C), ("far", SIG_FAR))
+    before = {name: ranking(knowledge, namespace, sig) for name, sig in queries}
     evidence_before = knowledge.evidence([namespace], keys)
     children = [r.child_kernel_id for r in knowledge.record_attempts(namespace, seeded())]
     lineage_before = [knowledge.lineage([namespace], kernel) for kernel in children]
 
     consolidate(store, namespace)
 
-    after = {name: ranking(knowledge, namespace, sig) for name, sig in (("A", SIG_A), ("B", SIG_B), ("C", SIG_C))}
+    after = {name: ranking(knowledge, namespace, sig) for name, sig in queries}
     assert after == before  # re-measurements have the same signature: the same weights, scores and ranks
     assert knowledge.evidence([namespace], keys) == evidence_before
     assert [knowledge.lineage([namespace], kernel) for kernel in children] == lineage_before
     assert count(store, "MATCH (a:Attempt {namespace: $ns}) RETURN count(a)", namespace) == len(keys)
     # The neighbours are fewer (one state per kernel) and the contradictions are reported.
     response = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": SIG_B, "k": 50, "limit": 20})
-    assert response.neighbours == 3
+    assert response.neighbours == 4  # A, B, C and A at another size
     vectorize = next(t for t in response.transforms if t.transform == "vectorize")
     assert vectorize.disputed == 1 and vectorize.by_params[0].disputed
     unroll = next(t for t in response.transforms if t.transform == "unroll")
     assert not unroll.disputed and unroll.by_params[0].sd_log_speedup is not None
-    assert 0.02 < unroll.by_params[0].sd_log_speedup < 0.05  # ln 1.45 .. ln 1.55
+    # The spread of every unroll attempt within reach: A's three and A at another size.
+    assert unroll.by_params[0].sd_log_speedup == pytest.approx(statistics.stdev(math.log(x) for x in (1.5, 1.55, 1.45, 1.1)))
 
 
 def test_superseded_evaluator_evidence_counts_less(
@@ -185,9 +192,9 @@ def test_consolidation_beside_concurrent_writers_loses_nothing(
     total = len(seeded()) + len(writes)
     assert count(store, "MATCH (a:Attempt {namespace: $ns}) RETURN count(a)", namespace) == total
     assert count(store, "MATCH (e:StateEvidence {namespace: $ns}) RETURN sum(e.attempts)", namespace) == total
-    # Every explored state of kernel A is one state now, and retrieval sees every attempt.
+    # Every re-measurement of kernel A is one state now (A at another size stays apart: 4 states).
     assert count(store, "MATCH (m:Measurement {namespace: $ns}) WHERE m.explored AND m.merged_into IS NULL "
-                        "RETURN count(m)", namespace) == 3  # fmt: skip
+                        "RETURN count(m)", namespace) == 4  # fmt: skip
     response = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": SIG_A, "k": 50, "limit": 20})
     assert sum(t.attempts for t in response.transforms) == total
     # No chains: a state others were merged into is never merged itself.
@@ -209,3 +216,18 @@ def test_the_schedule_consolidates_every_namespace(
         schedule.stop()
     assert schedule.runs >= 1
     assert count(store, "MATCH (x:Contradiction {namespace: $ns}) RETURN count(x)", namespace) == 2
+
+
+def test_a_merged_state_takes_one_neighbour_slot_per_measurement(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    """With k = 2, the two nearest measurements before merging are two of A's three re-measurements;
+    after it, A (standing for three) fills the neighbourhood alone: B does not come in."""
+    knowledge.record_attempts(namespace, seeded()[:7])
+    request = {"target": "cpu-test", "signature": SIG_A, "k": 2, "limit": 20}
+    before = knowledge.retrieve([namespace], request)
+    consolidate(store, namespace)
+    after = knowledge.retrieve([namespace], request)
+    assert before.neighbours == 2 and after.neighbours == 1
+    assert "vectorize" not in {t.transform for t in after.transforms}
+    assert [t.transform for t in after.transforms] == [t.transform for t in before.transforms]

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from kernelgraph.service.consolidation import State, plan_merges
 from kernelgraph.service.consolidation_rules import (
     NOISE_FLOOR,
     STALE_SIGNATURE_WEIGHT,
@@ -92,3 +93,26 @@ def test_version_weights() -> None:
     # A namespace of imports only has no newest evaluator: nothing is superseded.
     assert version_weight(evaluator_version=None, signature_version=2, newest_evaluator=None, **common) == 1.0
     assert current_evaluator([None, 1, 2, None]) == 2 and current_evaluator([None]) is None
+
+
+def state(mid: str, signature: float, merged_into: str | None = None, kernel: str = "k") -> State:
+    return State(mid, kernel, "cpu", "matmul", "cpu_cachegrind", 2, 1, merged_into, None, (signature,) * 4)
+
+
+def test_re_measurements_within_noise_merge_and_other_sizes_stay_apart() -> None:
+    states = [state("m3", 0.50), state("m1", 0.51), state("m2", 0.90), state("m4", 0.905), state("x", 0.5, kernel="o")]
+    canonical, rows, groups, already = plan_merges(states)
+    assert rows == [{"duplicate": "m3", "canonical": "m1"}, {"duplicate": "m4", "canonical": "m2"}]
+    assert (groups, already) == (1, 0)
+    assert canonical["m3"] == "m1" and canonical["x"] == "x"
+
+
+def test_a_later_run_keeps_the_states_earlier_runs_merged_into() -> None:
+    # m0 arrived after m5 was chosen: it joins m5 rather than taking over as the smallest id.
+    states = [state("m5", 0.5), state("m6", 0.5, merged_into="m5"), state("m0", 0.5)]
+    canonical, rows, _, already = plan_merges(states)
+    assert rows == [{"duplicate": "m0", "canonical": "m5"}] and already == 1
+    assert canonical == {"m5": "m5", "m6": "m5", "m0": "m5"}
+    # A second pass over the result plans nothing.
+    merged = [state("m5", 0.5), state("m6", 0.5, merged_into="m5"), state("m0", 0.5, merged_into="m5")]
+    assert plan_merges(merged)[1] == []
