@@ -229,9 +229,13 @@ def ablation(
 
 
 def interference(
-    scales: str = typer.Option("1,10,100", "--scales", help="graph sizes, in multiples of the core's attempts"),
+    scales: str = typer.Option(
+        "1,10,100", "--scales", help="graph sizes, in multiples of the core's attempts"
+    ),
     runs_per_task: int = typer.Option(8, "--runs-per-task", min=2, max=100, help="core runs per task (1x)"),
-    queries_per_task: int = typer.Option(5, "--queries-per-task", min=1, max=50, help="query states per task"),
+    queries_per_task: int = typer.Option(
+        5, "--queries-per-task", min=1, max=50, help="query states per task"
+    ),
     repeats: int = typer.Option(3, "--repeats", min=1, max=20, help="timed passes over the queries"),
     seed: int = typer.Option(11, "--seed", help="seed of the generated graph"),
     no_kernelbench: bool = typer.Option(False, "--no-kernelbench", help="leave KernelBench's timings out"),

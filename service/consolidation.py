@@ -149,10 +149,10 @@ def plan_weights(states: Sequence[State]) -> tuple[list[dict[str, Any]], int | N
             current_signature=SIGNATURE_VERSION,
         )  # fmt: skip
         reasons = []
-        if newest is not None and s.counter_source not in EXTERNAL_COUNTER_SOURCES:
-            if (s.evaluator_version or 1) < newest:
-                superseded += 1
-                reasons.append(f"evaluator {s.evaluator_version or 1} superseded by {newest}")
+        measured_here = newest is not None and s.counter_source not in EXTERNAL_COUNTER_SOURCES
+        if measured_here and newest is not None and (s.evaluator_version or 1) < newest:
+            superseded += 1
+            reasons.append(f"evaluator {s.evaluator_version or 1} superseded by {newest}")
         if (s.signature_version or 1) < SIGNATURE_VERSION:
             stale += 1
             reasons.append(f"signature version {s.signature_version or 1} < {SIGNATURE_VERSION}")
@@ -252,12 +252,17 @@ def consolidate(
     say("reading states")
     states = [
         State(
-            measurement_id=r["measurement_id"], kernel_id=r["kernel_id"], target=r["target"], task=r["task"],
-            counter_source=r["counter_source"] or "", evaluator_version=r["evaluator_version"],
-            signature_version=r["signature_version"], merged_into=r["merged_into"],
+            measurement_id=r["measurement_id"],
+            kernel_id=r["kernel_id"],
+            target=r["target"],
+            task=r["task"],
+            counter_source=r["counter_source"] or "",
+            evaluator_version=r["evaluator_version"],
+            signature_version=r["signature_version"],
+            merged_into=r["merged_into"],
             version_weight=r["version_weight"],
             signature=tuple(r["signature"]) if r["signature"] is not None else None,
-        )  # fmt: skip
+        )
         for r in store.read("consolidation_states", namespace=namespace)
     ]
     by_id = {s.measurement_id: s for s in states}
@@ -279,12 +284,15 @@ def consolidate(
         for r in store.read("consolidation_group_attempts", namespace=namespace, groups=query):
             evidence[int(r["group_id"])].append(
                 AttemptEvidence(
-                    attempt_key=r["attempt_key"], outcome=r["outcome"], log_speedup=r["log_speedup"],
+                    attempt_key=r["attempt_key"],
+                    outcome=r["outcome"],
+                    log_speedup=r["log_speedup"],
                     child_kernel_id=r["child_kernel_id"],
-                    noise=attempt_noise(r["parent_median_ns"], r["parent_iqr_ns"], r["child_median_ns"],
-                                        r["child_iqr_ns"]),
+                    noise=attempt_noise(
+                        r["parent_median_ns"], r["parent_iqr_ns"], r["child_median_ns"], r["child_iqr_ns"]
+                    ),
                     evaluator_version=r["evaluator_version"],
-                )  # fmt: skip
+                )
             )
     found: dict[str, dict[str, Any]] = {}
     for index, group in enumerate(candidates):
@@ -305,19 +313,23 @@ def consolidate(
     else:
         for batch in _batches(merges, WRITE_BATCH):
             say(f"merging re-measured states ({merged:,}/{len(merges):,})")
-            merged += store.write("consolidation_merge_states", namespace=namespace, rows=list(batch))[0]["merged"]
+            merged += store.write("consolidation_merge_states", namespace=namespace, rows=list(batch))[0][
+                "merged"
+            ]
         for batch in _batches(weights, WRITE_BATCH):
             say(f"weighing versions ({weighed:,}/{len(weights):,})")
-            weighed += store.write("consolidation_set_weights", namespace=namespace, rows=list(batch))[0]["changed"]
+            weighed += store.write("consolidation_set_weights", namespace=namespace, rows=list(batch))[0][
+                "changed"
+            ]
         for batch in _batches(flags, WRITE_BATCH // 10):
             say(f"flagging contradictions ({flagged:,}/{len(flags):,})")
-            flagged += store.write("consolidation_flag_contradictions", namespace=namespace, rows=list(batch))[0][
-                "written"
-            ]
+            flagged += store.write(
+                "consolidation_flag_contradictions", namespace=namespace, rows=list(batch)
+            )[0]["written"]
         if resolves:
-            resolved = store.write("consolidation_resolve_contradictions", namespace=namespace, ids=resolves)[0][
-                "resolved"
-            ]
+            resolved = store.write("consolidation_resolve_contradictions", namespace=namespace, ids=resolves)[
+                0
+            ]["resolved"]
     report = ConsolidationReport(
         namespace=namespace, dry_run=dry_run, states=len(states), merge_groups=merge_groups, merged=merged,
         already_merged=already, newest_evaluator=newest, superseded_evaluator_states=superseded,

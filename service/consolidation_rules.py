@@ -185,10 +185,10 @@ def version_weight(
 ) -> float:
     """How much a measured state's evidence counts (1.0: current). See the module docstring."""
     weight = 1.0
-    if counter_source not in EXTERNAL_COUNTER_SOURCES and newest_evaluator is not None:
-        # A measurement without a version predates evaluator 2 (schema 0005): it is evaluator 1.
-        if (evaluator_version or 1) < newest_evaluator:
-            weight *= SUPERSEDED_EVALUATOR_WEIGHT
+    # A measurement without a version predates evaluator 2 (schema 0005): it is evaluator 1.
+    measured_here = counter_source not in EXTERNAL_COUNTER_SOURCES
+    if measured_here and newest_evaluator is not None and (evaluator_version or 1) < newest_evaluator:
+        weight *= SUPERSEDED_EVALUATOR_WEIGHT
     if (signature_version or 1) < current_signature:
         weight *= STALE_SIGNATURE_WEIGHT
     return weight

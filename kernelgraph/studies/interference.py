@@ -40,7 +40,7 @@ from kernelgraph.agent.proposers.llm import build_prompt, format_evidence
 from kernelgraph.agent.targets import get_target
 from kernelgraph.agent.tasks import all_tasks, get_task
 from kernelgraph.agent.transforms import Transform
-from kernelgraph.client.models import MAX_BATCH, RetrieveRequest, RetrieveResponse
+from kernelgraph.client.models import MAX_BATCH, RetrieveRequest
 from kernelgraph.client.signature import SIGNATURE_DIM
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
@@ -94,7 +94,9 @@ def _clip(values: Sequence[float]) -> tuple[float, ...]:
     return tuple(round(min(1.0, max(0.0, v)), 6) for v in values)
 
 
-def make_landscape(rng: random.Random, task: str, pattern: str, centre: Sequence[float] | None = None) -> Landscape:
+def make_landscape(
+    rng: random.Random, task: str, pattern: str, centre: Sequence[float] | None = None
+) -> Landscape:
     centre = centre if centre is not None else [rng.uniform(0.1, 0.9) for _ in range(SIGNATURE_DIM)]
     effects: dict[tuple[str, int], float] = {}
     for transform in TRANSFORMS:
@@ -149,7 +151,9 @@ class Generator:
         base_kernel = {"task": task, "backend": "triton" if cuda else "c", "patterns": [land.pattern],
                        "source": f"// {task} baseline\nvoid kernel(float* x) {{ /* {land.pattern} */ }}\n"}  # fmt: skip
         median = 1e6 * math.exp(self.rng.gauss(0.0, TIMING_NOISE))
-        baseline = self._measurement(median, near(self.rng, land.centre, STATE_NOISE), cuda, evaluator_version)
+        baseline = self._measurement(
+            median, near(self.rng, land.centre, STATE_NOISE), cuda, evaluator_version
+        )
         records: list[dict[str, Any]] = []
         options = [(t, s) for t in TRANSFORMS for s in SETTINGS]
         best: dict[str, Any] | None = None
@@ -208,7 +212,9 @@ class Generator:
         gain = effect + self.rng.gauss(0.0, outcome_noise)
         speedup = math.exp(gain)
         signature = near(self.rng, child_centre, STATE_NOISE)
-        child_measured = self._measurement(parent_state["median_ns"] / speedup, signature, cuda, evaluator_version)
+        child_measured = self._measurement(
+            parent_state["median_ns"] / speedup, signature, cuda, evaluator_version
+        )
         return {**record, "outcome": "kept" if speedup > 1.0 else "discarded", "speedup": speedup,
                 "child_measurement": child_measured}  # fmt: skip
 
@@ -231,7 +237,9 @@ def make_world(seed: int, tasks: Sequence[str], patterns: Sequence[str]) -> Worl
     for i in range(4 * len(core)):
         # Another kernel whose measured state resembles a query task's: a different landscape nearby.
         home = core[i % len(core)]
-        world.lookalikes.append(make_landscape(rng, f"ib-other-{i:03d}", home.pattern, near(rng, home.centre, 0.12)))
+        world.lookalikes.append(
+            make_landscape(rng, f"ib-other-{i:03d}", home.pattern, near(rng, home.centre, 0.12))
+        )
     for land in core:
         # The same task at another size: the state moves (more launch-bound, less cache-bound), and
         # the landscape is related, not equal.
@@ -271,7 +279,9 @@ def growth_records(world: World, gen: Generator, attempts: int) -> dict[str, lis
                 land, target = rng.choice(world.on_targets)
                 batch += gen.run(land, target, tries=6)
             elif kind == "noisy and failed re-runs":
-                batch += gen.run(rng.choice(world.core), TARGETS[0], tries=6, outcome_noise=0.45, failure_rate=0.4)
+                batch += gen.run(
+                    rng.choice(world.core), TARGETS[0], tries=6, outcome_noise=0.45, failure_rate=0.4
+                )
             else:
                 # Evaluator 1 (unsandboxed) let a broken variant of one transform look fast.
                 land = rng.choice(world.core)
@@ -303,7 +313,9 @@ def known_best(
     return best
 
 
-def ingest(client: InProcessClient, records: Sequence[dict[str, Any]], say: Callable[[str], None], label: str) -> float:
+def ingest(
+    client: InProcessClient, records: Sequence[dict[str, Any]], say: Callable[[str], None], label: str
+) -> float:
     started = time.perf_counter()
     for start in range(0, len(records), MAX_BATCH):
         client.record_attempts(records[start : start + MAX_BATCH])
@@ -324,7 +336,9 @@ class Query:
 
 def make_queries(world: World, per_task: int) -> list[Query]:
     rng = random.Random(world.seed + 1)
-    return [Query(land.task, near(rng, land.centre, STATE_NOISE)) for land in world.core for _ in range(per_task)]
+    return [
+        Query(land.task, near(rng, land.centre, STATE_NOISE)) for land in world.core for _ in range(per_task)
+    ]
 
 
 def measure(
@@ -349,7 +363,9 @@ def measure(
     contexts = {land.task: _prompt_context(land.task) for land in world.core}
     for repeat in range(repeats + 1):  # pass 0 warms the caches and is not timed
         for query in queries:
-            request = RetrieveRequest(target=MAIN_TARGET, signature=list(query.signature), k=20, limit=len(TRANSFORMS))
+            request = RetrieveRequest(
+                target=MAIN_TARGET, signature=list(query.signature), k=20, limit=len(TRANSFORMS)
+            )
             started = time.perf_counter()
             response = knowledge.retrieve([namespace], request)
             elapsed = (time.perf_counter() - started) * 1000.0
@@ -370,7 +386,8 @@ def measure(
             response_chars.append(len(response.model_dump_json()))
             evidence = {t.transform: t for t in response.transforms}
             evidence_chars.append(len(format_evidence(evidence)))
-            prompt_chars.append(len(build_prompt(contexts[query.task], evidence)) if contexts[query.task] else 0)
+            context = contexts[query.task]
+            prompt_chars.append(len(build_prompt(context, evidence)) if context is not None else 0)
             disputed.append(sum(t.disputed for t in response.transforms))
     n = len(ranks)
     return {
@@ -379,8 +396,11 @@ def measure(
         "hit_at_1": sum(r == 1 for r in ranks) / n,
         "mean_rank": statistics.fmean(ranks),
         "oracle_fraction_top1": statistics.fmean(oracle),
-        "retrieve_ms": {"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95),
-                        "samples": len(latencies)},  # fmt: skip
+        "retrieve_ms": {
+            "p50": percentile(latencies, 0.5),
+            "p95": percentile(latencies, 0.95),
+            "samples": len(latencies),
+        },
         "proposer_evidence": {
             "transforms": statistics.fmean(rows),
             "settings": statistics.fmean(settings),
@@ -470,8 +490,8 @@ def run_interference(
         if consolidate:
             say(f"{scale}x: consolidating")
             t0 = time.perf_counter()
-            report = knowledge.consolidate(namespace)
-            step["consolidation"] = {"wall_s": time.perf_counter() - t0, **report.model_dump(mode="json")}
+            done = knowledge.consolidate(namespace)
+            step["consolidation"] = {**done.model_dump(mode="json"), "wall_s": time.perf_counter() - t0}
             step["consolidated"] = measure(knowledge, namespace, world, queries, best, repeats)
         steps.append(step)
     report = {
@@ -479,8 +499,13 @@ def run_interference(
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "namespace": namespace,
         "seed": seed,
-        "core": {"tasks": tasks, "attempts": core_attempts, "runs_per_task": runs_per_task,
-                 "queries": len(queries), "known_best": best},  # fmt: skip
+        "core": {
+            "tasks": tasks,
+            "attempts": core_attempts,
+            "runs_per_task": runs_per_task,
+            "queries": len(queries),
+            "known_best": best,
+        },
         "growth_mix": GROWTH_MIX,
         "steps": steps,
         "ingest_s": ingest_s,

@@ -23,7 +23,9 @@ def consolidate_cmd(
     all_namespaces: Annotated[
         bool, typer.Option("--all", help="Every namespace that holds measured states.")
     ] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would change; write nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report what would change; write nothing.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON list of reports.")] = False,
 ) -> None:
     """Consolidate the experience graph: merge re-measurements of the same kernel into one state, weigh
@@ -41,7 +43,11 @@ def consolidate_cmd(
         reports = []
         for space in spaces:
             with err.status(f"Consolidating {space}...") as status:
-                reports.append(consolidate(store, space, dry_run=dry_run, say=lambda text: status.update(f"{space}: {text}")))
+
+                def say(text: str, space: str = space) -> None:
+                    status.update(f"{space}: {text}")
+
+                reports.append(consolidate(store, space, dry_run=dry_run, say=say))
     if as_json:
         print(json.dumps([r.model_dump(mode="json") for r in reports], indent=2))
         return

@@ -8,7 +8,9 @@ from kernelgraph.agent.proposers.llm import MAX_EVIDENCE_CHARS, evidence_items, 
 from kernelgraph.client.models import ParamEvidence, RetrievedTransform
 
 
-def row(transform: str, score: float, settings: list[dict[str, Any]], disputed: int = 0) -> RetrievedTransform:
+def row(
+    transform: str, score: float, settings: list[dict[str, Any]], disputed: int = 0
+) -> RetrievedTransform:
     by_params = [ParamEvidence(**s) for s in settings]
     attempts = sum(s["attempts"] for s in settings)
     return RetrievedTransform(
@@ -20,7 +22,9 @@ def row(transform: str, score: float, settings: list[dict[str, Any]], disputed: 
     )  # fmt: skip
 
 
-def setting(params: dict[str, Any], gain: float, attempts: int = 3, weight: float = 2.0, **extra: Any) -> dict[str, Any]:
+def setting(
+    params: dict[str, Any], gain: float, attempts: int = 3, weight: float = 2.0, **extra: Any
+) -> dict[str, Any]:
     return {"params": params, "attempts": attempts, "successes": attempts if gain > 0 else 0, "weight": weight,
             "weighted_log_speedup": gain, **extra}  # fmt: skip
 
@@ -40,7 +44,9 @@ def test_best_setting_of_each_transform_first_in_score_order_then_the_rest() -> 
 
 
 def test_duplicate_settings_are_merged() -> None:
-    evidence = {"tile": row("tile", 0.2, [setting({"t": 16}, 0.2, weight=1.0), setting({"t": 16}, 0.4, weight=3.0)])}
+    evidence = {
+        "tile": row("tile", 0.2, [setting({"t": 16}, 0.2, weight=1.0), setting({"t": 16}, 0.4, weight=3.0)])
+    }
     items = evidence_items(evidence)
     assert len(items) == 1
     assert items[0].attempts == 6 and items[0].weight == 4.0

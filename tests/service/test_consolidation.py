@@ -55,11 +55,21 @@ def seeded() -> list[dict[str, Any]]:
         attempt("run-2:1", "A", SIG_A, "tile", None, "compile_error", median=1.01e6),
         # Kernel B: vectorize helped 2x once and halved the time another time: a speedup contradiction.
         attempt("run-4:0", "B", SIG_B, "vectorize", 2.0, child="void kernel(void) { /* B vec */ }"),
-        attempt("run-5:0", "B", SIG_B, "vectorize", 0.5, "discarded", median=1.02e6,
-                child="void kernel(void) { /* B vec */ }"),  # fmt: skip
+        attempt(
+            "run-5:0",
+            "B",
+            SIG_B,
+            "vectorize",
+            0.5,
+            "discarded",
+            median=1.02e6,
+            child="void kernel(void) { /* B vec */ }",
+        ),
         # Kernel C: the same child ran correctly once and was judged incorrect once: an outcome contradiction.
         attempt("run-6:0", "C", SIG_C, "parallelize", 1.3, child="void kernel(void) { /* C par */ }"),
-        attempt("run-7:0", "C", SIG_C, "parallelize", None, "incorrect", child="void kernel(void) { /* C par */ }"),
+        attempt(
+            "run-7:0", "C", SIG_C, "parallelize", None, "incorrect", child="void kernel(void) { /* C par */ }"
+        ),
         # Kernel A at another size: the same source, a state of its own (its signature is far from A's).
         attempt("run-8:0", "A", SIG_FAR, "unroll", 1.1, median=3e6),
     ]
@@ -72,8 +82,12 @@ def knowledge(store: GraphStore, namespace: str) -> KnowledgeService:
     return service
 
 
-def ranking(knowledge: KnowledgeService, namespace: str, signature: list[float]) -> list[tuple[str, float, int]]:
-    response = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": signature, "k": 50, "limit": 20})
+def ranking(
+    knowledge: KnowledgeService, namespace: str, signature: list[float]
+) -> list[tuple[str, float, int]]:
+    response = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "signature": signature, "k": 50, "limit": 20}
+    )
     return [(t.transform, round(t.score, 9), t.attempts) for t in response.transforms]
 
 
@@ -87,14 +101,20 @@ def test_first_run_merges_and_flags_the_second_changes_nothing(
 ) -> None:
     knowledge.record_attempts(namespace, seeded())
     dry = consolidate(store, namespace, dry_run=True)
-    assert count(store, "MATCH (:Measurement {namespace: $ns})-[r:MERGED_INTO]->() RETURN count(r)", namespace) == 0
+    assert (
+        count(store, "MATCH (:Measurement {namespace: $ns})-[r:MERGED_INTO]->() RETURN count(r)", namespace)
+        == 0
+    )
     assert count(store, "MATCH (x:Contradiction {namespace: $ns}) RETURN count(x)", namespace) == 0
 
     first = consolidate(store, namespace)
     assert (first.merged, first.contradictions_flagged, first.contradictions_open) == (3, 2, 2)
     assert first.changes == dry.changes == 5
     # Kernel A's three states are one (2 merged) and B's two (1 merged).
-    assert count(store, "MATCH (:Measurement {namespace: $ns})-[r:MERGED_INTO]->() RETURN count(r)", namespace) == 3
+    assert (
+        count(store, "MATCH (:Measurement {namespace: $ns})-[r:MERGED_INTO]->() RETURN count(r)", namespace)
+        == 3
+    )
     kinds = store.driver.execute_query(
         "MATCH (x:Contradiction {namespace: $ns})-[:INVOLVES]->(a:Attempt) "
         "RETURN x.transform AS transform, x.kinds AS kinds, x.status AS status, collect(a.attempt_key) AS keys "
@@ -107,7 +127,12 @@ def test_first_run_merges_and_flags_the_second_changes_nothing(
 
     second = consolidate(store, namespace)
     assert second.changes == 0
-    assert (second.merged, second.weighed, second.contradictions_flagged, second.contradictions_resolved) == (0, 0, 0, 0)
+    assert (second.merged, second.weighed, second.contradictions_flagged, second.contradictions_resolved) == (
+        0,
+        0,
+        0,
+        0,
+    )
     assert second.already_merged == 3 and second.contradictions_open == 2
 
 
@@ -130,14 +155,18 @@ def test_retrieval_ranks_as_before_and_nothing_is_lost(
     assert [knowledge.lineage([namespace], kernel) for kernel in children] == lineage_before
     assert count(store, "MATCH (a:Attempt {namespace: $ns}) RETURN count(a)", namespace) == len(keys)
     # The neighbours are fewer (one state per kernel) and the contradictions are reported.
-    response = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": SIG_B, "k": 50, "limit": 20})
+    response = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "signature": SIG_B, "k": 50, "limit": 20}
+    )
     assert response.neighbours == 4  # A, B, C and A at another size
     vectorize = next(t for t in response.transforms if t.transform == "vectorize")
     assert vectorize.disputed == 1 and vectorize.by_params[0].disputed
     unroll = next(t for t in response.transforms if t.transform == "unroll")
     assert not unroll.disputed and unroll.by_params[0].sd_log_speedup is not None
     # The spread of every unroll attempt within reach: A's three and A at another size.
-    assert unroll.by_params[0].sd_log_speedup == pytest.approx(statistics.stdev(math.log(x) for x in (1.5, 1.55, 1.45, 1.1)))
+    assert unroll.by_params[0].sd_log_speedup == pytest.approx(
+        statistics.stdev(math.log(x) for x in (1.5, 1.55, 1.45, 1.1))
+    )
 
 
 def test_superseded_evaluator_evidence_counts_less(
@@ -195,7 +224,9 @@ def test_consolidation_beside_concurrent_writers_loses_nothing(
     # Every re-measurement of kernel A is one state now (A at another size stays apart: 4 states).
     assert count(store, "MATCH (m:Measurement {namespace: $ns}) WHERE m.explored AND m.merged_into IS NULL "
                         "RETURN count(m)", namespace) == 4  # fmt: skip
-    response = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": SIG_A, "k": 50, "limit": 20})
+    response = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "signature": SIG_A, "k": 50, "limit": 20}
+    )
     assert sum(t.attempts for t in response.transforms) == total
     # No chains: a state others were merged into is never merged itself.
     assert count(store, "MATCH (:Measurement {namespace: $ns})-[:MERGED_INTO]->(:Measurement)-[:MERGED_INTO]->() "

@@ -62,7 +62,9 @@ def test_the_same_child_failing_after_running_is_an_outcome_contradiction() -> N
     assert found is not None and found.kinds == (ContradictionKind.OUTCOME,)
     assert found.failed_twins == 1
     # A different child (an LLM wrote other source under the same transform) is not a contradiction.
-    assert find_contradiction([ev("a", 0.3, child="k1"), ev("b", None, outcome="incorrect", child="k2")]) is None
+    assert (
+        find_contradiction([ev("a", 0.3, child="k1"), ev("b", None, outcome="incorrect", child="k2")]) is None
+    )
 
 
 def test_old_and_new_evaluators_disagreeing_is_not_a_contradiction() -> None:
@@ -100,7 +102,13 @@ def state(mid: str, signature: float, merged_into: str | None = None, kernel: st
 
 
 def test_re_measurements_within_noise_merge_and_other_sizes_stay_apart() -> None:
-    states = [state("m3", 0.50), state("m1", 0.51), state("m2", 0.90), state("m4", 0.905), state("x", 0.5, kernel="o")]
+    states = [
+        state("m3", 0.50),
+        state("m1", 0.51),
+        state("m2", 0.90),
+        state("m4", 0.905),
+        state("x", 0.5, kernel="o"),
+    ]
     canonical, rows, groups, already = plan_merges(states)
     assert rows == [{"duplicate": "m3", "canonical": "m1"}, {"duplicate": "m4", "canonical": "m2"}]
     assert (groups, already) == (1, 0)
