@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import cached_property
 from typing import Annotated, Any
 
 from pydantic import (
@@ -127,8 +128,10 @@ class KernelVariant(Strict):
     family: Name | None = None
     variant: Annotated[str, StringConstraints(max_length=512)] = ""
 
-    @property
+    @cached_property
     def kernel_id(self) -> str:
+        # Cached (the model is frozen): recording reads it several times per attempt, and hashing
+        # the source each time was a tenth of the service's ingestion time.
         return content_id("kernel", self.task, self.backend, self.source)
 
 

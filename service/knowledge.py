@@ -10,6 +10,7 @@ import json
 import logging
 import math
 import secrets
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,6 +53,7 @@ from kernelgraph.service.transfer import (
     similarity,
     transfer_matrix,
 )
+from kernelgraph.service.writer import GroupCommitWriter, WriteJob
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,7 @@ MAX_FETCH_K = 2_000
 OTHER_TARGET_WEIGHT = 0.7  # evidence from another target counts, but less
 FAILURE_LOG_SPEEDUP = -0.1  # a failed attempt (no runtime) costs a little: it wasted a try
 PRIOR_WEIGHT = 1.0  # shrinks transforms seen only a few times, far away, towards zero
+TARGET_CACHE_SECONDS = 5.0  # how long a replica reuses a target's stored facts (targets())
 
 
 def peaks_of(target: dict[str, Any]) -> TargetPeaks:
@@ -93,6 +96,9 @@ class KnowledgeService:
         self.store = store
         self.embedder = embedder
         self._large: set[tuple[str, ...]] = set()  # namespace sets past exact-search size
+        self.writer = GroupCommitWriter(self._write_attempt_jobs)
+        # (namespaces, target name) -> (monotonic time read, target): see targets()
+        self._target_cache: dict[tuple[tuple[str, ...], str], tuple[float, dict[str, Any]]] = {}
 
     # ---- targets ---------------------------------------------------------------------------------
     def upsert_targets(self, namespace: str, targets: Sequence[HardwareTarget | dict[str, Any]]) -> list[str]:
@@ -102,11 +108,36 @@ class KnowledgeService:
             {"name": t.name, "props": t.model_dump(mode="json", exclude={"name"}, exclude_none=True)}
             for t in models
         ]
-        return [r["name"] for r in self.store.write("upsert_targets", namespace=namespace, targets=rows)]
+        names = [r["name"] for r in self.store.write("upsert_targets", namespace=namespace, targets=rows)]
+        self._target_cache.clear()
+        return names
 
     def targets(self, namespaces: Sequence[str], names: Sequence[str]) -> dict[str, dict[str, Any]]:
-        rows = self.store.read("targets_by_name", namespaces=list(namespaces), names=list(set(names)))
-        return {row["target"]["name"]: row["target"] for row in rows}
+        """The stored targets of these names (an unknown name is left out).
+
+        Every record and retrieve call needs its target's peaks; a found target is kept for
+        TARGET_CACHE_SECONDS, saving a round trip per call. An unknown one is never cached (it is
+        found as soon as it is registered); an update made through another replica shows within
+        that time, one made through this one at once.
+        """
+        spaces = tuple(sorted(namespaces))
+        now = time.monotonic()
+        found: dict[str, dict[str, Any]] = {}
+        missing: list[str] = []
+        for name in set(names):
+            hit = self._target_cache.get((spaces, name))
+            if hit is not None and now - hit[0] < TARGET_CACHE_SECONDS:
+                found[name] = hit[1]
+            else:
+                missing.append(name)
+        if missing:
+            if len(self._target_cache) > 10_000:
+                self._target_cache.clear()
+            rows = self.store.read("targets_by_name", namespaces=list(spaces), names=sorted(missing))
+            for row in rows:
+                found[row["target"]["name"]] = row["target"]
+                self._target_cache[(spaces, row["target"]["name"])] = (now, row["target"])
+        return found
 
     def list_targets(self, namespaces: Sequence[str]) -> list[dict[str, Any]]:
         rows = self.store.read("list_targets", namespaces=list(namespaces))
@@ -146,31 +177,8 @@ class KnowledgeService:
                 )
         rows = [self._attempt_row(m, known[m.target]) for m in models]
         self._resolve_parent_references(namespace, models, rows)
-        token = secrets.token_hex(16)
-
-        def work(tx: ManagedTransaction) -> dict[str, bool]:
-            existing = {
-                r["attempt_key"]
-                for r in self.store.run_in(tx, "attempts_existing", namespace=namespace, attempt_keys=keys)
-            }
-            # Sorted, so that concurrent batches lock shared kernels and states in the same order.
-            fresh = sorted(
-                (r for r in rows if r["attempt_key"] not in existing), key=lambda r: r["attempt_key"]
-            )
-            created = {key: False for key in existing}
-            if fresh:
-                self.store.run_in(
-                    tx, "record_vocabulary", namespace=namespace,
-                    transforms=sorted({r["transform"] for r in fresh}),
-                    patterns=sorted({p for r in fresh for k in ("parent", "child") for p in r[k]["patterns"]}),
-                )  # fmt: skip
-                for r in self.store.run_in(
-                    tx, "record_attempts", namespace=namespace, write_token=token, rows=fresh
-                ):
-                    created[r["attempt_key"]] = r["created"]
-            return created
-
-        created = self.store.write_transaction(work)
+        # Concurrent callers share transactions (service/writer.py); answered once theirs committed.
+        created = self.writer.submit(namespace, rows)
         return [
             RecordResult(
                 attempt_key=row["attempt_key"],
@@ -186,6 +194,53 @@ class KnowledgeService:
             )
             for row in rows
         ]
+
+    def _write_attempt_jobs(self, jobs: Sequence[WriteJob]) -> list[dict[str, bool]]:
+        """The attempt rows of several callers in one transaction; per caller, attempt key -> created.
+
+        An attempt key sent by two callers of one group is written once: the first caller gets its
+        `created`, the later ones False (their attempt is stored, by the same commit).
+        """
+        token = secrets.token_hex(16)
+
+        def work(tx: ManagedTransaction) -> list[dict[str, bool]]:
+            results: list[dict[str, bool]] = [{} for _ in jobs]
+            for namespace in sorted({job.namespace for job in jobs}):
+                mine = [i for i, job in enumerate(jobs) if job.namespace == namespace]
+                keys = sorted({row["attempt_key"] for i in mine for row in jobs[i].rows})
+                seen = {
+                    r["attempt_key"]
+                    for r in self.store.run_in(
+                        tx, "attempts_existing", namespace=namespace, attempt_keys=keys
+                    )
+                }
+                fresh: list[dict[str, Any]] = []
+                owner: dict[str, int] = {}
+                for i in mine:
+                    for row in jobs[i].rows:
+                        key = row["attempt_key"]
+                        if key in seen:
+                            results[i][key] = False
+                        else:
+                            seen.add(key)
+                            owner[key] = i
+                            fresh.append(row)
+                if not fresh:
+                    continue
+                # Sorted, so that concurrent transactions lock shared kernels and states in the same order.
+                fresh.sort(key=lambda r: r["attempt_key"])
+                self.store.run_in(
+                    tx, "record_vocabulary", namespace=namespace,
+                    transforms=sorted({r["transform"] for r in fresh}),
+                    patterns=sorted({p for r in fresh for k in ("parent", "child") for p in r[k]["patterns"]}),
+                )  # fmt: skip
+                for r in self.store.run_in(
+                    tx, "record_attempts", namespace=namespace, write_token=token, rows=fresh
+                ):
+                    results[owner[r["attempt_key"]]][r["attempt_key"]] = r["created"]
+            return results
+
+        return self.store.write_transaction(work)
 
     def record_measurements(
         self, namespace: str, records: Sequence[MeasurementRecord | dict[str, Any]]

@@ -52,6 +52,8 @@ FAILURE_RATE = 0.1  # attempts that do not compile or are incorrect (no child me
 SIGNATURE_NOISE = 0.06
 RECALL_K = 10
 GOALS = {"ingest_attempts_per_s": 5_000.0, "retrieve_p95_ms": 20.0, "recall_at_10": 0.95}
+LARGE_GRAPH = 1_000_000  # from this many measurements the retrieval goal is 50 ms (issue 13)
+LARGE_RETRIEVE_P95_MS = 50.0
 
 TARGETS: tuple[dict[str, Any], ...] = (
     {"name": "bench-cpu-v3", "kind": "cpu", "arch": "x86-64-v3", "peak_gflops": 600.0, "peak_gbps": 40.0,
@@ -341,6 +343,7 @@ def run_service_bench(
             patterns=len(PATTERNS), ingest_threads=options.threads, ingest_batch_size=options.batch_size,
             ingest_seconds=round(ingest_s, 3), ingest_attempts_per_s=round(len(data.attempts) / ingest_s, 1),
             ingest_measurements_per_s=round(data.measurements / ingest_s, 1),
+            ingest_transactions=knowledge.writer.transactions,
         )  # fmt: skip
         del data, batches
 
@@ -384,9 +387,10 @@ def run_service_bench(
     finally:
         driver.close()
     result["duration_s"] = round(time.perf_counter() - started, 1)
+    p95_goal = LARGE_RETRIEVE_P95_MS if result["measurements"] >= LARGE_GRAPH else GOALS["retrieve_p95_ms"]
     result["goals"] = {
         "ingest_attempts_per_s >= 5000": result["ingest_attempts_per_s"] >= GOALS["ingest_attempts_per_s"],
-        "retrieve_p95_ms <= 20": result["retrieve_p95_ms"] <= GOALS["retrieve_p95_ms"],
+        f"retrieve_p95_ms <= {p95_goal:g}": result["retrieve_p95_ms"] <= p95_goal,
         "recall_at_10 >= 0.95": result["recall_at_10"] >= GOALS["recall_at_10"],
     }
     return result
