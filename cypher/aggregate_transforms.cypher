@@ -31,7 +31,7 @@ OPTIONAL MATCH (d:Measurement)-[:MERGED_INTO]->(m)
 WITH neighbour, m, collect(d) AS merged
 UNWIND [m] + merged AS s
 MATCH (s)-[:HAS_EVIDENCE]->(e:StateEvidence)
-WITH e, neighbour.score AS similarity,
+WITH e, m.measurement_id AS state, neighbour.score AS similarity,
      neighbour.score * coalesce(s.version_weight, 1.0) *
        CASE WHEN e.target = $target THEN 1.0 ELSE $other_target_weight END AS weight
 // First per (transform, parameter setting)...
@@ -43,7 +43,7 @@ WITH e.transform AS transform, e.params_json AS params,
      sum(similarity * e.attempts) AS similarity_sum,
      sum(CASE WHEN e.target = $target THEN e.attempts ELSE 0 END) AS same_target_attempts,
      max(e.best_speedup) AS best_speedup,
-     collect(DISTINCT e.measurement_id) AS measurement_ids,
+     collect(DISTINCT state) AS measurement_ids,
      reduce(keys = [], group IN collect(e.attempt_keys) | keys + group) AS attempt_keys,
      collect({attempt_key: e.best_attempt_key, params: e.params_json, speedup: e.best_speedup,
               outcome: e.best_outcome, task: e.task, target: e.target, similarity: similarity,

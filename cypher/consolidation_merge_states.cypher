@@ -16,7 +16,10 @@ WITH d, c
 WHERE d <> c AND d.merged_into IS NULL AND c.merged_into IS NULL
   AND NOT EXISTS { (:Measurement)-[:MERGED_INTO]->(d) }
 MERGE (d)-[:MERGED_INTO]->(c)
-SET d.merged_into = c.measurement_id, d.merged_at = datetime()
+// The duplicate's signature moves to `merged_signature`: it leaves the vector index, so the index's
+// candidates are distinct states (kept, and still shown by cypher/attempt_evidence.cypher).
+SET d.merged_into = c.measurement_id, d.merged_at = datetime(), d.merged_signature = d.signature
+REMOVE d.signature
 WITH c, count(d) AS merged
 // How many measurements the state now stands for: neighbour search counts it as that many slots.
 SET c.merged_count = COUNT { (:Measurement)-[:MERGED_INTO]->(c) }

@@ -9,6 +9,6 @@ MATCH (m:Measurement {namespace: $namespace})
 WHERE m.explored
 RETURN m.measurement_id AS measurement_id, m.kernel_id AS kernel_id, m.target AS target, m.task AS task,
        m.counter_source AS counter_source, m.evaluator_version AS evaluator_version,
-       m.signature_version AS signature_version, m.signature AS signature, m.merged_into AS merged_into,
+       m.signature_version AS signature_version, coalesce(m.signature, m.merged_signature) AS signature, m.merged_into AS merged_into,
        m.version_weight AS version_weight
 ORDER BY m.measurement_id

@@ -64,6 +64,7 @@ MAX_FETCH_K = 2_000
 OTHER_TARGET_WEIGHT = 0.7  # evidence from another target counts, but less
 FAILURE_LOG_SPEEDUP = -0.1  # a failed attempt (no runtime) costs a little: it wasted a try
 PRIOR_WEIGHT = 1.0  # shrinks transforms seen only a few times, far away, towards zero
+MERGED_STATE_SHARE = 4  # a merged state takes at most k / 4 of the k neighbour slots
 TARGET_CACHE_SECONDS = 5.0  # how long a replica reuses a target's stored facts (targets())
 
 
@@ -744,14 +745,16 @@ class KnowledgeService:
 
 def _within_slots(rows: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
     """The nearest states, best first, until they hold `k` measurements: a state that consolidation
-    merged re-measurements into takes one slot per measurement (`slots`), so merging never widens the
-    neighbourhood beyond what the same evidence reached before (docs/retrieval.md)."""
+    merged re-measurements into takes one slot per measurement it stands for (`slots`), at most
+    k / MERGED_STATE_SHARE: merging neither widens the neighbourhood to farther states nor lets one
+    kernel measured a hundred times push every other state out (docs/retrieval.md)."""
+    most = max(1, k // MERGED_STATE_SHARE)
     kept, used = [], 0
     for row in rows:
         if used >= k:
             break
         kept.append(row)
-        used += int(row.get("slots") or 1)
+        used += min(int(row.get("slots") or 1), most)
     return kept
 
 

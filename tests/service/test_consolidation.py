@@ -249,16 +249,20 @@ def test_the_schedule_consolidates_every_namespace(
     assert count(store, "MATCH (x:Contradiction {namespace: $ns}) RETURN count(x)", namespace) == 2
 
 
-def test_a_merged_state_takes_one_neighbour_slot_per_measurement(
+def test_a_merged_state_reads_all_its_evidence_and_leaves_room_for_others(
     knowledge: KnowledgeService, store: GraphStore, namespace: str
 ) -> None:
-    """With k = 2, the two nearest measurements before merging are two of A's three re-measurements;
-    after it, A (standing for three) fills the neighbourhood alone: B does not come in."""
-    knowledge.record_attempts(namespace, seeded()[:7])
-    request = {"target": "cpu-test", "signature": SIG_A, "k": 2, "limit": 20}
+    """Kernel A measured six times fills the k = 4 nearest measurements alone before merging; after it,
+    A is one state that reads all six runs' evidence and takes at most k / 4 slots, so B comes in."""
+    again = [attempt(f"again-{i}:0", "A", SIG_A, "unroll", 1.5, median=1e6 + 1e4 * i) for i in range(6)]
+    knowledge.record_attempts(namespace, again + seeded()[5:7])
+    request = {"target": "cpu-test", "signature": SIG_A, "k": 4, "limit": 20}
     before = knowledge.retrieve([namespace], request)
     consolidate(store, namespace)
     after = knowledge.retrieve([namespace], request)
-    assert before.neighbours == 2 and after.neighbours == 1
-    assert "vectorize" not in {t.transform for t in after.transforms}
-    assert [t.transform for t in after.transforms] == [t.transform for t in before.transforms]
+    assert before.neighbours == 4 and {t.transform: t.attempts for t in before.transforms} == {"unroll": 4}
+    assert after.neighbours == 2  # A and B (B's two re-measurements are one state too)
+    assert {t.transform: t.attempts for t in after.transforms} == {"unroll": 6, "vectorize": 2}
+    # The merged duplicates left the vector index; their signatures are kept beside it.
+    assert count(store, "MATCH (m:Measurement {namespace: $ns}) WHERE m.merged_into IS NOT NULL "
+                        "AND m.signature IS NULL AND m.merged_signature IS NOT NULL RETURN count(m)", namespace) == 6  # fmt: skip
