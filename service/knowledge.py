@@ -97,6 +97,7 @@ class KnowledgeService:
         self.store = store
         self.embedder = embedder
         self._large: set[tuple[str, ...]] = set()  # namespace sets past exact-search size
+        self._overfetch: dict[tuple[str, ...], int] = {}  # index over-fetch that sufficed, per namespace set
         self.writer = GroupCommitWriter(self._write_attempt_jobs)
         # (namespaces, target name) -> (monotonic time read, target): see targets()
         self._target_cache: dict[tuple[tuple[str, ...], str], tuple[float, dict[str, Any]]] = {}
@@ -503,11 +504,22 @@ class KnowledgeService:
                 "nearest_states_by_signature_exact",
                 signature=signature, k=req.k, namespaces=namespaces, exclude_tasks=req.excluded_tasks,
             )  # fmt: skip
-        return self.store.read(
-            "nearest_states_by_signature",
-            signature=signature, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,
-            namespaces=namespaces, exclude_tasks=req.excluded_tasks,
-        )  # fmt: skip
+        # The index also holds states no attempt started from (children) and other namespaces'; when
+        # they crowd the candidates out of k, fetch more (x4, up to MAX_FETCH_K). The over-fetch that
+        # sufficed is remembered per namespace set, so the next query starts there.
+        key = tuple(sorted(namespaces))
+        overfetch = self._overfetch.get(key, OVERFETCH)
+        while True:
+            fetch = min(req.k * overfetch, MAX_FETCH_K)
+            rows = self.store.read(
+                "nearest_states_by_signature",
+                signature=signature, fetch_k=fetch, k=req.k, namespaces=namespaces,
+                exclude_tasks=req.excluded_tasks,
+            )  # fmt: skip
+            if _slots(rows, req.k) >= req.k or fetch >= MAX_FETCH_K:
+                self._overfetch[key] = overfetch
+                return rows
+            overfetch *= 4
 
     def _small(self, namespaces: list[str]) -> bool:
         """Few enough explored states for exact scoring? A large verdict is kept: nothing is ever deleted."""
@@ -748,14 +760,19 @@ def _within_slots(rows: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
     merged re-measurements into takes one slot per measurement it stands for (`slots`), at most
     k / MERGED_STATE_SHARE: merging neither widens the neighbourhood to farther states nor lets one
     kernel measured a hundred times push every other state out (docs/retrieval.md)."""
-    most = max(1, k // MERGED_STATE_SHARE)
     kept, used = [], 0
     for row in rows:
         if used >= k:
             break
         kept.append(row)
-        used += min(int(row.get("slots") or 1), most)
+        used += _slots([row], k)
     return kept
+
+
+def _slots(rows: list[dict[str, Any]], k: int) -> int:
+    """Neighbour slots the rows take: one per measurement a state stands for, at most k / MERGED_STATE_SHARE."""
+    most = max(1, k // MERGED_STATE_SHARE)
+    return sum(min(int(row.get("slots") or 1), most) for row in rows)
 
 
 def _retrieved(row: dict[str, Any]) -> RetrievedTransform:

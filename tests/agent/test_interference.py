@@ -34,7 +34,9 @@ def test_the_core_names_each_family_s_best_transform_from_its_own_evidence() -> 
     # With enough evidence the stored best is the landscape's best for most families.
     assert sum(best[land.task] == land.best()[0] for land in world.core) >= 2
     # Re-runs re-measure the same baseline kernel: the same source, another measurement.
-    baselines = {(r["parent"]["task"], r["parent"]["source"]) for r in records if r["attempt_key"] in gen.from_baseline}
+    baselines = {
+        (r["parent"]["task"], r["parent"]["source"]) for r in records if r["attempt_key"] in gen.from_baseline
+    }
     assert len(baselines) == len(TASKS)
     medians = {r["parent_measurement"]["median_ns"] for r in records if r["attempt_key"] in gen.from_baseline}
     assert len(medians) > len(TASKS)
@@ -68,7 +70,13 @@ def test_a_tiny_interference_run_end_to_end(
     neo4j_settings: Settings, store: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for key, value in neo4j_settings.model_dump().items():
-        if value is not None and key in ("neo4j_uri", "data_home", "bolt_port", "http_port", "neo4j_database"):
+        if value is not None and key in (
+            "neo4j_uri",
+            "data_home",
+            "bolt_port",
+            "http_port",
+            "neo4j_database",
+        ):
             monkeypatch.setenv(f"KERNELGRAPH_{key.upper()}", str(value))
     if neo4j_settings.neo4j_password is not None:
         monkeypatch.setenv("KERNELGRAPH_NEO4J_PASSWORD", neo4j_settings.neo4j_password.get_secret_value())

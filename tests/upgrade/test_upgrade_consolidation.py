@@ -46,7 +46,9 @@ class Consolidated:
 
 
 @pytest.fixture(scope="module", params=RELEASES)
-def consolidated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Consolidated]:
+def consolidated(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Consolidated]:
     """The release's graph on a server of its own, upgraded, then consolidated twice per namespace."""
     if not (shutil.which("java") and shutil.which("mvn")):
         unavailable("the upgrade test loads a dump into a local Neo4j: it needs Java 17 and Maven")
