@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated
 
 import typer
@@ -13,6 +14,7 @@ from kernelgraph.client.settings import get_settings
 
 console = Console()
 err = Console(stderr=True)
+NAMESPACE = re.compile(r"[a-z0-9][a-z0-9_\-]{0,63}")  # client.models.Namespace
 
 
 def consolidate_cmd(
@@ -37,6 +39,8 @@ def consolidate_cmd(
 
     if all_namespaces and namespace:
         raise fail("give --namespace or --all, not both")
+    if namespace is not None and not NAMESPACE.fullmatch(namespace):
+        raise fail(f"--namespace: {namespace!r} is not a namespace (lower-case letters, digits, '_' and '-')")
     settings = get_settings()
     with open_store(settings) as store, cli_errors():
         spaces = namespaces_with_states(store) if all_namespaces else [namespace or settings.namespace]

@@ -266,3 +266,15 @@ def test_a_merged_state_reads_all_its_evidence_and_leaves_room_for_others(
     # The merged duplicates left the vector index; their signatures are kept beside it.
     assert count(store, "MATCH (m:Measurement {namespace: $ns}) WHERE m.merged_into IS NOT NULL "
                         "AND m.signature IS NULL AND m.merged_signature IS NOT NULL RETURN count(m)", namespace) == 6  # fmt: skip
+
+
+def test_the_command_names_a_bad_namespace() -> None:
+    from typer.testing import CliRunner
+
+    from kernelgraph.cli import app
+
+    result = CliRunner().invoke(app, ["consolidate", "--namespace", "Bad Space!"])
+    assert result.exit_code == 1
+    assert "--namespace" in result.output
+    both = CliRunner().invoke(app, ["consolidate", "--namespace", "a", "--all"])
+    assert both.exit_code == 1 and "not both" in both.output
