@@ -14,7 +14,10 @@ write path cannot know:
    measurement it stands for. Nothing is deleted.
 2. **Weigh versions.** States measured by a superseded evaluator or with a stale signature version
    get a `version_weight` below 1 (service/consolidation_rules.py); retrieval multiplies it in.
-3. **Flag contradictions.** Groups of (state, transform, setting) whose attempts disagree beyond
+3. **Park unexplored measurements.** Measurements no attempt started from (children) are not
+   candidates for neighbour search but crowd the vector index around those that are; their signature
+   moves to `parked_signature` (out of the index) until an attempt starts from one, which restores it.
+4. **Flag contradictions.** Groups of (state, transform, setting) whose attempts disagree beyond
    measurement noise become (:Contradiction) nodes for re-measurement, their aggregates `disputed`;
    retrieval reports them and Browser shows them (cypher/contradictions.cypher).
 
@@ -75,6 +78,7 @@ class ConsolidationReport(BaseModel):
     contradictions_flagged: int  # new or changed by this run
     contradictions_resolved: int  # no longer disagreeing (re-grouped or re-weighed)
     contradictions_open: int
+    parked: int  # unexplored measurements this run took out of the vector index (restored when explored)
     changes: int  # everything this run wrote (or would write, dry run): 0 on unchanged evidence
     wall_s: float
 
@@ -307,9 +311,10 @@ def consolidate(
     flags = [row for cid, row in sorted(found.items()) if known.get(cid) != row["fingerprint"]]
     resolves = sorted(set(known) - set(found))
 
-    merged = weighed = flagged = resolved = 0
+    merged = weighed = flagged = resolved = parked = 0
     if dry_run:
         merged, weighed, flagged, resolved = len(merges), len(weights), len(flags), len(resolves)
+        parked = store.read("consolidation_count_parkable", namespace=namespace)[0]["parkable"]
     else:
         for batch in _batches(merges, WRITE_BATCH):
             say(f"merging re-measured states ({merged:,}/{len(merges):,})")
@@ -326,6 +331,14 @@ def consolidate(
             flagged += store.write(
                 "consolidation_flag_contradictions", namespace=namespace, rows=list(batch)
             )[0]["written"]
+        while True:
+            say(f"parking unexplored measurements out of the index ({parked:,})")
+            batch_parked = store.write(
+                "consolidation_park_measurements", namespace=namespace, limit=WRITE_BATCH
+            )[0]["parked"]
+            parked += batch_parked
+            if batch_parked < WRITE_BATCH:
+                break
         if resolves:
             resolved = store.write("consolidation_resolve_contradictions", namespace=namespace, ids=resolves)[
                 0
@@ -335,7 +348,7 @@ def consolidate(
         already_merged=already, newest_evaluator=newest, superseded_evaluator_states=superseded,
         stale_signature_states=stale, weighed=weighed, repeated_groups=len(repeated),
         examined_groups=len(candidates), contradictions_flagged=flagged, contradictions_resolved=resolved,
-        contradictions_open=len(found), changes=merged + weighed + flagged + resolved,
+        contradictions_open=len(found), parked=parked, changes=merged + weighed + flagged + resolved + parked,
         wall_s=time.perf_counter() - started,
     )  # fmt: skip
     log.info("consolidated %s: %s", namespace, report.model_dump(exclude={"namespace"}))

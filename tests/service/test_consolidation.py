@@ -109,7 +109,9 @@ def test_first_run_merges_and_flags_the_second_changes_nothing(
 
     first = consolidate(store, namespace)
     assert (first.merged, first.contradictions_flagged, first.contradictions_open) == (3, 2, 2)
-    assert first.changes == dry.changes == 5
+    # Every child measurement (no attempt started from one) left the index: 8 children were timed.
+    assert first.parked == dry.parked == 8
+    assert first.changes == dry.changes == 5 + 8
     # Kernel A's three states are one (2 merged) and B's two (1 merged).
     assert (
         count(store, "MATCH (:Measurement {namespace: $ns})-[r:MERGED_INTO]->() RETURN count(r)", namespace)
@@ -278,3 +280,32 @@ def test_the_command_names_a_bad_namespace() -> None:
     assert "--namespace" in result.output
     both = CliRunner().invoke(app, ["consolidate", "--namespace", "a", "--all"])
     assert both.exit_code == 1 and "not both" in both.output
+
+
+def test_a_parked_measurement_comes_back_when_an_attempt_starts_from_it(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    """The loop continues from its kept child by id: once explored, the child is found again."""
+    [first] = knowledge.record_attempts(namespace, [attempt("run-9:0", "K", SIG_A, "unroll", 2.0)])
+    assert consolidate(store, namespace).parked == 1
+    child = first.child_measurement_id
+    assert count(store, "MATCH (m:Measurement {namespace: $ns}) WHERE m.signature IS NULL "
+                        "AND m.parked_signature IS NOT NULL RETURN count(m)", namespace) == 1  # fmt: skip
+    step = factories.attempt(
+        "run-9:1",
+        transform="tile",
+        speedup=1.3,
+        parent_source="x",
+        child_source="void kernel(void) { /* K tile */ }",
+    )
+    step.pop("parent"), step.pop("parent_measurement")
+    knowledge.record_attempts(namespace, [{**step, "parent_measurement_id": child}])
+    assert count(store, "MATCH (m:Measurement {namespace: $ns}) WHERE m.signature IS NOT NULL AND m.explored "
+                        "AND m.parked_signature IS NULL RETURN count(m)", namespace) == 2  # fmt: skip
+    response = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "signature": SIG_A, "k": 10, "limit": 20}
+    )
+    assert child in response.neighbour_ids and {t.transform for t in response.transforms} == {
+        "unroll",
+        "tile",
+    }
