@@ -457,6 +457,10 @@ class ParamEvidence(BaseModel):
     successes: int
     weight: float  # sum of similarity x target weight over its attempts
     weighted_log_speedup: float
+    # Spread of the log speedups of the attempts that ran (sample sd; None below two runs) and whether
+    # consolidation flagged a contradiction in this setting's evidence (docs/retrieval.md).
+    sd_log_speedup: float | None = None
+    disputed: bool = False
 
 
 class RetrievedTransform(BaseModel):
@@ -479,6 +483,9 @@ class RetrievedTransform(BaseModel):
     by_params: list[ParamEvidence] = Field(default_factory=list)
     evidence_measurement_ids: list[str]
     evidence_attempt_keys: list[str]
+    # Contradictions consolidation flagged in this evidence (same state, transform and setting, outcomes
+    # disagreeing beyond noise): the evidence counts, but a proposer should say it is disputed.
+    disputed: int = 0
 
 
 class RetrieveResponse(BaseModel):

@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = Field(
         default=None, description="Override of the Anthropic API base URL (tests point it at a local stub)."
     )
+    consolidate_interval_s: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="`kernelgraph serve` consolidates every namespace this often, in seconds (0: never; "
+        "`kernelgraph consolidate` runs it by hand). docs/retrieval.md says what it changes.",
+    )
 
     @property
     def home(self) -> Path:

@@ -49,6 +49,7 @@ from kernelgraph.client.signature import (
     index_searches,
     signature_from_values,
 )
+from kernelgraph.service.consolidation import ConsolidationReport, consolidate
 from kernelgraph.service.embeddings import Embedder
 from kernelgraph.service.stats import spearman
 from kernelgraph.service.store import GraphStore
@@ -72,6 +73,7 @@ MAX_LABEL_STATES = 5_000  # label and global modes weigh states alike; beyond th
 OTHER_TARGET_WEIGHT = 0.7  # evidence from another target counts, but less
 FAILURE_LOG_SPEEDUP = -0.1  # a failed attempt (no runtime) costs a little: it wasted a try
 PRIOR_WEIGHT = 1.0  # shrinks transforms seen only a few times, far away, towards zero
+MERGED_STATE_SHARE = 4  # a merged state takes at most k / 4 of the k neighbour slots
 TARGET_CACHE_SECONDS = 5.0  # how long a replica reuses a target's stored facts (targets())
 
 
@@ -104,6 +106,7 @@ class KnowledgeService:
         self.store = store
         self.embedder = embedder
         self._large: set[tuple[str, ...]] = set()  # namespace sets past exact-search size
+        self._overfetch: dict[tuple[str, ...], int] = {}  # index over-fetch that sufficed, per namespace set
         self.writer = GroupCommitWriter(self._write_attempt_jobs)
         # (namespaces, target name) -> (monotonic time read, target): see targets()
         self._target_cache: dict[tuple[tuple[str, ...], str], tuple[float, dict[str, Any]]] = {}
@@ -438,6 +441,11 @@ class KnowledgeService:
             else [],
         }
 
+    # ---- consolidation ---------------------------------------------------------------------------
+    def consolidate(self, namespace: str, *, dry_run: bool = False) -> ConsolidationReport:
+        """Merge re-measured states, weigh superseded versions, flag contradictions (service/consolidation.py)."""
+        return consolidate(self.store, namespace, dry_run=dry_run)
+
     # ---- retrieval -------------------------------------------------------------------------------
     def retrieve(
         self, namespaces: Sequence[str], request: RetrieveRequest | dict[str, Any]
@@ -455,12 +463,12 @@ class KnowledgeService:
                 raise InvalidInput(
                     "counters mode needs `signature`, or `counters` with `counter_source`", field="signature"
                 )
-            for row in self._nearest_by_signature(spaces, signature, req):
+            for row in _within_slots(self._nearest_by_signature(spaces, signature, req), req.k):
                 neighbours[row["measurement_id"]] = row["score"]
         if req.mode in (RetrievalMode.TEXT, RetrievalMode.HYBRID):
             if not req.source:
                 raise InvalidInput("text mode needs the kernel's `source`", field="source")
-            for row in self._nearest_by_source(spaces, req.source, req):
+            for row in _within_slots(self._nearest_by_source(spaces, req.source, req), req.k):
                 # Hybrid: a state found both ways keeps the mean of its two similarities.
                 previous = neighbours.get(row["measurement_id"])
                 neighbours[row["measurement_id"]] = (
@@ -536,17 +544,36 @@ class KnowledgeService:
         }  # fmt: skip
         if self._small(namespaces):
             return self.store.read("nearest_states_by_signature_exact", **exact, complete=[True, False])
+        rows = self.store.read("nearest_states_by_signature_exact", **exact, complete=[False])
         searches = [s.as_param() for s in index_searches(signature)]
-        rows = []
         if searches:
-            rows = self.store.read(
-                "nearest_states_by_signature",
-                searches=searches, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,
-                namespaces=namespaces, exclude_tasks=req.excluded_tasks,
-            )  # fmt: skip
-        rows += self.store.read("nearest_states_by_signature_exact", **exact, complete=[False])
+            rows += self._nearest_in_indexes(namespaces, searches, req)
         rows.sort(key=lambda r: (-r["score"], r["measurement_id"]))
         return rows[: req.k]
+
+    def _nearest_in_indexes(
+        self, namespaces: list[str], searches: list[dict[str, Any]], req: RetrieveRequest
+    ) -> list[dict[str, Any]]:
+        """The nearest complete states through the per-source vector indexes, enough to fill k slots.
+
+        Each index also holds states no attempt started from (children, until consolidation parks
+        them), states merged into another and other namespaces'; when they crowd the candidates out of
+        k slots, fetch more (x4, up to MAX_FETCH_K). The over-fetch that sufficed is remembered per
+        namespace set, so the next query starts there.
+        """
+        key = tuple(sorted(namespaces))
+        overfetch = self._overfetch.get(key, OVERFETCH)
+        while True:
+            fetch = min(req.k * overfetch, MAX_FETCH_K)
+            rows = self.store.read(
+                "nearest_states_by_signature",
+                searches=searches, fetch_k=fetch, k=req.k, namespaces=namespaces,
+                exclude_tasks=req.excluded_tasks,
+            )  # fmt: skip
+            if _slots(rows, req.k) >= req.k or fetch >= MAX_FETCH_K:
+                self._overfetch[key] = overfetch
+                return rows
+            overfetch *= 4
 
     def _small(self, namespaces: list[str]) -> bool:
         """Few enough explored states for exact scoring? A large verdict is kept: nothing is ever deleted."""
@@ -785,6 +812,26 @@ class KnowledgeService:
 
     def list_transforms(self, namespaces: Sequence[str]) -> list[dict[str, Any]]:
         return self.store.read("list_transforms", namespaces=list(namespaces))
+
+
+def _within_slots(rows: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """The nearest states, best first, until they hold `k` measurements: a state that consolidation
+    merged re-measurements into takes one slot per measurement it stands for (`slots`), at most
+    k / MERGED_STATE_SHARE: merging neither widens the neighbourhood to farther states nor lets one
+    kernel measured a hundred times push every other state out (docs/retrieval.md)."""
+    kept, used = [], 0
+    for row in rows:
+        if used >= k:
+            break
+        kept.append(row)
+        used += _slots([row], k)
+    return kept
+
+
+def _slots(rows: list[dict[str, Any]], k: int) -> int:
+    """Neighbour slots the rows take: one per measurement a state stands for, at most k / MERGED_STATE_SHARE."""
+    most = max(1, k // MERGED_STATE_SHARE)
+    return sum(min(int(row.get("slots") or 1), most) for row in rows)
 
 
 def _retrieved(row: dict[str, Any]) -> RetrievedTransform:

@@ -2,7 +2,8 @@
 
 The lifespan opens the process's one Neo4j driver (or uses the one passed in, which the caller then
 owns) and builds GraphStore, KnowledgeService and the lazy embedder once. Migrations are not applied
-here: `kernelgraph migrate` does that. One handler shapes every error as
+here: `kernelgraph migrate` does that. With KERNELGRAPH_CONSOLIDATE_INTERVAL_S > 0 the lifespan also runs
+consolidation on that schedule in a background thread (service/consolidation.py), stopped before the driver closes. One handler shapes every error as
 `{"error": {"code", "message", "field"?, "details"?}}` with the error's status code.
 """
 
@@ -34,6 +35,7 @@ from kernelgraph.service.api.metrics import MetricsMiddleware, ServiceMetrics
 from kernelgraph.service.api.ratelimit import RateLimiter
 from kernelgraph.service.api.state import ServiceState
 from kernelgraph.service.auth import KeyAuthenticator
+from kernelgraph.service.consolidation import ConsolidationSchedule
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore, open_driver
 
@@ -186,6 +188,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         drv = driver if driver is not None else open_driver(settings)
+        schedule: ConsolidationSchedule | None = None
         try:
             store = GraphStore(drv, settings.neo4j_database)
             app.state.kg = ServiceState(
@@ -196,9 +199,14 @@ def create_app(
                 authenticator=KeyAuthenticator(store),
                 limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst),
             )
+            if settings.consolidate_interval_s > 0:
+                schedule = ConsolidationSchedule(store, settings.consolidate_interval_s)
+                schedule.start()
             yield
         finally:
             app.state.kg = None
+            if schedule is not None:
+                schedule.stop()  # before the driver it uses closes
             if driver is None:
                 drv.close()
 
