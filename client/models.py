@@ -31,6 +31,7 @@ from kernelgraph.client.signature import (
     SIGNATURE_VERSION,
     CounterSource,
     signature_from_values,
+    source_dimensions,
 )
 
 MAX_SOURCE_CHARS = 200_000
@@ -157,18 +158,35 @@ class AppliedTransform(Strict):
     )
 
 
+def _signature_of_source(source: CounterSource) -> dict[str, Any]:
+    """The rule of Measurement._signature_of_its_source for one counter source, as JSON Schema: a given
+    signature is null at every dimension the source does not measure and measures at least one."""
+    measured = set(source_dimensions(source))
+    return {
+        "if": {"required": ["counter_source"], "properties": {"counter_source": {"const": source.value}}},
+        "then": {"properties": {"signature": {"anyOf": [
+            {"type": "null"},
+            {"type": "array", "contains": {"type": "number"},
+             "prefixItems": [{} if i in measured else {"type": "null"} for i in range(SIGNATURE_DIM)]},
+        ]}}},
+    }  # fmt: skip
+
+
 class Measurement(Strict):
     """Runtime statistics, correctness and counters of one kernel on one target.
 
-    `median_ns` is required unless `static` is true (a compile-only measurement).
+    `median_ns` is required unless `static` is true (a compile-only measurement). A given `signature`
+    is null at every dimension its `counter_source` does not measure (docs/counter-signature.md).
     """
 
     model_config = ConfigDict(
-        json_schema_extra={  # the rule of _runtime_unless_static, for OpenAPI readers and fuzzers
+        json_schema_extra={  # the rules of _runtime_unless_static and _signature_of_its_source, for
+            # OpenAPI readers and fuzzers
             "anyOf": [
                 {"required": ["median_ns"], "properties": {"median_ns": {"type": "number"}}},
                 {"required": ["static"], "properties": {"static": {"const": True}}},
-            ]
+            ],
+            "allOf": [_signature_of_source(source) for source in CounterSource],
         }
     )
 
