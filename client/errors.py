@@ -61,6 +61,26 @@ class Forbidden(KernelGraphError):
     code = "forbidden"
 
 
+class RateLimited(KernelGraphError):
+    """The API key sent more requests than its rate limit allows; retry after `retry_after_s`."""
+
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        details: Any = None,
+        retry_after_s: int = 1,
+        limit: int = 0,
+    ) -> None:
+        super().__init__(message, field=field, details=details)
+        self.retry_after_s = retry_after_s
+        self.limit = limit
+
+
 class Retryable(KernelGraphError):
     """The store is unreachable or the failure is transient: the same call may succeed later."""
 

@@ -88,6 +88,7 @@ _BY_STATUS: dict[int, type[KernelGraphError]] = {
     413: errors.PayloadTooLarge,
     415: errors.UnsupportedMediaType,
     422: errors.InvalidInput,
+    429: errors.RateLimited,
     503: errors.Retryable,
 }
 
@@ -110,7 +111,7 @@ def error_from_response(response: httpx.Response) -> KernelGraphError:
 class KernelGraphClient:
     """The HTTP client of the knowledge service.
 
-    503s and connection failures are retried with exponential backoff (honouring `Retry-After`, capped
+    429s, 503s and connection failures are retried with exponential backoff (honouring `Retry-After`, capped
     at `max_backoff_s`) up to `max_retries` times; every call is safe to retry because writes are
     idempotent on their natural keys. Other errors raise at once as `kernelgraph.client.errors` classes.
     """
@@ -162,9 +163,10 @@ class KernelGraphClient:
                 log.warning("%s %s failed (%s); retrying in %.1fs", method, path, type(exc).__name__, delay)
                 self._sleep(delay)
                 continue
-            if response.status_code == 503 and not last:
+            if response.status_code in (429, 503) and not last:
                 delay = self._delay(attempt, response)
-                log.warning("%s %s: service unavailable; retrying in %.1fs", method, path, delay)
+                log.warning("%s %s: %s; retrying in %.1fs", method, path,
+                            "rate limited" if response.status_code == 429 else "service unavailable", delay)  # fmt: skip
                 self._sleep(delay)
                 continue
             if response.is_success:

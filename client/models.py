@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import cached_property
 from typing import Annotated, Any
 
 from pydantic import (
@@ -30,6 +31,7 @@ from kernelgraph.client.signature import (
     SIGNATURE_VERSION,
     CounterSource,
     signature_from_values,
+    source_dimensions,
 )
 
 MAX_SOURCE_CHARS = 200_000
@@ -49,6 +51,14 @@ FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeFinite = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 ParamValue = int | float | bool | Annotated[str, StringConstraints(max_length=256)]
+# Keys of a dict[Name, ...] must match Name's pattern: JSON Schema says so with patternProperties plus this.
+_NAME_KEYS: dict[str, Any] = {"additionalProperties": False}
+# The normalized counter signature: SIGNATURE_DIM components in [0, 1] (client/signature.py).
+# One entry per dimension of the signature version, in [0, 1], null where not measured.
+Signature = Annotated[
+    list[Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] | None],
+    Field(min_length=SIGNATURE_DIM, max_length=SIGNATURE_DIM),
+]
 _FINITE = TypeAdapter(FiniteFloat)
 
 
@@ -119,8 +129,8 @@ class HardwareTarget(Strict):
     isa: Name | None = None
     host: Annotated[str, StringConstraints(max_length=256)] | None = None
     sm_count: Annotated[int, Field(ge=1, le=10_000)] | None = None
-    smem_per_block_bytes: Annotated[int, Field(ge=1)] | None = None
-    registers_per_sm: Annotated[int, Field(ge=1)] | None = None
+    smem_per_block_bytes: Annotated[int, Field(ge=1, le=2**40)] | None = None
+    registers_per_sm: Annotated[int, Field(ge=1, le=2**40)] | None = None
     description: Annotated[str, StringConstraints(max_length=512)] = ""
 
 
@@ -134,18 +144,51 @@ class KernelVariant(Strict):
     family: Name | None = None
     variant: Annotated[str, StringConstraints(max_length=512)] = ""
 
-    @property
+    @cached_property
     def kernel_id(self) -> str:
+        # Cached (the model is frozen): recording reads it several times per attempt, and hashing
+        # the source each time was a tenth of the service's ingestion time.
         return content_id("kernel", self.task, self.backend, self.source)
 
 
 class AppliedTransform(Strict):
     name: Name
-    params: Annotated[dict[Name, ParamValue], Field(max_length=32)] = Field(default_factory=dict)
+    params: Annotated[dict[Name, ParamValue], Field(max_length=32, json_schema_extra=_NAME_KEYS)] = Field(
+        default_factory=dict
+    )
+
+
+def _signature_of_source(source: CounterSource) -> dict[str, Any]:
+    """The rule of Measurement._signature_of_its_source for one counter source, as JSON Schema: a given
+    signature is null at every dimension the source does not measure and measures at least one."""
+    measured = set(source_dimensions(source))
+    return {
+        "if": {"required": ["counter_source"], "properties": {"counter_source": {"const": source.value}}},
+        "then": {"properties": {"signature": {"anyOf": [
+            {"type": "null"},
+            {"type": "array", "contains": {"type": "number"},
+             "prefixItems": [{} if i in measured else {"type": "null"} for i in range(SIGNATURE_DIM)]},
+        ]}}},
+    }  # fmt: skip
 
 
 class Measurement(Strict):
-    """Runtime statistics, correctness and counters of one kernel on one target."""
+    """Runtime statistics, correctness and counters of one kernel on one target.
+
+    `median_ns` is required unless `static` is true (a compile-only measurement). A given `signature`
+    is null at every dimension its `counter_source` does not measure (docs/counter-signature.md).
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={  # the rules of _runtime_unless_static and _signature_of_its_source, for
+            # OpenAPI readers and fuzzers
+            "anyOf": [
+                {"required": ["median_ns"], "properties": {"median_ns": {"type": "number"}}},
+                {"required": ["static"], "properties": {"static": {"const": True}}},
+            ],
+            "allOf": [_signature_of_source(source) for source in CounterSource],
+        }
+    )
 
     median_ns: PositiveFinite | None = None  # None only for static (compile-only) measurements
     iqr_ns: NonNegativeFinite | None = None
@@ -154,14 +197,17 @@ class Measurement(Strict):
     static: bool = False
     counter_source: CounterSource
     # Keyed by CounterName (what the signature reads); other names, such as raw tool events, are stored as sent.
-    counters: Annotated[dict[Name, FiniteFloat], Field(max_length=256)] = Field(default_factory=dict)
+    counters: Annotated[dict[Name, FiniteFloat], Field(max_length=256, json_schema_extra=_NAME_KEYS)] = Field(
+        default_factory=dict
+    )
     # Computed by the service from `counters` when absent (the usual way). Given, it has one entry per
     # dimension, null where not measured, and nothing at a dimension `counter_source` does not measure.
-    signature: list[FiniteFloat | None] | None = None
+    signature: Signature | None = None
     signature_version: int = SIGNATURE_VERSION  # stored as the version of the signature actually stored
     taken_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     tool_versions: Annotated[
-        dict[Name, Annotated[str, StringConstraints(max_length=128)]], Field(max_length=32)
+        dict[Name, Annotated[str, StringConstraints(max_length=128)]],
+        Field(max_length=32, json_schema_extra=_NAME_KEYS),
     ] = Field(default_factory=dict)
     # Which evaluator measured (agent.evaluator.EVALUATOR_VERSION) and whether its sandbox was on;
     # None on measurements recorded before these were kept (evaluator 1, unsandboxed).
@@ -224,7 +270,37 @@ class AttemptRecord(Strict):
     recorded, by reference: `parent_measurement_id` names a stored measurement (the `..._measurement_id`
     of an earlier RecordResult or MeasurementResult), and its kernel is the parent. A run then sends its
     parent's source and measurement once, not with every attempt; what is stored is the same.
+
+    Rules beyond each field's own: `parent` or `parent_measurement_id` is given; `parent_measurement`
+    and `parent_measurement_id` are not both given; `child.task` equals `parent.task` (and the task of
+    the kernel that `parent_measurement_id` measured); `target` and `parent_measurement_id` name a
+    registered target and a recorded measurement of it in the namespace (404 otherwise).
     """
+
+    model_config = ConfigDict(
+        json_schema_extra={  # the rules of the validators below that JSON Schema can state
+            "allOf": [
+                {
+                    "anyOf": [
+                        {"required": ["parent"], "properties": {"parent": {"type": "object"}}},
+                        {
+                            "required": ["parent_measurement_id"],
+                            "properties": {"parent_measurement_id": {"type": "string"}},
+                        },
+                    ]
+                },
+                {
+                    "not": {
+                        "required": ["parent_measurement", "parent_measurement_id"],
+                        "properties": {
+                            "parent_measurement": {"type": "object"},
+                            "parent_measurement_id": {"type": "string"},
+                        },
+                    }
+                },
+            ]
+        }
+    )
 
     attempt_key: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:+\-]*$", max_length=200)]
     run_id: Name
@@ -295,13 +371,82 @@ class RecordResult(BaseModel):
     child_measurement_id: str | None
 
 
+_HAS_SIGNATURE: dict[str, Any] = {"required": ["signature"], "properties": {"signature": {"type": "array"}}}
+_HAS_COUNTER_SOURCE: dict[str, Any] = {
+    "required": ["counter_source"],
+    "properties": {"counter_source": {"type": "string"}},
+}
+_HAS_COUNTERS: dict[str, Any] = {
+    "required": ["counters", "counter_source"],
+    "properties": {"counters": {"type": "object"}, "counter_source": {"type": "string"}},
+}
+_HAS_SOURCE: dict[str, Any] = {
+    "required": ["source"],
+    "properties": {"source": {"type": "string", "minLength": 1}},
+}
+
+
+_HAS_TASKS: dict[str, Any] = {
+    "required": ["tasks"],
+    "properties": {"tasks": {"type": "array", "minItems": 1}},
+}
+
+
+def _mode_is(mode: str) -> dict[str, Any]:
+    return {"required": ["mode"], "properties": {"mode": {"const": mode}}}
+
+
 class RetrieveRequest(Strict):
-    """Find transforms that worked from measured states like this one."""
+    """Find transforms that worked from measured states like this one.
+
+    Modes `counters` (the default) and `hybrid` need `signature`, or raw `counters` with
+    `counter_source`; modes `text` and `hybrid` need a non-empty `source`; mode `label` needs `tasks`
+    (mode `global` needs nothing more); raw `counters` without a
+    `signature` always come with their `counter_source`. `target` names a registered target (404
+    otherwise).
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={  # the rules above, as checked by KnowledgeService.retrieve
+            "allOf": [
+                {
+                    "anyOf": [
+                        {
+                            "allOf": [
+                                {"not": {"required": ["mode"]}},
+                                {"anyOf": [_HAS_SIGNATURE, _HAS_COUNTERS]},
+                            ]
+                        },
+                        {"allOf": [_mode_is("counters"), {"anyOf": [_HAS_SIGNATURE, _HAS_COUNTERS]}]},
+                        {"allOf": [_mode_is("text"), _HAS_SOURCE]},
+                        {
+                            "allOf": [
+                                _mode_is("hybrid"),
+                                _HAS_SOURCE,
+                                {"anyOf": [_HAS_SIGNATURE, _HAS_COUNTERS]},
+                            ]
+                        },
+                        {"allOf": [_mode_is("label"), _HAS_TASKS]},
+                        _mode_is("global"),
+                    ]
+                },
+                {
+                    "anyOf": [
+                        {"not": {"required": ["counters"], "properties": {"counters": {"type": "object"}}}},
+                        _HAS_SIGNATURE,
+                        _HAS_COUNTER_SOURCE,
+                    ]
+                },
+            ]
+        }
+    )
 
     target: Name
     mode: RetrievalMode = RetrievalMode.COUNTERS
-    signature: list[FiniteFloat | None] | None = None  # null where not measured
-    counters: Annotated[dict[Name, FiniteFloat], Field(max_length=256)] | None = None
+    signature: Signature | None = None  # null where not measured
+    counters: (
+        Annotated[dict[Name, FiniteFloat], Field(max_length=256, json_schema_extra=_NAME_KEYS)] | None
+    ) = None
     counter_source: CounterSource | None = None
     source: Annotated[str, StringConstraints(max_length=MAX_SOURCE_CHARS)] | None = None
     k: Annotated[int, Field(ge=1, le=200)] = 20
@@ -330,6 +475,10 @@ class ParamEvidence(BaseModel):
     successes: int
     weight: float  # sum of similarity x target weight over its attempts
     weighted_log_speedup: float
+    # Spread of the log speedups of the attempts that ran (sample sd; None below two runs) and whether
+    # consolidation flagged a contradiction in this setting's evidence (docs/retrieval.md).
+    sd_log_speedup: float | None = None
+    disputed: bool = False
 
 
 class RetrievedTransform(BaseModel):
@@ -352,6 +501,9 @@ class RetrievedTransform(BaseModel):
     by_params: list[ParamEvidence] = Field(default_factory=list)
     evidence_measurement_ids: list[str]
     evidence_attempt_keys: list[str]
+    # Contradictions consolidation flagged in this evidence (same state, transform and setting, outcomes
+    # disagreeing beyond noise): the evidence counts, but a proposer should say it is disputed.
+    disputed: int = 0
 
 
 class RetrieveResponse(BaseModel):

@@ -41,6 +41,16 @@ class Settings(BaseSettings):
     neo4j_pagecache: str = Field(default="512m", description="Page cache of the local server.")
     host: str = Field(default="127.0.0.1", description="Address `kernelgraph serve` listens on.")
     port: int = Field(default=8600, ge=1, le=65535, description="Port `kernelgraph serve` listens on.")
+    rate_limit_per_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="Requests per second each API key may make to `kernelgraph serve`, sustained "
+        "(0, the default: no limit; e.g. 20 for keys of single agents). Each replica counts its own. "
+        "Over it: 429 with Retry-After.",
+    )
+    rate_limit_burst: int = Field(
+        default=100, ge=1, description="Requests a key may make at once before its rate limit applies."
+    )
     service_url: str | None = Field(
         default=None,
         description="URL of a running KernelGraph service for the agent (e.g. http://127.0.0.1:8600). "
@@ -51,6 +61,12 @@ class Settings(BaseSettings):
     anthropic_model: str = Field(default="claude-sonnet-4-5", description="Model used by the llm proposer.")
     anthropic_base_url: str | None = Field(
         default=None, description="Override of the Anthropic API base URL (tests point it at a local stub)."
+    )
+    consolidate_interval_s: float = Field(
+        default=0.0,
+        ge=0.0,
+        description="`kernelgraph serve` consolidates every namespace this often, in seconds (0: never; "
+        "`kernelgraph consolidate` runs it by hand). docs/retrieval.md says what it changes.",
     )
 
     @property

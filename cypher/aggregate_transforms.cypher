@@ -1,13 +1,15 @@
 // Transforms tried from a set of neighbouring measured states, aggregated and ranked.
-// Each attempt made from a neighbour counts with weight = similarity x (1 on $target, else
-// $other_target_weight); failed attempts (no speedup) count as $failure_log_speedup.
+// It reads the per-state aggregates (StateEvidence), never the attempts. Each attempt made from a
+// neighbour counts with weight = similarity x (1 on $target, else $other_target_weight); failed
+// attempts (no speedup) count as $failure_log_speedup.
 // score = weighted_log_speedup x confidence, confidence = total weight / (total weight + $prior_weight),
 // so a transform seen once on a far state is shrunk towards zero.
 // Parameters: $neighbours (list of {measurement_id, score}), $namespaces, $target, $other_target_weight,
 //   $failure_log_speedup, $prior_weight, $limit.
 // Returns: one row per transform with every score component (evidence_weight: the total weight), the
 // best example, evidence ids, and `by_params`: the same figures per parameter setting (best first), so
-// a proposer can tell a good setting of a transform from a harmful one.
+// a proposer can tell a good setting of a transform from a harmful one (with the spread of its log
+// speedups and whether consolidation flagged it `disputed`), and `disputed`: how many settings are.
 // :param neighbours => [{measurement_id: 'abc', score: 0.9}]
 // :param namespaces => ['demo']
 // :param target => 'cpu-native'
@@ -16,25 +18,46 @@
 // :param prior_weight => 1.0
 // :param limit => 10
 UNWIND $neighbours AS neighbour
+// One per-state aggregate (StateEvidence, schema 0006) per (neighbour, transform, setting): the
+// attempts behind it are not walked. Its figures are what the attempts would sum to, with the
+// failures' gain counted here, so $failure_log_speedup stays a query-time knob.
+// A neighbour is one state: its own aggregates and those of the re-measurements of the same kernel
+// that consolidation merged into it (MERGED_INTO), each times its state's `version_weight` (a
+// superseded evaluator or signature counts less; absent: 1.0). On a graph never consolidated this is
+// exactly the state's own aggregates at weight 1.
 MATCH (m:Measurement {measurement_id: neighbour.measurement_id})
 WHERE m.namespace IN $namespaces
-MATCH (a:Attempt)-[:FROM_STATE]->(m)
-WITH a, m, neighbour.score AS similarity,
-     neighbour.score * CASE WHEN m.target = $target THEN 1.0 ELSE $other_target_weight END AS weight,
-     coalesce(a.log_speedup, $failure_log_speedup) AS gain
+OPTIONAL MATCH (d:Measurement)-[:MERGED_INTO]->(m)
+WITH neighbour, m, collect(d) AS merged
+UNWIND [m] + merged AS s
+MATCH (s)-[:HAS_EVIDENCE]->(e:StateEvidence)
+WITH e, m.measurement_id AS state, neighbour.score AS similarity,
+     neighbour.score * coalesce(s.version_weight, 1.0) *
+       CASE WHEN e.target = $target THEN 1.0 ELSE $other_target_weight END AS weight
 // First per (transform, parameter setting)...
-WITH a.transform AS transform, a.params_json AS params,
-     count(a) AS attempts,
-     sum(CASE WHEN a.outcome = 'kept' THEN 1 ELSE 0 END) AS successes,
-     sum(weight * gain) AS weighted_gain,
-     sum(weight) AS total_weight,
-     sum(similarity) AS similarity_sum,
-     sum(CASE WHEN m.target = $target THEN 1 ELSE 0 END) AS same_target_attempts,
-     max(a.speedup) AS best_speedup,
-     collect(DISTINCT m.measurement_id) AS measurement_ids,
-     collect(a.attempt_key) AS attempt_keys,
-     collect({attempt_key: a.attempt_key, params: a.params_json, speedup: a.speedup, outcome: a.outcome,
-              task: m.task, target: m.target, similarity: similarity, gain: gain}) AS examples
+WITH e.transform AS transform, e.params_json AS params,
+     sum(e.attempts) AS attempts,
+     sum(e.successes) AS successes,
+     sum(weight * (e.sum_log_speedup + (e.attempts - e.runtime_attempts) * $failure_log_speedup)) AS weighted_gain,
+     sum(weight * e.attempts) AS total_weight,
+     sum(similarity * e.attempts) AS similarity_sum,
+     sum(CASE WHEN e.target = $target THEN e.attempts ELSE 0 END) AS same_target_attempts,
+     max(e.best_speedup) AS best_speedup,
+     collect(DISTINCT state) AS measurement_ids,
+     reduce(keys = [], group IN collect(e.attempt_keys) | keys + group) AS attempt_keys,
+     collect({attempt_key: e.best_attempt_key, params: e.params_json, speedup: e.best_speedup,
+              outcome: e.best_outcome, task: e.task, target: e.target, similarity: similarity,
+              gain: coalesce(e.max_log_speedup, $failure_log_speedup)}) AS examples,
+     sum(e.runtime_attempts) AS runs,
+     sum(e.sum_log_speedup) AS run_sum,
+     sum(e.sum_sq_log_speedup) AS run_sum_sq,
+     max(CASE WHEN e.disputed THEN 1 ELSE 0 END) AS disputed
+// The spread of the setting's log speedups over the attempts that ran (sample sd, none below 2 runs).
+WITH transform, params, attempts, successes, weighted_gain, total_weight, similarity_sum,
+     same_target_attempts, best_speedup, measurement_ids, attempt_keys, examples, disputed,
+     CASE WHEN runs >= 2 THEN sqrt(CASE WHEN run_sum_sq - run_sum * run_sum / runs > 0
+                                        THEN (run_sum_sq - run_sum * run_sum / runs) / (runs - 1) ELSE 0.0 END)
+     END AS sd_log_speedup
 ORDER BY transform, weighted_gain / total_weight DESC
 // ...then per transform, keeping the per-setting figures.
 WITH transform,
@@ -46,13 +69,15 @@ WITH transform,
      sum(same_target_attempts) AS same_target_attempts,
      max(best_speedup) AS best_speedup,
      collect({params: params, attempts: attempts, successes: successes, weight: total_weight,
-              weighted_log_speedup: weighted_gain / total_weight}) AS by_params,
+              weighted_log_speedup: weighted_gain / total_weight, sd_log_speedup: sd_log_speedup,
+              disputed: disputed = 1}) AS by_params,
+     sum(disputed) AS disputed,
      reduce(ids = [], group IN collect(measurement_ids) | ids + [i IN group WHERE NOT i IN ids]) AS evidence_measurement_ids,
      reduce(keys = [], group IN collect(attempt_keys) | keys + group) AS attempt_keys,
      reduce(best = null, group IN collect(examples) |
        reduce(b = best, x IN group | CASE WHEN b IS NULL OR x.gain > b.gain THEN x ELSE b END)) AS best_example
 WITH transform, attempts, successes, total_weight, mean_similarity, same_target_attempts, best_speedup,
-     by_params, evidence_measurement_ids, attempt_keys, best_example,
+     by_params, evidence_measurement_ids, attempt_keys, best_example, disputed,
      weighted_gain / total_weight AS weighted_log_speedup,
      total_weight / (total_weight + $prior_weight) AS confidence
 RETURN transform,
@@ -71,6 +96,7 @@ RETURN transform,
        [p IN by_params[..5] | p.params] AS params,
        by_params,
        evidence_measurement_ids,
-       attempt_keys[..50] AS evidence_attempt_keys
+       attempt_keys[..50] AS evidence_attempt_keys,
+       disputed
 ORDER BY score DESC, attempts DESC
 LIMIT $limit

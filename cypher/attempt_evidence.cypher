@@ -14,5 +14,5 @@ RETURN a {.attempt_key, .run_id, .agent, .target, .task, .transform, .params_jso
           parent_kernel_id: p.kernel_id, parent_variant: p.variant,
           child_kernel_id: c.kernel_id, child_variant: c.variant,
           parent_measurement_id: pm.measurement_id, parent_median_ns: pm.median_ns,
-          parent_signature: pm.signature, child_measurement_id: cm.measurement_id,
+          parent_signature: coalesce(pm.signature, pm.merged_signature), child_measurement_id: cm.measurement_id,
           child_median_ns: cm.median_ns} AS attempt

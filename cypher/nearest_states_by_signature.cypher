@@ -4,9 +4,12 @@
 // the query is projected onto each source it can be compared with ($searches, built by
 // client/signature.py index_searches) and the index's squared distance is renormalised to the whole
 // signature (x scale), as the exact query does. Over-fetches $fetch_k candidates per index, then keeps
-// states in $namespaces that attempts were made from (m.explored), leaving out $exclude_tasks.
+// states in $namespaces that attempts were made from (m.explored) and that consolidation did not merge
+// into another (a re-measurement of the same kernel: retrieval reads it through the state it was merged
+// into; consolidation also takes its per-source vector out of the index), leaving out $exclude_tasks.
 // Parameters: $searches (list of {index, vector, scale}), $fetch_k, $k, $namespaces, $exclude_tasks.
-// Returns: measurement_id, target, task, score (1/(1+d^2), d^2 renormalised), best first.
+// Returns: measurement_id, target, task, score (1/(1+d^2), d^2 renormalised), slots (1 + the
+//   re-measurements merged into the state), best first.
 // :param searches => [{index: 'measurement_signature_cpu_timing', vector: [0.1, 0.8, 0.5, 0.0, 0.8], scale: 2.2}]
 // :param fetch_k => 200
 // :param k => 20
@@ -14,8 +17,9 @@
 // :param exclude_tasks => []
 UNWIND $searches AS search
 CALL db.index.vector.queryNodes(search.index, $fetch_k, search.vector) YIELD node AS m, score AS raw
-WHERE m.namespace IN $namespaces AND m.explored AND NOT m.task IN $exclude_tasks
+WHERE m.namespace IN $namespaces AND m.explored AND m.merged_into IS NULL AND NOT m.task IN $exclude_tasks
 WITH m, 1.0 / (1.0 + (1.0 / raw - 1.0) * search.scale) AS score
-RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score
+RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score,
+       1 + coalesce(m.merged_count, 0) AS slots
 ORDER BY score DESC, measurement_id
 LIMIT $k

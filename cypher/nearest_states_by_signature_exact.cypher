@@ -1,13 +1,15 @@
 // Nearest measured states to a counter signature by exact scoring (signature version 2, masked).
 // Used for small namespaces (every explored state) and, on large ones, for the states whose signature
-// is incomplete for their counter source (kept out of the per-source vector indexes).
+// is incomplete for their counter source (kept out of the per-source vector indexes). States that
+// consolidation merged into another are read through that one, not scored.
 // A state is compared on every dimension it measured (m.signature_dims); it is a neighbour only when the
 // query measured all of them ($measured) and they are at least $min_shared. The squared distance over
 // them is renormalised to the whole signature (x $dims / shared), never filled in with a neutral value.
 // Parameters: $signature (the query, 0.0 where not measured), $measured (indexes of its measured
 // dimensions), $dims (the signature's length), $min_shared, $k, $namespaces, $exclude_tasks,
 // $complete ([true, false] for every state, [false] for the incomplete ones only).
-// Returns: measurement_id, target, task, score (1/(1+d^2), d^2 renormalised), best first.
+// Returns: measurement_id, target, task, score (1/(1+d^2), d^2 renormalised), slots (1 + the
+//   re-measurements merged into the state), best first.
 // :param signature => [0.1, 0.8, 0.3, 0.2, 0.1, 0.5, 0.1, 0.0, 0.0, 0.0, 0.8]
 // :param measured => [0, 1, 2, 3, 4, 5, 6, 9, 10]
 // :param dims => 11
@@ -21,12 +23,13 @@
 MATCH (m:Measurement)
 USING INDEX m:Measurement(namespace, signature_complete)
 WHERE m.namespace IN $namespaces AND m.signature_complete IN $complete AND m.explored
-  AND NOT m.task IN $exclude_tasks
+  AND m.merged_into IS NULL AND NOT m.task IN $exclude_tasks
 WITH m, m.signature_dims AS own
 WHERE size(own) >= $min_shared AND all(i IN own WHERE i IN $measured)
 WITH m, size(own) AS shared,
      reduce(d2 = 0.0, i IN own | d2 + (m.signature[i] - $signature[i]) ^ 2) AS d2
 WITH m, 1.0 / (1.0 + d2 * $dims / shared) AS score
-RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score
+RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score,
+       1 + coalesce(m.merged_count, 0) AS slots
 ORDER BY score DESC, measurement_id
 LIMIT $k

@@ -1,7 +1,8 @@
 // The text-similarity baseline: measured states of the kernels whose *source text* is nearest,
 // through the Kernel source-embedding index (all-MiniLM-L6-v2, 384-d, cosine).
 // Parameters: $embedding (384 floats), $fetch_k, $k, $namespaces, $exclude_tasks (list, may be empty).
-// Returns: measurement_id, target, task, score (cosine similarity of the sources), best first.
+// Returns: measurement_id, target, task, score (cosine similarity of the sources), slots (1 + the
+//   re-measurements merged into the state), best first.
 // :param embedding => [i IN range(1, 384) | 0.05]
 // :param fetch_k => 200
 // :param k => 20
@@ -10,7 +11,8 @@
 CALL db.index.vector.queryNodes('kernel_source_embedding', $fetch_k, $embedding) YIELD node AS k, score
 WHERE k.namespace IN $namespaces AND NOT k.task IN $exclude_tasks
 MATCH (m:Measurement)-[:OF]->(k)
-WHERE m.explored
-RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score
+WHERE m.explored AND m.merged_into IS NULL
+RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score,
+       1 + coalesce(m.merged_count, 0) AS slots
 ORDER BY score DESC
 LIMIT $k

@@ -1,7 +1,9 @@
 // Record a batch of attempts, each with its kernels, transform, access patterns and measurements,
 // in one transaction (after record_vocabulary.cypher merged the transforms and patterns).
 // Idempotent: every node is MERGEd on its constrained natural key and written only ON CREATE, so a
-// replay, or a concurrent duplicate, changes nothing. Relationships hang off nodes created here
+// replay, or a concurrent duplicate, changes nothing. An attempt made from a measured state also
+// updates that state's aggregate for its (transform, setting) (StateEvidence), in the same
+// transaction, so an aggregate counts exactly the attempts stored. Relationships hang off nodes created here
 // (marked with $write_token), so they are CREATEd, not MERGEd: recording stays fast as the graph grows.
 // Parameters: $namespace, $write_token (a fresh random string per call), $rows: list of maps
 //   {attempt_key, target, transform, attempt: {flat props}, parent: {kernel_id, patterns, props},
@@ -38,12 +40,53 @@ CALL (row, h, t, a, created) {
     UNWIND row.parent_measurements AS m
     MERGE (pm:Measurement {namespace: $namespace, measurement_id: m.measurement_id})
       ON CREATE SET pm += m.props, pm.recorded_at = datetime(), pm.write_token = $write_token
-    // Mark the state explored once (an unconditional SET would lock it on every attempt).
-    FOREACH (_ IN CASE WHEN pm.explored IS NULL THEN [1] ELSE [] END | SET pm.explored = true)
+    // Mark the state explored once (an unconditional SET would lock it on every attempt); a state that
+    // consolidation parked out of the vector index (never explored until now) gets its signature back,
+    // and, when complete, its per-source vector (signature_<source>: the values on signature_dims,
+    // client/signature.py Signature.source_vector), so its source's vector index finds it again.
+    FOREACH (_ IN CASE WHEN pm.explored IS NULL THEN [1] ELSE [] END |
+      SET pm.explored = true, pm.signature = coalesce(pm.signature, pm.parked_signature)
+      FOREACH (__ IN CASE WHEN pm.parked_signature IS NOT NULL AND pm.signature_complete
+                          AND pm.counter_source IS NOT NULL THEN [1] ELSE [] END |
+        SET pm['signature_' + pm.counter_source] = [i IN pm.signature_dims | pm.parked_signature[i]])
+      REMOVE pm.parked_signature)
     FOREACH (_ IN CASE WHEN pm.write_token = $write_token THEN [1] ELSE [] END |
       MERGE (pm)-[:OF]->(p)
       MERGE (pm)-[:ON]->(h))
     CREATE (a)-[:FROM_STATE]->(pm)
+    // The per-state aggregate of (state, transform, setting), maintained here and only here (schema
+    // 0006, docs/graph-model.md). Every SET item below reads the property it writes, so Cypher takes
+    // the aggregate's write lock before reading it: concurrent writers never lose an increment.
+    MERGE (e:StateEvidence {namespace: $namespace, measurement_id: pm.measurement_id, transform: row.transform,
+                            params_json: row.attempt.params_json})
+      ON CREATE SET e.target = pm.target, e.task = pm.task, e.attempts = 0, e.successes = 0,
+                    e.runtime_attempts = 0, e.sum_log_speedup = 0.0, e.sum_sq_log_speedup = 0.0,
+                    e.attempt_keys = [], e.created_at = datetime()
+    FOREACH (_ IN CASE WHEN e.attempts = 0 THEN [1] ELSE [] END | CREATE (pm)-[:HAS_EVIDENCE]->(e))
+    WITH row, e, row.attempt.log_speedup AS gain
+    // The right-hand sides all read the values from before this SET.
+    SET e.attempts = e.attempts + 1,
+        e.successes = e.successes + CASE WHEN row.attempt.outcome = 'kept' THEN 1 ELSE 0 END,
+        e.runtime_attempts = e.runtime_attempts + CASE WHEN gain IS NULL THEN 0 ELSE 1 END,
+        e.sum_log_speedup = e.sum_log_speedup + coalesce(gain, 0.0),
+        e.sum_sq_log_speedup = e.sum_sq_log_speedup + coalesce(gain * gain, 0.0),
+        e.min_log_speedup = CASE WHEN gain IS NOT NULL AND (e.min_log_speedup IS NULL OR gain < e.min_log_speedup)
+                                 THEN gain ELSE e.min_log_speedup END,
+        // The best example: the fastest attempt, or the first one while none has a runtime.
+        e.best_attempt_key = CASE WHEN e.best_attempt_key IS NULL OR (gain IS NOT NULL AND
+                                       (e.max_log_speedup IS NULL OR gain > e.max_log_speedup))
+                                  THEN row.attempt_key ELSE e.best_attempt_key END,
+        e.best_speedup = CASE WHEN e.best_attempt_key IS NULL OR (gain IS NOT NULL AND
+                                   (e.max_log_speedup IS NULL OR gain > e.max_log_speedup))
+                              THEN row.attempt.speedup ELSE e.best_speedup END,
+        e.best_outcome = CASE WHEN e.best_attempt_key IS NULL OR (gain IS NOT NULL AND
+                                   (e.max_log_speedup IS NULL OR gain > e.max_log_speedup))
+                              THEN row.attempt.outcome ELSE e.best_outcome END,
+        e.max_log_speedup = CASE WHEN gain IS NOT NULL AND (e.max_log_speedup IS NULL OR gain > e.max_log_speedup)
+                                 THEN gain ELSE e.max_log_speedup END,
+        e.attempt_keys = CASE WHEN size(e.attempt_keys) < 50 THEN e.attempt_keys + row.attempt_key
+                              ELSE e.attempt_keys END,
+        e.updated_at = datetime()
   }
   CALL (row, h, a, c) {
     UNWIND row.child_measurements AS m

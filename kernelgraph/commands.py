@@ -1,6 +1,7 @@
-"""Commands that wire the agent to the service in one process: `kernelgraph demo` (the main job) and
-`kernelgraph bench ablation` (the held-out study). Everything else belongs to one side: agent/commands
-or service/commands."""
+"""Commands that wire the agent to the service in one process: `kernelgraph demo` (the main job),
+`kernelgraph bench ablation` (the held-out study), `kernelgraph bench study` (the thesis study on
+measured landscapes) and `kernelgraph bench interference` (memory as it grows). Everything else
+belongs to one side: agent/commands or service/commands."""
 
 from __future__ import annotations
 
@@ -376,7 +377,60 @@ def study(
     console.print(f"report saved to {path} ({report['wall_s']:.0f} s); retrievals logged to {log_path}")
 
 
+def interference(
+    scales: str = typer.Option(
+        "1,10,100", "--scales", help="graph sizes, in multiples of the core's attempts"
+    ),
+    runs_per_task: int = typer.Option(8, "--runs-per-task", min=2, max=100, help="core runs per task (1x)"),
+    queries_per_task: int = typer.Option(
+        5, "--queries-per-task", min=1, max=50, help="query states per task"
+    ),
+    repeats: int = typer.Option(3, "--repeats", min=1, max=20, help="timed passes over the queries"),
+    seed: int = typer.Option(11, "--seed", help="seed of the generated graph"),
+    no_kernelbench: bool = typer.Option(False, "--no-kernelbench", help="leave KernelBench's timings out"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON report is saved"),
+) -> None:
+    """Interference: retrieval quality, p95 and proposer evidence as the graph grows 1x/10x/100x with
+    unrelated experience, as recorded and after `kernelgraph consolidate` (docs/retrieval.md)."""
+    import json
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from kernelgraph.client.reports import save_report
+    from kernelgraph.service.commands.graph import cli_errors, fail, open_store
+    from kernelgraph.service.knowledge import KnowledgeService
+    from kernelgraph.studies import interference as study
+
+    try:
+        sizes = sorted({int(s) for s in scales.split(",") if s.strip()})
+    except ValueError:
+        raise fail(f"--scales: comma-separated whole multiples, e.g. 1,10,100 (got {scales!r})") from None
+    if not sizes or sizes[0] < 1:
+        raise fail(f"--scales: multiples of at least 1 (got {scales!r})")
+    console = Console(stderr=True)
+    with open_store() as store, cli_errors(), console.status("Interference benchmark...") as status:
+        report = study.run_interference(
+            KnowledgeService(store), scales=sizes, runs_per_task=runs_per_task,
+            queries_per_task=queries_per_task, repeats=repeats, seed=seed, kernelbench=not no_kernelbench,
+            say=lambda text: status.update(text),
+        )  # fmt: skip
+    report["command"] = "kernelgraph bench interference " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    path = save_report(report, Path(results_dir), "interference")
+    if as_json:
+        print(study.to_json(report))
+        return
+    for line in study.summary_lines(report):
+        console.print(line, highlight=False, soft_wrap=True)
+    console.print(f"goals: {json.dumps(report['goals'])}", highlight=False, soft_wrap=True)
+    console.print(f"report saved to {path} ({report['wall_s']:.0f} s)")
+
+
 def register(app: typer.Typer, bench_app: typer.Typer) -> None:
     app.command("demo")(demo_cmd)
     bench_app.command("ablation")(ablation)
     bench_app.command("study")(study)
+    bench_app.command("interference")(interference)

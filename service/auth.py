@@ -130,6 +130,12 @@ class KeyAuthenticator:
         self._cache: dict[str, tuple[float, Principal]] = {}
         self._lock = threading.Lock()
 
+    def forget_namespace(self, namespace: str) -> None:
+        """Drop the cached keys of `namespace` (its keys were just deleted): they stop working at once here."""
+        with self._lock:
+            for key_hash in [h for h, (_, p) in self._cache.items() if p.namespace == namespace]:
+                del self._cache[key_hash]
+
     def authenticate(self, key: str | None) -> Principal:
         if not key:
             raise Unauthorized("missing API key: send `Authorization: Bearer <key>`", field="authorization")

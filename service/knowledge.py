@@ -10,6 +10,7 @@ import json
 import logging
 import math
 import secrets
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,6 +49,7 @@ from kernelgraph.client.signature import (
     index_searches,
     signature_from_values,
 )
+from kernelgraph.service.consolidation import ConsolidationReport, consolidate
 from kernelgraph.service.embeddings import Embedder
 from kernelgraph.service.stats import spearman
 from kernelgraph.service.store import GraphStore
@@ -59,6 +61,7 @@ from kernelgraph.service.transfer import (
     similarity,
     transfer_matrix,
 )
+from kernelgraph.service.writer import GroupCommitWriter, WriteJob
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,8 @@ MAX_LABEL_STATES = 5_000  # label and global modes weigh states alike; beyond th
 OTHER_TARGET_WEIGHT = 0.7  # evidence from another target counts, but less
 FAILURE_LOG_SPEEDUP = -0.1  # a failed attempt (no runtime) costs a little: it wasted a try
 PRIOR_WEIGHT = 1.0  # shrinks transforms seen only a few times, far away, towards zero
+MERGED_STATE_SHARE = 4  # a merged state takes at most k / 4 of the k neighbour slots
+TARGET_CACHE_SECONDS = 5.0  # how long a replica reuses a target's stored facts (targets())
 
 
 def peaks_of(target: dict[str, Any]) -> TargetPeaks:
@@ -101,6 +106,11 @@ class KnowledgeService:
         self.store = store
         self.embedder = embedder
         self._large: set[tuple[str, ...]] = set()  # namespace sets past exact-search size
+        self._overfetch: dict[tuple[str, ...], int] = {}  # index over-fetch that sufficed, per namespace set
+        self.writer = GroupCommitWriter(self._write_attempt_jobs)
+        # (namespaces, target name) -> (monotonic time read, target): see targets()
+        self._target_cache: dict[tuple[tuple[str, ...], str], tuple[float, dict[str, Any]]] = {}
+        self.target_cache_hits = self.target_cache_misses = 0  # served at /metrics
 
     # ---- targets ---------------------------------------------------------------------------------
     def upsert_targets(self, namespace: str, targets: Sequence[HardwareTarget | dict[str, Any]]) -> list[str]:
@@ -110,11 +120,38 @@ class KnowledgeService:
             {"name": t.name, "props": t.model_dump(mode="json", exclude={"name"}, exclude_none=True)}
             for t in models
         ]
-        return [r["name"] for r in self.store.write("upsert_targets", namespace=namespace, targets=rows)]
+        names = [r["name"] for r in self.store.write("upsert_targets", namespace=namespace, targets=rows)]
+        self._target_cache.clear()
+        return names
 
     def targets(self, namespaces: Sequence[str], names: Sequence[str]) -> dict[str, dict[str, Any]]:
-        rows = self.store.read("targets_by_name", namespaces=list(namespaces), names=list(set(names)))
-        return {row["target"]["name"]: row["target"] for row in rows}
+        """The stored targets of these names (an unknown name is left out).
+
+        Every record and retrieve call needs its target's peaks; a found target is kept for
+        TARGET_CACHE_SECONDS, saving a round trip per call. An unknown one is never cached (it is
+        found as soon as it is registered); an update made through another replica shows within
+        that time, one made through this one at once.
+        """
+        spaces = tuple(sorted(namespaces))
+        now = time.monotonic()
+        found: dict[str, dict[str, Any]] = {}
+        missing: list[str] = []
+        for name in set(names):
+            hit = self._target_cache.get((spaces, name))
+            if hit is not None and now - hit[0] < TARGET_CACHE_SECONDS:
+                found[name] = hit[1]
+            else:
+                missing.append(name)
+        self.target_cache_hits += len(found)
+        self.target_cache_misses += len(missing)
+        if missing:
+            if len(self._target_cache) > 10_000:
+                self._target_cache.clear()
+            rows = self.store.read("targets_by_name", namespaces=list(spaces), names=sorted(missing))
+            for row in rows:
+                found[row["target"]["name"]] = row["target"]
+                self._target_cache[(spaces, row["target"]["name"])] = (now, row["target"])
+        return found
 
     def list_targets(self, namespaces: Sequence[str]) -> list[dict[str, Any]]:
         rows = self.store.read("list_targets", namespaces=list(namespaces))
@@ -148,37 +185,14 @@ class KnowledgeService:
         known = self.targets([namespace], [m.target for m in models])
         for index, model in enumerate(models):
             if model.target not in known:
-                raise InvalidInput(
+                raise NotFound(
                     f"unknown target {model.target!r}: register it first (POST /v1/targets)",
                     field=f"attempts[{index}].target" if len(models) > 1 else "target",
                 )
         rows = [self._attempt_row(m, known[m.target]) for m in models]
         self._resolve_parent_references(namespace, models, rows)
-        token = secrets.token_hex(16)
-
-        def work(tx: ManagedTransaction) -> dict[str, bool]:
-            existing = {
-                r["attempt_key"]
-                for r in self.store.run_in(tx, "attempts_existing", namespace=namespace, attempt_keys=keys)
-            }
-            # Sorted, so that concurrent batches lock shared kernels and states in the same order.
-            fresh = sorted(
-                (r for r in rows if r["attempt_key"] not in existing), key=lambda r: r["attempt_key"]
-            )
-            created = {key: False for key in existing}
-            if fresh:
-                self.store.run_in(
-                    tx, "record_vocabulary", namespace=namespace,
-                    transforms=sorted({r["transform"] for r in fresh}),
-                    patterns=sorted({p for r in fresh for k in ("parent", "child") for p in r[k]["patterns"]}),
-                )  # fmt: skip
-                for r in self.store.run_in(
-                    tx, "record_attempts", namespace=namespace, write_token=token, rows=fresh
-                ):
-                    created[r["attempt_key"]] = r["created"]
-            return created
-
-        created = self.store.write_transaction(work)
+        # Concurrent callers share transactions (service/writer.py); answered once theirs committed.
+        created = self.writer.submit(namespace, rows)
         return [
             RecordResult(
                 attempt_key=row["attempt_key"],
@@ -194,6 +208,53 @@ class KnowledgeService:
             )
             for row in rows
         ]
+
+    def _write_attempt_jobs(self, jobs: Sequence[WriteJob]) -> list[dict[str, bool]]:
+        """The attempt rows of several callers in one transaction; per caller, attempt key -> created.
+
+        An attempt key sent by two callers of one group is written once: the first caller gets its
+        `created`, the later ones False (their attempt is stored, by the same commit).
+        """
+        token = secrets.token_hex(16)
+
+        def work(tx: ManagedTransaction) -> list[dict[str, bool]]:
+            results: list[dict[str, bool]] = [{} for _ in jobs]
+            for namespace in sorted({job.namespace for job in jobs}):
+                mine = [i for i, job in enumerate(jobs) if job.namespace == namespace]
+                keys = sorted({row["attempt_key"] for i in mine for row in jobs[i].rows})
+                seen = {
+                    r["attempt_key"]
+                    for r in self.store.run_in(
+                        tx, "attempts_existing", namespace=namespace, attempt_keys=keys
+                    )
+                }
+                fresh: list[dict[str, Any]] = []
+                owner: dict[str, int] = {}
+                for i in mine:
+                    for row in jobs[i].rows:
+                        key = row["attempt_key"]
+                        if key in seen:
+                            results[i][key] = False
+                        else:
+                            seen.add(key)
+                            owner[key] = i
+                            fresh.append(row)
+                if not fresh:
+                    continue
+                # Sorted, so that concurrent transactions lock shared kernels and states in the same order.
+                fresh.sort(key=lambda r: r["attempt_key"])
+                self.store.run_in(
+                    tx, "record_vocabulary", namespace=namespace,
+                    transforms=sorted({r["transform"] for r in fresh}),
+                    patterns=sorted({p for r in fresh for k in ("parent", "child") for p in r[k]["patterns"]}),
+                )  # fmt: skip
+                for r in self.store.run_in(
+                    tx, "record_attempts", namespace=namespace, write_token=token, rows=fresh
+                ):
+                    results[owner[r["attempt_key"]]][r["attempt_key"]] = r["created"]
+            return results
+
+        return self.store.write_transaction(work)
 
     def record_measurements(
         self, namespace: str, records: Sequence[MeasurementRecord | dict[str, Any]]
@@ -220,7 +281,7 @@ class KnowledgeService:
         known = self.targets([namespace], [m.target for m in models])
         for index, model in enumerate(models):
             if model.target not in known:
-                raise InvalidInput(
+                raise NotFound(
                     f"unknown target {model.target!r}: register it first (POST /v1/targets)",
                     field=f"measurements[{index}].target",
                 )
@@ -325,7 +386,7 @@ class KnowledgeService:
                 measured = {"measurement_id": reference, "props": {}}
                 kernel = {"kernel_id": facts["kernel_id"], "patterns": [], "props": {}}
             else:
-                raise InvalidInput(
+                raise NotFound(
                     f"unknown parent_measurement_id {reference!r}: no such measurement is recorded in "
                     f"namespace {namespace!r} (send the parent and its measurement in full first)",
                     field=f"{where}parent_measurement_id",
@@ -380,6 +441,11 @@ class KnowledgeService:
             else [],
         }
 
+    # ---- consolidation ---------------------------------------------------------------------------
+    def consolidate(self, namespace: str, *, dry_run: bool = False) -> ConsolidationReport:
+        """Merge re-measured states, weigh superseded versions, flag contradictions (service/consolidation.py)."""
+        return consolidate(self.store, namespace, dry_run=dry_run)
+
     # ---- retrieval -------------------------------------------------------------------------------
     def retrieve(
         self, namespaces: Sequence[str], request: RetrieveRequest | dict[str, Any]
@@ -397,12 +463,12 @@ class KnowledgeService:
                 raise InvalidInput(
                     "counters mode needs `signature`, or `counters` with `counter_source`", field="signature"
                 )
-            for row in self._nearest_by_signature(spaces, signature, req):
+            for row in _within_slots(self._nearest_by_signature(spaces, signature, req), req.k):
                 neighbours[row["measurement_id"]] = row["score"]
         if req.mode in (RetrievalMode.TEXT, RetrievalMode.HYBRID):
             if not req.source:
                 raise InvalidInput("text mode needs the kernel's `source`", field="source")
-            for row in self._nearest_by_source(spaces, req.source, req):
+            for row in _within_slots(self._nearest_by_source(spaces, req.source, req), req.k):
                 # Hybrid: a state found both ways keeps the mean of its two similarities.
                 previous = neighbours.get(row["measurement_id"])
                 neighbours[row["measurement_id"]] = (
@@ -478,17 +544,36 @@ class KnowledgeService:
         }  # fmt: skip
         if self._small(namespaces):
             return self.store.read("nearest_states_by_signature_exact", **exact, complete=[True, False])
+        rows = self.store.read("nearest_states_by_signature_exact", **exact, complete=[False])
         searches = [s.as_param() for s in index_searches(signature)]
-        rows = []
         if searches:
-            rows = self.store.read(
-                "nearest_states_by_signature",
-                searches=searches, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,
-                namespaces=namespaces, exclude_tasks=req.excluded_tasks,
-            )  # fmt: skip
-        rows += self.store.read("nearest_states_by_signature_exact", **exact, complete=[False])
+            rows += self._nearest_in_indexes(namespaces, searches, req)
         rows.sort(key=lambda r: (-r["score"], r["measurement_id"]))
         return rows[: req.k]
+
+    def _nearest_in_indexes(
+        self, namespaces: list[str], searches: list[dict[str, Any]], req: RetrieveRequest
+    ) -> list[dict[str, Any]]:
+        """The nearest complete states through the per-source vector indexes, enough to fill k slots.
+
+        Each index also holds states no attempt started from (children, until consolidation parks
+        them), states merged into another and other namespaces'; when they crowd the candidates out of
+        k slots, fetch more (x4, up to MAX_FETCH_K). The over-fetch that sufficed is remembered per
+        namespace set, so the next query starts there.
+        """
+        key = tuple(sorted(namespaces))
+        overfetch = self._overfetch.get(key, OVERFETCH)
+        while True:
+            fetch = min(req.k * overfetch, MAX_FETCH_K)
+            rows = self.store.read(
+                "nearest_states_by_signature",
+                searches=searches, fetch_k=fetch, k=req.k, namespaces=namespaces,
+                exclude_tasks=req.excluded_tasks,
+            )  # fmt: skip
+            if _slots(rows, req.k) >= req.k or fetch >= MAX_FETCH_K:
+                self._overfetch[key] = overfetch
+                return rows
+            overfetch *= 4
 
     def _small(self, namespaces: list[str]) -> bool:
         """Few enough explored states for exact scoring? A large verdict is kept: nothing is ever deleted."""
@@ -727,6 +812,26 @@ class KnowledgeService:
 
     def list_transforms(self, namespaces: Sequence[str]) -> list[dict[str, Any]]:
         return self.store.read("list_transforms", namespaces=list(namespaces))
+
+
+def _within_slots(rows: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """The nearest states, best first, until they hold `k` measurements: a state that consolidation
+    merged re-measurements into takes one slot per measurement it stands for (`slots`), at most
+    k / MERGED_STATE_SHARE: merging neither widens the neighbourhood to farther states nor lets one
+    kernel measured a hundred times push every other state out (docs/retrieval.md)."""
+    kept, used = [], 0
+    for row in rows:
+        if used >= k:
+            break
+        kept.append(row)
+        used += _slots([row], k)
+    return kept
+
+
+def _slots(rows: list[dict[str, Any]], k: int) -> int:
+    """Neighbour slots the rows take: one per measurement a state stands for, at most k / MERGED_STATE_SHARE."""
+    most = max(1, k // MERGED_STATE_SHARE)
+    return sum(min(int(row.get("slots") or 1), most) for row in rows)
 
 
 def _retrieved(row: dict[str, Any]) -> RetrievedTransform:

@@ -66,7 +66,11 @@ def retrieve_transforms(
     Returns {"transforms": [...], "signature": [...], "neighbours": n, "neighbour_ids": [...], ...};
     each transform has `transform` (its name), `score`, `success_rate`, `attempts`, `evidence_weight`
     (how much similar evidence there is), `best_speedup`, `params` (parameter settings that were tried)
-    and `evidence_attempt_keys`. Empty `transforms`: no similar experience yet.
+    and `evidence_attempt_keys`. Empty `transforms`: no similar experience yet. A transform with
+    `disputed` > 0 has settings whose evidence contradicts itself beyond measurement noise (one attempt
+    helped, another hurt; or the same kernel ran once and failed once): treat it as uncertain and
+    re-measure before relying on it. `by_params` gives each setting's mean (`weighted_log_speedup`)
+    and spread (`sd_log_speedup`) of the log speedup.
     """
     request: dict[str, Any] = {"target": target, "mode": mode, "limit": limit, "k": k}
     optional = {"signature": signature, "counters": counters, "counter_source": counter_source, "source": source,

@@ -50,7 +50,8 @@ def resign_measurements(store: GraphStore) -> int:
     """Recompute every stored signature older than SIGNATURE_VERSION from the measurement's kept raw
     counters and its target's peaks (idempotent: re-signed measurements are not found again). The old
     vector is kept as `signature_v1`; a signature a client gave without counters cannot be recomputed
-    and keeps only what its counters measure. Returns the number of measurements re-signed."""
+    and keeps only what its counters measure. A measurement consolidation moved out of the vector
+    indexes (merged or parked) stays out. Returns the number of measurements re-signed."""
     done = 0
     while True:
         rows = store.read("measurements_to_resign", version=SIGNATURE_VERSION, limit=RESIGN_BATCH)
@@ -68,6 +69,11 @@ def resign_measurements(store: GraphStore) -> int:
             )
             props: dict[str, Any] = {source_property(s): None for s in CounterSource}
             props.update(signature.stored(), signature_v1=row["signature"])
+            if row.get("held_as"):
+                # Consolidation took this one out of the vector indexes (merged into another state, or
+                # no attempt started from it): the new signature stays where it put the old one.
+                props.update({row["held_as"]: props["signature"], "signature": None})
+                props.update({source_property(s): None for s in CounterSource})
             updates.append(
                 {"namespace": row["namespace"], "measurement_id": row["measurement_id"], "props": props}
             )
@@ -107,7 +113,12 @@ def apply(store: GraphStore) -> list[MigrationState]:
             params = {k: v for k, v in SCHEMA_PARAMETERS.items() if f"${k}" in statement}
             # Schema statements cannot share a transaction with data writes: each runs on its own.
             with mapped_errors():
-                store.driver.execute_query(statement, params, database_=store.database)
+                if "IN TRANSACTIONS" in statement:
+                    # A backfill that commits in batches needs an auto-commit transaction.
+                    with store.driver.session(database=store.database) as session:
+                        session.run(statement, params).consume()
+                else:
+                    store.driver.execute_query(statement, params, database_=store.database)
         with mapped_errors():
             store.driver.execute_query("CALL db.awaitIndexes(300)", database_=store.database)
         step = DATA_STEPS.get(state.version)

@@ -8,6 +8,8 @@ Neo4j errors are mapped to the service's errors by type and code, never by messa
 from __future__ import annotations
 
 import logging
+import random
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -38,6 +40,18 @@ T = TypeVar("T")
 TERMINATED_TRANSACTION_CODES = frozenset(
     {"Neo.ClientError.Transaction.Terminated", "Neo.ClientError.Transaction.LockClientStopped"}
 )
+# A deadlock found while committing (dense nodes take their relationship-group locks at commit) comes
+# back as this DatabaseError, which the driver does not retry: it escaped as a 500 under 64 concurrent
+# writers. The transaction was rolled back whole and every write function here is idempotent, so
+# write_transaction retries it like a transient error, and it is a 503 once the retries run out.
+COMMIT_FAILED_CODES = frozenset({"Neo.DatabaseError.Transaction.TransactionCommitFailed"})
+WRITE_RETRY_SECONDS = 10.0  # how long write_transaction retries a failed commit (as the driver does)
+
+
+class UnconfirmedCommit(Retryable):
+    """A COMMIT answered SUCCESS without a bookmark: Neo4j 5.26 answers so when the connection is
+    killed with the transaction open (`dbms.killConnections`, a server shutting it), and nothing was
+    committed. The driver takes it for a commit; write_transaction retries the (idempotent) work."""
 
 
 def open_driver(settings: Settings) -> Driver:
@@ -75,7 +89,9 @@ def mapped_errors() -> Iterator[None]:
             raise Retryable(f"Neo4j ended the transaction under lock contention: {exc}") from exc
         raise
     except (Neo4jError, DriverError) as exc:
-        if isinstance(exc, Neo4jError) and exc.is_retryable():
+        if isinstance(exc, Neo4jError) and exc.code in COMMIT_FAILED_CODES:
+            raise Retryable(f"Neo4j could not commit the transaction (rolled back): {exc}") from exc
+        if exc.is_retryable() or (isinstance(exc.__cause__, Neo4jError) and exc.__cause__.is_retryable()):
             raise Retryable(f"transient Neo4j failure: {exc}") from exc
         raise
 
@@ -110,9 +126,33 @@ class GraphStore:
         return self.write_transaction(work)
 
     def write_transaction(self, work: Callable[[ManagedTransaction], T]) -> T:
-        """Run `work` in one write transaction; it must be idempotent (the driver may retry it)."""
-        with mapped_errors(), self.driver.session(database=self.database) as session:
-            return session.execute_write(work)
+        """Run `work` in one write transaction; it must be idempotent (the driver may retry it).
+
+        The driver retries transient errors; a commit that failed on a deadlock is retried here too,
+        with backoff, for up to WRITE_RETRY_SECONDS; then Retryable (503 with Retry-After).
+        """
+        deadline = time.monotonic() + WRITE_RETRY_SECONDS
+        delay = 0.05
+        while True:
+            try:
+                with mapped_errors(), self.driver.session(database=self.database) as session:
+                    result = session.execute_write(work)
+                    if not session.last_bookmarks():
+                        raise UnconfirmedCommit(
+                            "Neo4j answered the commit without a bookmark (its connection was being "
+                            "closed): the transaction did not commit"
+                        )
+                    return result
+            except Retryable as exc:
+                cause = exc.__cause__
+                failed_commit = isinstance(cause, Neo4jError) and cause.code in COMMIT_FAILED_CODES
+                if not (failed_commit or isinstance(exc, UnconfirmedCommit)):
+                    raise
+                if time.monotonic() + delay > deadline:
+                    raise
+                log.info("commit failed (%s); retrying in %.2f s", exc.message, delay)
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 1.0)
 
     def run_in(self, tx: ManagedTransaction, name: str, /, **params: Any) -> list[dict[str, Any]]:
         """Run a named query inside a transaction function."""

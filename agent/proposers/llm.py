@@ -1,7 +1,10 @@
 """The llm proposer: Claude writes the next variant's source, guided by the retrieved evidence.
 
 The prompt carries the task, the current source, its profile and the last diagnosis, this run's
-history and what the experience graph retrieved for the current measured state. The answer comes
+history and what the experience graph retrieved for the current measured state: a ranked, deduplicated
+evidence set of at most `MAX_EVIDENCE_CHARS` characters (one line per transform and parameter setting,
+the best setting of each transform first, contradictions marked), so the prompt does not grow with the
+graph. The answer comes
 back through one tool, `propose_variant` (a transform from the shared vocabulary, a rationale and
 the full new source). A proposal that does not compile goes back to the model as the tool's error
 result for at most `max_repairs` repair turns. A malformed answer (no tool call, unknown transform,
@@ -11,7 +14,9 @@ to its `fallback` proposer (memoryless by default), or returns None when that ha
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,7 +32,7 @@ from kernelgraph.agent.proposers.base import (
 from kernelgraph.agent.proposers.experience import ExperienceProposer
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.transforms import Transform
-from kernelgraph.client.models import RetrievedTransform
+from kernelgraph.client.models import ParamEvidence, RetrievedTransform
 from kernelgraph.client.signature import CounterName
 
 if TYPE_CHECKING:
@@ -103,17 +108,122 @@ def parse_answer(content: Sequence[Any]) -> tuple[str, str, str, str]:
     raise MalformedAnswer(f"no {TOOL_NAME} tool call in the answer")
 
 
-def format_evidence(evidence: dict[str, RetrievedTransform]) -> str:
+# The evidence the prompt carries is bounded, whatever the graph's size (docs/retrieval.md).
+MAX_EVIDENCE_CHARS = 1_600
+MAX_EVIDENCE_LINES = 14
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    """One (transform, parameter setting) of the retrieved evidence, as the prompt shows it."""
+
+    transform: str
+    params: dict[str, Any]
+    attempts: int
+    successes: int
+    weight: float  # similarity- and version-weighted amount of evidence
+    log_speedup: float  # weighted mean log speedup of the setting
+    sd_log_speedup: float | None
+    disputed: bool
+    transform_score: float  # the service's score of the whole transform (ranks the transforms)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.transform, json.dumps(self.params, sort_keys=True, default=str)
+
+    def line(self, best: dict[str, Any] | None = None) -> str:
+        spread = f" (spread x{math.exp(self.sd_log_speedup):.2f})" if self.sd_log_speedup else ""
+        text = (
+            f"- {self.transform} {_params_text(self.params)}: {math.exp(self.log_speedup):.2f}x mean{spread} "
+            f"over {self.attempts} attempts, {self.successes} kept, weight {self.weight:.1f}"
+        )
+        if best and best.get("speedup"):
+            text += f"; best {best['speedup']:.2f}x on {best.get('task', '?')}"
+        if self.disputed:
+            text += "; DISPUTED: outcomes disagree beyond noise, re-measure before trusting"
+        return text
+
+
+def _params_text(params: dict[str, Any]) -> str:
+    if not params:
+        return "(no parameters)"
+    return "{" + ", ".join(f"{k}: {v}" for k, v in sorted(params.items())) + "}"
+
+
+def evidence_items(evidence: dict[str, RetrievedTransform]) -> list[EvidenceItem]:
+    """One item per distinct (transform, setting), duplicates merged by weight; a transform whose
+    response carries no per-setting rows gives one item from its totals."""
+    merged: dict[tuple[str, str], EvidenceItem] = {}
+    for row in evidence.values():
+        settings = row.by_params or [
+            ParamEvidence(params={}, attempts=row.attempts, successes=row.successes,
+                          weight=row.evidence_weight, weighted_log_speedup=row.weighted_log_speedup,
+                          disputed=row.disputed > 0)
+        ]  # fmt: skip
+        for setting in settings:
+            item = EvidenceItem(
+                transform=row.transform, params=dict(setting.params), attempts=setting.attempts,
+                successes=setting.successes, weight=setting.weight,
+                log_speedup=setting.weighted_log_speedup, sd_log_speedup=setting.sd_log_speedup,
+                disputed=setting.disputed, transform_score=row.score,
+            )  # fmt: skip
+            seen = merged.get(item.key)
+            if seen is not None:
+                weight = seen.weight + item.weight
+                item = EvidenceItem(
+                    transform=item.transform, params=item.params, attempts=seen.attempts + item.attempts,
+                    successes=seen.successes + item.successes, weight=weight,
+                    log_speedup=(seen.log_speedup * seen.weight + item.log_speedup * item.weight) / weight
+                    if weight > 0 else item.log_speedup,
+                    sd_log_speedup=max(seen.sd_log_speedup or 0.0, item.sd_log_speedup or 0.0) or None,
+                    disputed=seen.disputed or item.disputed, transform_score=item.transform_score,
+                )  # fmt: skip
+            merged[item.key] = item
+    return list(merged.values())
+
+
+def rank_evidence(items: Sequence[EvidenceItem]) -> list[EvidenceItem]:
+    """First the best setting of every transform, transforms by the service's score; then the other
+    settings by how much they say (weight x |log speedup|: a setting seen to hurt is worth knowing)."""
+    by_transform: dict[str, list[EvidenceItem]] = {}
+    for item in items:
+        by_transform.setdefault(item.transform, []).append(item)
+    firsts, rest = [], []
+    for group in by_transform.values():
+        group.sort(key=lambda i: (-i.log_speedup, -i.weight, i.key))
+        firsts.append(group[0])
+        rest.extend(group[1:])
+    firsts.sort(key=lambda i: (-i.transform_score, i.key))
+    rest.sort(key=lambda i: (-i.weight * abs(i.log_speedup), i.key))
+    return firsts + rest
+
+
+def format_evidence(
+    evidence: dict[str, RetrievedTransform],
+    max_chars: int = MAX_EVIDENCE_CHARS,
+    max_lines: int = MAX_EVIDENCE_LINES,
+) -> str:
+    """The prompt's evidence: ranked, deduplicated and never longer than `max_chars` characters."""
     if not evidence:
         return "(no evidence retrieved for this measured state)"
-    lines = []
-    for row in sorted(evidence.values(), key=lambda r: -r.score)[:8]:
-        best = row.best_example or {}
-        lines.append(
-            f"- {row.transform}: score {row.score:+.3f}, {row.successes}/{row.attempts} kept, "
-            f"best speedup {row.best_speedup or 0:.2f}x (task {best.get('task', '?')}, params {best.get('params', {})})"
-        )
-    return "\n".join(lines)
+    ranked = rank_evidence(evidence_items(evidence))
+    shown_best: set[str] = set()
+    lines: list[str] = []
+    used = 0
+    for index, item in enumerate(ranked):
+        best = None
+        if item.transform not in shown_best:
+            best = evidence[item.transform].best_example
+            shown_best.add(item.transform)
+        line = item.line(best)
+        left = len(ranked) - index
+        trailer = f"({left - 1} more settings left out)" if left > 1 else ""
+        if len(lines) >= max_lines or used + len(line) + 1 + len(trailer) > max_chars:
+            lines.append(f"({left} more settings left out)")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines)[:max_chars]
 
 
 def build_prompt(context: ProposalContext, evidence: dict[str, RetrievedTransform]) -> str:

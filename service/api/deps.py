@@ -39,23 +39,35 @@ KnowledgeDep = Annotated[KnowledgeService, Depends(get_knowledge)]
 def get_principal(
     state: StateDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> Principal:
-    """The caller, from its bearer key (401 when missing or unknown)."""
-    return state.authenticator.authenticate(credentials.credentials if credentials else None)
+    """The caller, from its bearer key (401 when missing or unknown; 429 over the key's rate limit)."""
+    principal = state.authenticator.authenticate(credentials.credentials if credentials else None)
+    state.limiter.check(principal.key_id)
+    return principal
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 
+_ONE_NAMESPACE = r"[a-z0-9][a-z0-9_\-]{0,63}"
+# One or more namespaces, comma-separated: what `check_namespace` accepts.
+NAMESPACES_PATTERN = rf"^{_ONE_NAMESPACE}(,{_ONE_NAMESPACE})*$"
 NamespaceQuery = Annotated[
     str | None,
     Query(
-        description="Namespace(s) to act on, comma-separated. Default: the key's own. "
-        "Only an admin key may name another namespace.",
+        description="Namespace(s) to act on, comma-separated; each is 1-64 lowercase letters, digits, "
+        "'_' or '-', starting with a letter or digit. Default: the key's own. Only an admin key may "
+        "name another namespace (403 otherwise); a write names exactly one.",
         max_length=1024,
+        pattern=NAMESPACES_PATTERN,
     ),
 ]
 NamespaceHeader = Annotated[
     str | None,
-    Header(alias="X-KernelGraph-Namespace", description="Same as the `namespace` query parameter."),
+    Header(
+        alias="X-KernelGraph-Namespace",
+        description="Same as the `namespace` query parameter (which wins when both are given).",
+        max_length=1024,
+        pattern=NAMESPACES_PATTERN,
+    ),
 ]
 
 
@@ -71,8 +83,29 @@ def read_namespaces(
     return principal.readable(_requested(namespace, x_namespace))
 
 
+ONE_NAMESPACE_PATTERN = rf"^{_ONE_NAMESPACE}$"
+WriteNamespaceQuery = Annotated[
+    str | None,
+    Query(
+        description="The one namespace to write to: 1-64 lowercase letters, digits, '_' or '-', starting "
+        "with a letter or digit. Default: the key's own; only an admin key may name another (403 otherwise).",
+        max_length=1024,
+        pattern=ONE_NAMESPACE_PATTERN,
+    ),
+]
+WriteNamespaceHeader = Annotated[
+    str | None,
+    Header(
+        alias="X-KernelGraph-Namespace",
+        description="Same as the `namespace` query parameter (which wins when both are given).",
+        max_length=1024,
+        pattern=ONE_NAMESPACE_PATTERN,
+    ),
+]
+
+
 def write_namespace(
-    principal: PrincipalDep, namespace: NamespaceQuery = None, x_namespace: NamespaceHeader = None
+    principal: PrincipalDep, namespace: WriteNamespaceQuery = None, x_namespace: WriteNamespaceHeader = None
 ) -> str:
     """The one namespace the caller writes to (403 for readers and for another team's namespace)."""
     requested = _requested(namespace, x_namespace)

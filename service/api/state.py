@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from neo4j import Driver
 
 from kernelgraph.client.settings import Settings
+from kernelgraph.service.api.ratelimit import RateLimiter
 from kernelgraph.service.auth import KeyAuthenticator
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
@@ -21,3 +22,4 @@ class ServiceState:
     store: GraphStore
     knowledge: KnowledgeService
     authenticator: KeyAuthenticator
+    limiter: RateLimiter

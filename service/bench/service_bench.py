@@ -59,6 +59,8 @@ FAILURE_RATE = 0.1  # attempts that do not compile or are incorrect (no child me
 SIGNATURE_NOISE = 0.06
 RECALL_K = 10
 GOALS = {"ingest_attempts_per_s": 5_000.0, "retrieve_p95_ms": 20.0, "recall_at_10": 0.95}
+LARGE_GRAPH = 1_000_000  # from this many measurements the retrieval goal is 50 ms (issue 13)
+LARGE_RETRIEVE_P95_MS = 50.0
 
 TARGETS: tuple[dict[str, Any], ...] = (
     {"name": "bench-cpu-v3", "kind": "cpu", "arch": "x86-64-v3", "peak_gflops": 600.0, "peak_gbps": 40.0,
@@ -378,6 +380,7 @@ def run_service_bench(
             patterns=len(PATTERNS), ingest_threads=options.threads, ingest_batch_size=options.batch_size,
             ingest_seconds=round(ingest_s, 3), ingest_attempts_per_s=round(len(data.attempts) / ingest_s, 1),
             ingest_measurements_per_s=round(data.measurements / ingest_s, 1),
+            ingest_transactions=knowledge.writer.transactions,
         )  # fmt: skip
         del data, batches
 
@@ -404,6 +407,9 @@ def run_service_bench(
 
         result.update(_http_latency(settings, driver, store, namespace, signatures, targets, console, create_key,
                                     Role.WRITER))  # fmt: skip
+        result.update(
+            _single_writes(settings, driver, store, namespace, options, console, create_key, Role.WRITER)
+        )
 
         with console.status("recall@10: vector index against exact search..."):
             recall = recall_at_k(
@@ -421,9 +427,10 @@ def run_service_bench(
     finally:
         driver.close()
     result["duration_s"] = round(time.perf_counter() - started, 1)
+    p95_goal = LARGE_RETRIEVE_P95_MS if result["measurements"] >= LARGE_GRAPH else GOALS["retrieve_p95_ms"]
     result["goals"] = {
         "ingest_attempts_per_s >= 5000": result["ingest_attempts_per_s"] >= GOALS["ingest_attempts_per_s"],
-        "retrieve_p95_ms <= 20": result["retrieve_p95_ms"] <= GOALS["retrieve_p95_ms"],
+        f"retrieve_p95_ms <= {p95_goal:g}": result["retrieve_p95_ms"] <= p95_goal,
         "recall_at_10 >= 0.95": result["recall_at_10"] >= GOALS["recall_at_10"],
     }
     return result
@@ -462,6 +469,66 @@ def _http_latency(
             "http_retrieve_p95_ms": round(over_http["p95"], 3), "http_retrieve_p99_ms": round(over_http["p99"], 3)}  # fmt: skip
 
 
+SINGLE_WRITE_AGENTS = (1, 64)
+
+
+def _post_one_by_one(
+    url: str, key: str, attempts: list[dict[str, Any]], agents: int
+) -> tuple[float, list[float], dict[int, int]]:
+    """`agents` threads, each posting its share of `attempts` one per request; seconds, latencies, statuses."""
+    import httpx
+
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    lock = threading.Lock()
+
+    def agent(mine: list[dict[str, Any]]) -> None:
+        with httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {key}"}) as http:
+            for body in mine:
+                t0 = time.perf_counter()
+                status = http.post("/v1/attempts", json=body).status_code
+                elapsed = (time.perf_counter() - t0) * 1e3
+                with lock:
+                    latencies.append(elapsed)
+                    statuses[status] = statuses.get(status, 0) + 1
+
+    threads = [threading.Thread(target=agent, args=(attempts[i::agents],)) for i in range(agents)]
+    t0 = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - t0, latencies, statuses
+
+
+def _single_writes(
+    settings: Settings, driver: Any, store: Any, namespace: str, options: BenchOptions, console: Console,
+    create_key: Any, role: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """`POST /v1/attempts`, one attempt per request, from 1 and from 64 concurrent agents (threads, each
+    with its own keep-alive connection): total attempts/s, latency and the status codes answered."""
+    key = create_key(store, role, namespace, "service bench, single writes").key
+    rng = random.Random(options.seed + 2)
+    per_agent = 10 if options.quick else 40
+    out: dict[str, Any] = {}
+    with serve_http(settings, driver) as url, console.status("single writes over HTTP..."):
+        for agents in SINGLE_WRITE_AGENTS:
+            generated = generate(
+                BenchOptions(measurements=agents * per_agent * 2, seed=rng.randrange(1 << 30))
+            )
+            attempts = generated.attempts[: agents * per_agent]
+            for attempt in attempts:
+                attempt["attempt_key"] = f"single-{agents}:{attempt['attempt_key']}"
+            elapsed_s, latencies, statuses = _post_one_by_one(url, key, attempts, agents)
+            stats = percentiles(latencies)
+            out[f"single_writes_{agents}_agents"] = {
+                "attempts": len(attempts), "attempts_per_s": round(len(attempts) / elapsed_s, 1),
+                "p50_ms": round(stats["p50"], 2), "p95_ms": round(stats["p95"], 2), "p99_ms": round(stats["p99"], 2),
+                "statuses": {str(k): v for k, v in sorted(statuses.items())},
+            }  # fmt: skip
+    return out
+
+
 def render(result: dict[str, Any], console: Console) -> None:
     """The results as a table."""
     from rich.table import Table
@@ -470,7 +537,7 @@ def render(result: dict[str, Any], console: Console) -> None:
     for key in ("attempts", "states", "ingest_seconds", "ingest_attempts_per_s", "retrieve_search",
                 "retrieve_p50_ms", "retrieve_p95_ms", "retrieve_p99_ms", "http_mode", "http_retrieve_p50_ms",
                 "http_retrieve_p95_ms", "http_retrieve_p99_ms", "recall_at_10", "recall_min", "service_rss_mb",
-                "neo4j_rss_mb", "duration_s"):  # fmt: skip
+                "neo4j_rss_mb", "duration_s", "single_writes_1_agents", "single_writes_64_agents"):  # fmt: skip
         if key in result:
             value = result[key]
             table.add_row(key, f"{value:,.2f}" if isinstance(value, float) else str(value))

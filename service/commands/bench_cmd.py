@@ -1,4 +1,4 @@
-"""The service's benchmarks: `kernelgraph bench service` and `kernelgraph bench transfer`."""
+"""The service's benchmarks: `kernelgraph bench service`, `bench load` and `bench transfer`."""
 
 from __future__ import annotations
 
@@ -22,6 +22,37 @@ def service(
     raise typer.Exit(
         main(measurements, as_json=as_json, quick=quick, threads=threads, results_dir=results_dir)
     )
+
+
+def load(
+    agents: int = typer.Option(64, "--agents", min=1, max=512, help="concurrent agent processes"),
+    seconds: float = typer.Option(30.0, "--seconds", min=1.0, max=3600.0, help="length of each phase"),
+    phase: list[str] = typer.Option(
+        ["write", "loop"],
+        "--phase",
+        help="phases to run, in order: write (records only), loop (the loop's mix)",
+    ),
+    budget: int = typer.Option(8, "--budget", min=1, max=1000, help="steps per optimize run (loop phase)"),
+    profile: bool = typer.Option(False, "--profile", help="sample the service with py-spy during each phase"),
+    keep: bool = typer.Option(False, "--keep", help="keep the benchmark's namespace (default: delete it)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+) -> None:
+    """A team's day: N agent processes over HTTP on a served KernelGraph (write-only, then the loop's mix).
+
+    Reports throughput, p50/p95/p99 per route, answers by status, the retrieve:record ratio, CPU per
+    process, and whether every acknowledged attempt is stored (service/bench/load.py).
+    """
+    from kernelgraph.service.bench.load import PHASES, LoadOptions, main
+
+    unknown = [p for p in phase if p not in PHASES]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown phase(s) {unknown}; choose from {list(PHASES)}", param_hint="--phase"
+        )
+    options = LoadOptions(agents=agents, seconds=seconds, phases=tuple(phase), budget=budget, profile=profile,
+                          keep=keep)  # fmt: skip
+    raise typer.Exit(main(options, as_json=as_json, results_dir=results_dir))
 
 
 def transfer_bench(
@@ -114,4 +145,5 @@ def transfer_bench(
 def register(bench_app: typer.Typer) -> None:
     """Add the service's benchmarks to the `bench` group (kernelgraph/cli.py owns it)."""
     bench_app.command("service")(service)
+    bench_app.command("load")(load)
     bench_app.command("transfer")(transfer_bench)

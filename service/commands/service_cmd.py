@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -30,6 +30,9 @@ def serve(
     port: Annotated[
         int | None, typer.Option(help="Port to listen on (default: KERNELGRAPH_PORT, 8600).")
     ] = None,
+    access_log: Annotated[
+        bool, typer.Option("--access-log/--no-access-log", help="Log one line per request.")
+    ] = True,
 ) -> None:
     """Run the HTTP knowledge service (OpenAPI docs at /docs). Apply migrations first: `kernelgraph schema apply`."""
     import uvicorn
@@ -39,7 +42,8 @@ def serve(
 
     settings = get_settings()
     app = create_app(settings)
-    uvicorn.run(app, host=host or settings.host, port=port or settings.port, log_level="info")
+    uvicorn.run(app, host=host or settings.host, port=port or settings.port, log_level="info",
+                access_log=access_log)  # fmt: skip
 
 
 def _store_then(action):  # type: ignore[no-untyped-def]
@@ -89,6 +93,53 @@ def keys_list() -> None:
     console.print(table)
 
 
+namespaces_app = typer.Typer(help="Namespaces (teams) of the graph: what they hold, and deleting one.",
+                             no_args_is_help=True)  # fmt: skip
+
+
+def _contents_table(held: Any, title: str) -> Table:
+    table = Table("label", "nodes", title=title)
+    for label, count in sorted(held.nodes.items()):
+        table.add_row(label, f"{count:,}")
+    table.add_row("[bold]relationships[/]", f"{held.relationships:,}")
+    return table
+
+
+@namespaces_app.command("delete")
+def namespaces_delete(
+    namespace: Annotated[str, typer.Argument(help="The namespace to delete.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count what would be deleted.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete everything a namespace holds (targets, kernels, measurements, attempts, its API keys).
+
+    Runs on Neo4j directly (KERNELGRAPH_NEO4J_*), so it needs no API key; over HTTP an admin key does
+    the same with DELETE /v1/namespaces/{namespace}. `--dry-run` counts, per label, what would go.
+    """
+    from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.service import namespaces
+
+    try:
+        held = _store_then(lambda store: namespaces.contents(store, namespace))
+        if dry_run or held.total_nodes == 0:
+            verb = "would delete" if held.total_nodes else "holds nothing; nothing to delete"
+            console.print(_contents_table(held, f"namespace {namespace!r} {verb}"))
+            return
+        console.print(_contents_table(held, f"namespace {namespace!r} holds"))
+        if not yes and not typer.confirm(
+            f"Delete all {held.total_nodes:,} nodes of namespace {namespace!r}?"
+        ):
+            err.print("nothing deleted")
+            raise typer.Exit(1)
+        with err.status(f"deleting namespace {namespace!r}..."):
+            deleted = _store_then(lambda store: namespaces.delete(store, namespace))
+    except KernelGraphError as exc:
+        err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        raise typer.Exit(2) from None
+    console.print(f"deleted namespace {namespace!r}: {deleted.total_nodes:,} nodes "
+                  f"({deleted.api_keys} API keys), {deleted.relationships:,} relationships")  # fmt: skip
+
+
 def mcp(
     transport: Annotated[
         Transport, typer.Option(help="stdio (for a local MCP host) or http (streamable HTTP).")
@@ -116,4 +167,5 @@ def mcp(
 def register(app: typer.Typer) -> None:
     app.command("serve")(serve)
     app.add_typer(keys_app, name="keys")
+    app.add_typer(namespaces_app, name="namespaces")
     app.command("mcp")(mcp)

@@ -15,7 +15,8 @@ from kernelgraph.service.bench.service_bench import BenchOptions, generate, perc
 pytestmark = pytest.mark.neo4j
 
 KEYS = {"ingest_attempts_per_s", "retrieve_p50_ms", "retrieve_p95_ms", "recall_at_10", "measurements",
-        "retrieve_p99_ms", "http_retrieve_p95_ms", "service_rss_mb", "neo4j_rss_mb", "goals"}  # fmt: skip
+        "retrieve_p99_ms", "http_retrieve_p95_ms", "service_rss_mb", "neo4j_rss_mb", "goals",
+        "single_writes_1_agents", "single_writes_64_agents"}  # fmt: skip
 
 
 def test_generate_reaches_the_measurement_count() -> None:
@@ -38,6 +39,8 @@ def test_bench_service_cli_json(
     assert set(data) >= KEYS, KEYS - set(data)
     assert data["measurements"] >= 300
     assert data["attempts_created"] == data["attempts"]
+    # 64 agents recording one attempt per request at once: every one stored, none refused.
+    assert data["single_writes_64_agents"]["statuses"] == {"201": 640}
     assert data["ingest_attempts_per_s"] > 0
     assert 0.0 <= data["recall_at_10"] <= 1.0
     assert data["http_mode"].startswith("uvicorn")

@@ -272,7 +272,7 @@ BAD_INPUTS: dict[str, BadCase] = {
     "wrong signature dimension": ("POST", "/v1/attempts", "writer",
                                   _nested("parent_measurement.signature", [0.5] * (SIGNATURE_DIM + 1)), {}, 422,
                                   "parent_measurement.signature"),
-    "unknown target": ("POST", "/v1/attempts", "writer", _attempt(target="no-such-target"), {}, 422, "target"),
+    "unknown target": ("POST", "/v1/attempts", "writer", _attempt(target="no-such-target"), {}, 404, "target"),
     "huge diagnosis": ("POST", "/v1/attempts", "writer", _attempt(diagnosis="x" * 9_000), {}, 422, "diagnosis"),
     "huge source": ("POST", "/v1/attempts", "writer", _nested("child.source", "y" * 200_001), {}, 422,
                     "child.source"),

@@ -77,7 +77,7 @@ def test_both_clients_accept_a_parent_named_by_its_measurement_id(experience: Ex
     second = experience.record_attempt(model)
     assert second.created and second.parent_kernel_id == first.parent_kernel_id
     assert second.parent_measurement_id == first.parent_measurement_id
-    with pytest.raises(InvalidInput) as unknown:
+    with pytest.raises(NotFound) as unknown:
         experience.record_attempt(
             model.model_copy(update={"attempt_key": "ref:2", "parent_measurement_id": "f" * 32})
         )

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kernelgraph.client.errors import InvalidInput
+from kernelgraph.client.errors import InvalidInput, NotFound
 from kernelgraph.client.models import KernelVariant, Measurement, validate
 from kernelgraph.client.signature import SIGNATURE_DIM, CounterSource, source_dimensions, source_index
 from kernelgraph.service import migrate
@@ -136,7 +136,13 @@ def test_sixteen_threads_recording_the_same_attempt_leave_one(
     by_label = {r["label"]: r["c"] for r in labels}
     assert by_label == {
         "HardwareTarget": 1, "Attempt": 1, "Kernel": 2, "Transform": 1, "AccessPattern": 1, "Measurement": 2,
+        "StateEvidence": 1,
     }  # fmt: skip
+    evidence = store.driver.execute_query(
+        "MATCH (:Measurement {namespace: $ns})-[:HAS_EVIDENCE]->(e:StateEvidence) RETURN e.attempts AS n",
+        ns=namespace, database_=store.database,
+    ).records  # fmt: skip
+    assert [r["n"] for r in evidence] == [1]
 
 
 def _with(path: str, value: Any) -> dict[str, Any]:
@@ -232,10 +238,12 @@ def test_a_bad_parent_reference_is_rejected_naming_the_field_and_writes_nothing(
     assert first.parent_measurement_id is not None
     record = {**_by_reference(factories.attempt("run-1:1"), first.parent_measurement_id), **change}
     before = counts(store, namespace)
-    with pytest.raises(InvalidInput) as caught:
+    unknown = change.get("parent_measurement_id") == "f" * 32  # a reference to nothing stored: 404
+    with pytest.raises((InvalidInput, NotFound)) as caught:
         knowledge.record_attempts(namespace, [record])
     assert caught.value.field == field, caught.value.message
-    with pytest.raises(InvalidInput) as in_batch:
+    assert isinstance(caught.value, NotFound if unknown else InvalidInput)
+    with pytest.raises((InvalidInput, NotFound)) as in_batch:
         knowledge.record_attempts(
             namespace, [factories.attempt("run-2:0"), {**record, "attempt_key": "run-2:1"}]
         )
@@ -273,9 +281,12 @@ def test_bad_input_names_the_field_and_writes_nothing(
     knowledge: KnowledgeService, store: GraphStore, namespace: str, path: str, value: Any, field: str
 ) -> None:
     before = counts(store, namespace)
-    with pytest.raises(InvalidInput) as caught:
+    with pytest.raises((InvalidInput, NotFound)) as caught:
         knowledge.record_attempts(namespace, [_with(path, value)])
     assert caught.value.field == field
+    assert isinstance(
+        caught.value, NotFound if value == "no-such-target" else InvalidInput
+    )  # unknown target: 404
     assert caught.value.message
     assert counts(store, namespace) == before
 

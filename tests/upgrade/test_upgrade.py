@@ -18,7 +18,6 @@ import pytest
 
 from kernelgraph.client.settings import Settings
 from kernelgraph.client.signature import (
-    SIGNATURE_DIM,
     SIGNATURE_VERSION,
     CounterSource,
     compute_signature,
@@ -31,7 +30,7 @@ from kernelgraph.service.knowledge import KnowledgeService, peaks_of
 from kernelgraph.service.neo4j_local import LocalNeo4j
 from kernelgraph.service.store import GraphStore, open_driver
 from tests.prerequisites import unavailable
-from tests.upgrade.questions import ask, same_answer
+from tests.upgrade.questions import ask, older_signature, same_answer
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "graphs"
 RELEASES = sorted(path.name for path in FIXTURES.iterdir() if (path / "graph.dump").exists())
@@ -82,13 +81,6 @@ def test_upgrade_applies_every_pending_migration_and_a_second_apply_changes_noth
     assert migrate.apply(upgraded.knowledge.store) == []
 
 
-def _older_signature(question: dict[str, Any]) -> bool:
-    """A retrieval keyed on a signature of an earlier version (another length): its answer changed by
-    design with signature 2 (masked dimensions, measured intensity); the tests below ask it anew."""
-    signature = question.get("request", {}).get("signature")
-    return signature is not None and len(signature) != SIGNATURE_DIM
-
-
 def test_upgraded_graph_answers_as_the_release_that_wrote_it(upgraded: Upgraded) -> None:
     knowledge = upgraded.knowledge
     questions = upgraded.recorded["questions"]
@@ -99,7 +91,7 @@ def test_upgraded_graph_answers_as_the_release_that_wrote_it(upgraded: Upgraded)
     differing = [
         (q["call"], q.get("request", q.get("kernel_id")), q["answer"], answer)
         for q in questions
-        if not _older_signature(q) and not same_answer(q["answer"], answer := ask(knowledge, q))
+        if not older_signature(q) and not same_answer(q["answer"], answer := ask(knowledge, q))
     ]
     assert not differing, (
         f"{len(differing)} of {len(questions)} answers changed after the upgrade: {differing[:2]}"

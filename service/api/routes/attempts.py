@@ -17,6 +17,7 @@ from kernelgraph.client.models import (
     validate,
 )
 from kernelgraph.service.api.deps import KnowledgeDep, WriteNamespace
+from kernelgraph.service.api.responses import keyed
 
 router = APIRouter(tags=["attempts"])
 
@@ -28,8 +29,9 @@ class AttemptBatch(BaseModel):
         list[dict[str, Any]],
         Field(
             min_length=1,
-            description=f"Up to {MAX_BATCH} AttemptRecord objects (the schema of POST /v1/attempts); "
-            "more is refused with 413.",
+            description=f"Up to {MAX_BATCH} AttemptRecord objects (the schema of POST /v1/attempts) "
+            "with distinct `attempt_key`s; more is refused with 413.",
+            json_schema_extra={"items": {"$ref": "#/components/schemas/AttemptRecord"}},
         ),
     ]
 
@@ -41,7 +43,10 @@ class BatchResult(BaseModel):
     results: list[RecordResult]
 
 
-@router.post("/attempts", responses={201: {"model": RecordResult}})
+@router.post(
+    "/attempts",
+    responses={201: {"model": RecordResult, "description": "Stored."}, **keyed(404, 409, body=True)},
+)
 def record_attempt(
     attempt: AttemptRecord, knowledge: KnowledgeDep, namespace: WriteNamespace, response: Response
 ) -> RecordResult:
@@ -55,7 +60,7 @@ def record_attempt(
     return result
 
 
-@router.post("/attempts/batch")
+@router.post("/attempts/batch", responses=keyed(404, 409, body=True))
 def record_attempts(batch: AttemptBatch, knowledge: KnowledgeDep, namespace: WriteNamespace) -> BatchResult:
     """Record up to 1,000 attempts in one transaction: all are stored, or none is.
 
@@ -92,7 +97,8 @@ class MeasurementBatch(BaseModel):
         Field(
             min_length=1,
             description=f"Up to {MAX_BATCH} MeasurementRecord objects: {{key, run_id, target, kernel, "
-            "measurement, note}}; more is refused with 413.",
+            "measurement, note}} with distinct `key`s; more is refused with 413.",
+            json_schema_extra={"items": {"$ref": "#/components/schemas/MeasurementRecord"}},
         ),
     ]
 
@@ -104,7 +110,7 @@ class MeasurementBatchResult(BaseModel):
     results: list[MeasurementResult]
 
 
-@router.post("/measurements/batch")
+@router.post("/measurements/batch", responses=keyed(404, 409, body=True))
 def record_measurements(
     batch: MeasurementBatch, knowledge: KnowledgeDep, namespace: WriteNamespace
 ) -> MeasurementBatchResult:

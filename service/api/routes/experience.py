@@ -21,6 +21,7 @@ from kernelgraph.client.models import (
     TransferResponse,
 )
 from kernelgraph.service.api.deps import KnowledgeDep, ReadNamespaces
+from kernelgraph.service.api.responses import keyed
 
 router = APIRouter(tags=["experience"])
 
@@ -42,7 +43,7 @@ class TransformsOut(BaseModel):
     transforms: list[dict[str, Any]]
 
 
-@router.post("/retrieve")
+@router.post("/retrieve", responses=keyed(404, body=True))
 def retrieve(
     request: RetrieveRequest, knowledge: KnowledgeDep, namespaces: ReadNamespaces
 ) -> RetrieveResponse:
@@ -57,7 +58,7 @@ def retrieve(
     return knowledge.retrieve(namespaces, request)
 
 
-@router.post("/transfer")
+@router.post("/transfer", responses=keyed(404, body=True))
 def transfer(
     request: TransferRequest, knowledge: KnowledgeDep, namespaces: ReadNamespaces
 ) -> TransferResponse:
@@ -69,7 +70,7 @@ def transfer(
     return knowledge.transfer(namespaces, request.source_target, request.destination_target, request.pattern)
 
 
-@router.post("/transfer/matrix")
+@router.post("/transfer/matrix", responses=keyed(body=True))
 def transfer_matrix(
     request: TransferMatrixRequest, knowledge: KnowledgeDep, namespaces: ReadNamespaces
 ) -> TransferMatrixResponse:
@@ -82,7 +83,7 @@ def transfer_matrix(
     return knowledge.transfer_matrix(namespaces, request.transform, request.resamples)
 
 
-@router.post("/transfer/predict")
+@router.post("/transfer/predict", responses=keyed(404, body=True))
 def predict_transfer(
     request: TransferPredictRequest, knowledge: KnowledgeDep, namespaces: ReadNamespaces
 ) -> TransferPrediction:
@@ -96,7 +97,7 @@ def predict_transfer(
     return knowledge.predict_transfer(namespaces, request.target, request.transform)
 
 
-@router.get("/kernels/{kernel_id}/lineage")
+@router.get("/kernels/{kernel_id}/lineage", responses=keyed(404))
 def lineage(
     kernel_id: Annotated[str, Path(pattern=r"^[A-Za-z0-9]+$", max_length=64)],
     knowledge: KnowledgeDep,
@@ -112,7 +113,7 @@ def lineage(
     )
 
 
-@router.get("/transforms")
+@router.get("/transforms", responses=keyed())
 def list_transforms(knowledge: KnowledgeDep, namespaces: ReadNamespaces) -> TransformsOut:
     """Every transform recorded in the caller's namespaces, with how often it was tried and kept."""
     return TransformsOut(transforms=knowledge.list_transforms(namespaces))
@@ -122,7 +123,7 @@ class LeaderboardOut(BaseModel):
     rows: list[dict[str, Any]]
 
 
-@router.get("/leaderboard")
+@router.get("/leaderboard", responses=keyed())
 def leaderboard(
     knowledge: KnowledgeDep,
     namespaces: ReadNamespaces,
@@ -144,7 +145,7 @@ class EvidenceOut(BaseModel):
     attempts: list[dict[str, Any]]
 
 
-@router.post("/evidence")
+@router.post("/evidence", responses=keyed(body=True))
 def evidence(request: EvidenceRequest, knowledge: KnowledgeDep, namespaces: ReadNamespaces) -> EvidenceOut:
     """The attempts behind a recommendation, in full: kernels, target, starting state, outcome, speedup."""
     return EvidenceOut(attempts=knowledge.evidence(namespaces, request.attempt_keys))

@@ -8,11 +8,12 @@ from fastapi import APIRouter
 
 from kernelgraph.client.errors import Retryable
 from kernelgraph.service.api.deps import StateDep
+from kernelgraph.service.api.responses import errors
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health")
+@router.get("/health", responses=errors(503))
 def health(state: StateDep) -> dict[str, Any]:
     """Liveness and Neo4j reachability: 200 when Neo4j answers, 503 (with `Retry-After`) when it does not.
 

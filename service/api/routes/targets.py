@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kernelgraph.client.models import MAX_BATCH, HardwareTarget
 from kernelgraph.service.api.deps import KnowledgeDep, ReadNamespaces, WriteNamespace
+from kernelgraph.service.api.responses import keyed
 
 router = APIRouter(tags=["targets"])
 
@@ -28,7 +29,7 @@ class TargetsOut(BaseModel):
     targets: list[dict[str, Any]]
 
 
-@router.post("/targets")
+@router.post("/targets", responses=keyed(409, body=True))
 def upsert_targets(body: TargetsIn, knowledge: KnowledgeDep, namespace: WriteNamespace) -> TargetsUpserted:
     """Create or update hardware targets in the caller's namespace (writer or admin key).
 
@@ -39,7 +40,7 @@ def upsert_targets(body: TargetsIn, knowledge: KnowledgeDep, namespace: WriteNam
     return TargetsUpserted(namespace=namespace, names=names)
 
 
-@router.get("/targets")
+@router.get("/targets", responses=keyed())
 def list_targets(knowledge: KnowledgeDep, namespaces: ReadNamespaces) -> TargetsOut:
     """Every hardware target the caller may read, with its counts of measurements and attempts."""
     return TargetsOut(targets=knowledge.list_targets(namespaces))

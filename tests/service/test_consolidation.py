@@ -1,0 +1,397 @@
+"""Consolidation on a real Neo4j: a graph seeded with duplicates and contradictions is merged and flagged
+once, a second run changes nothing, retrieval ranks as before, nothing a user can ask about is lost,
+and it runs beside concurrent writers."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions, source_index, source_property
+from kernelgraph.service.consolidation import ConsolidationSchedule, consolidate
+from kernelgraph.service.consolidation_rules import SUPERSEDED_EVALUATOR_WEIGHT
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore
+from tests import factories
+
+pytestmark = pytest.mark.neo4j
+
+SIG_A = [0.5] * SIGNATURE_DIM
+SIG_B = [0.55] * SIGNATURE_DIM
+SIG_C = [0.45] * SIGNATURE_DIM
+SIG_FAR = [0.9] * SIGNATURE_DIM
+
+
+def attempt(key: str, state: str, signature: list[float], transform: str, speedup: float | None,
+            outcome: str = "kept", *, median: float = 1e6, child: str | None = None,
+            evaluator_version: int | None = 2, task: str = "matmul") -> dict[str, Any]:  # fmt: skip
+    """An attempt from kernel `state` measured at `median` (another median: a re-measurement)."""
+    parent_measurement = factories.measurement(median, list(signature))
+    if evaluator_version is not None:
+        parent_measurement.update(evaluator_version=evaluator_version, sandboxed=True)
+    record = factories.attempt(
+        key, transform=transform, speedup=speedup, outcome=outcome, task=task,
+        parent_source=f"void kernel(void) {{ /* {state} */ }}",
+        child_source=child or f"void kernel(void) {{ /* {state} {transform} {key} */ }}",
+    )  # fmt: skip
+    record["parent_measurement"] = parent_measurement
+    if speedup is not None:
+        record["child_measurement"] = factories.measurement(median / speedup)
+    return record
+
+
+def seeded() -> list[dict[str, Any]]:
+    return [
+        # Kernel A re-measured by three runs (three states, one kernel), each trying unroll: duplicates.
+        attempt("run-1:0", "A", SIG_A, "unroll", 1.50, median=1.00e6),
+        attempt("run-2:0", "A", SIG_A, "unroll", 1.55, median=1.01e6),
+        attempt("run-3:0", "A", SIG_A, "unroll", 1.45, median=0.99e6),
+        attempt("run-1:1", "A", SIG_A, "tile", 1.20, median=1.00e6),
+        attempt("run-2:1", "A", SIG_A, "tile", None, "compile_error", median=1.01e6),
+        # Kernel B: vectorize helped 2x once and halved the time another time: a speedup contradiction.
+        attempt("run-4:0", "B", SIG_B, "vectorize", 2.0, child="void kernel(void) { /* B vec */ }"),
+        attempt(
+            "run-5:0",
+            "B",
+            SIG_B,
+            "vectorize",
+            0.5,
+            "discarded",
+            median=1.02e6,
+            child="void kernel(void) { /* B vec */ }",
+        ),
+        # Kernel C: the same child ran correctly once and was judged incorrect once: an outcome contradiction.
+        attempt("run-6:0", "C", SIG_C, "parallelize", 1.3, child="void kernel(void) { /* C par */ }"),
+        attempt(
+            "run-7:0", "C", SIG_C, "parallelize", None, "incorrect", child="void kernel(void) { /* C par */ }"
+        ),
+        # Kernel A at another size: the same source, a state of its own (its signature is far from A's).
+        attempt("run-8:0", "A", SIG_FAR, "unroll", 1.1, median=3e6),
+    ]
+
+
+@pytest.fixture
+def knowledge(store: GraphStore, namespace: str) -> KnowledgeService:
+    service = KnowledgeService(store)
+    service.upsert_targets(namespace, [factories.target()])
+    return service
+
+
+def ranking(
+    knowledge: KnowledgeService, namespace: str, signature: list[float]
+) -> list[tuple[str, float, int]]:
+    response = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "signature": signature, "k": 50, "limit": 20}
+    )
+    return [(t.transform, round(t.score, 9), t.attempts) for t in response.transforms]
+
+
+def count(store: GraphStore, cypher: str, namespace: str) -> int:
+    records = store.driver.execute_query(cypher, ns=namespace, database_=store.database).records
+    return int(records[0][0])
+
+
+def test_first_run_merges_and_flags_the_second_changes_nothing(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    knowledge.record_attempts(namespace, seeded())
+    dry = consolidate(store, namespace, dry_run=True)
+    assert (
+        count(store, "MATCH (:Measurement {namespace: $ns})-[r:MERGED_INTO]->() RETURN count(r)", namespace)
+        == 0
+    )
+    assert count(store, "MATCH (x:Contradiction {namespace: $ns}) RETURN count(x)", namespace) == 0
+
+    first = consolidate(store, namespace)
+    assert (first.merged, first.contradictions_flagged, first.contradictions_open) == (3, 2, 2)
+    # Every child measurement (no attempt started from one) left the index: 8 children were timed.
+    assert first.parked == dry.parked == 8
+    assert first.changes == dry.changes == 5 + 8
+    # Kernel A's three states are one (2 merged) and B's two (1 merged).
+    assert (
+        count(store, "MATCH (:Measurement {namespace: $ns})-[r:MERGED_INTO]->() RETURN count(r)", namespace)
+        == 3
+    )
+    kinds = store.driver.execute_query(
+        "MATCH (x:Contradiction {namespace: $ns})-[:INVOLVES]->(a:Attempt) "
+        "RETURN x.transform AS transform, x.kinds AS kinds, x.status AS status, collect(a.attempt_key) AS keys "
+        "ORDER BY transform", ns=namespace, database_=store.database,
+    ).records  # fmt: skip
+    assert [(r["transform"], r["kinds"], r["status"], sorted(r["keys"])) for r in kinds] == [
+        ("parallelize", ["outcome"], "open", ["run-6:0", "run-7:0"]),
+        ("vectorize", ["speedup"], "open", ["run-4:0", "run-5:0"]),
+    ]
+
+    second = consolidate(store, namespace)
+    assert second.changes == 0
+    assert (second.merged, second.weighed, second.contradictions_flagged, second.contradictions_resolved) == (
+        0,
+        0,
+        0,
+        0,
+    )
+    assert second.already_merged == 3 and second.contradictions_open == 2
+
+
+def test_retrieval_ranks_as_before_and_nothing_is_lost(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    knowledge.record_attempts(namespace, seeded())
+    keys = [a["attempt_key"] for a in seeded()]
+    queries = (("A", SIG_A), ("B", SIG_B), ("C", SIG_C), ("far", SIG_FAR))
+    before = {name: ranking(knowledge, namespace, sig) for name, sig in queries}
+    evidence_before = knowledge.evidence([namespace], keys)
+    children = [r.child_kernel_id for r in knowledge.record_attempts(namespace, seeded())]
+    lineage_before = [knowledge.lineage([namespace], kernel) for kernel in children]
+
+    consolidate(store, namespace)
+
+    after = {name: ranking(knowledge, namespace, sig) for name, sig in queries}
+    assert after == before  # re-measurements have the same signature: the same weights, scores and ranks
+    assert knowledge.evidence([namespace], keys) == evidence_before
+    assert [knowledge.lineage([namespace], kernel) for kernel in children] == lineage_before
+    assert count(store, "MATCH (a:Attempt {namespace: $ns}) RETURN count(a)", namespace) == len(keys)
+    # The neighbours are fewer (one state per kernel) and the contradictions are reported.
+    response = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "signature": SIG_B, "k": 50, "limit": 20}
+    )
+    assert response.neighbours == 4  # A, B, C and A at another size
+    vectorize = next(t for t in response.transforms if t.transform == "vectorize")
+    assert vectorize.disputed == 1 and vectorize.by_params[0].disputed
+    unroll = next(t for t in response.transforms if t.transform == "unroll")
+    assert not unroll.disputed and unroll.by_params[0].sd_log_speedup is not None
+    # The spread of every unroll attempt within reach: A's three and A at another size.
+    assert unroll.by_params[0].sd_log_speedup == pytest.approx(
+        statistics.stdev(math.log(x) for x in (1.5, 1.55, 1.45, 1.1))
+    )
+
+
+def test_superseded_evaluator_evidence_counts_less(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    knowledge.record_attempts(namespace, [
+        attempt("old:0", "D", SIG_A, "fuse", 2.0, evaluator_version=None),  # before evaluator 2
+        attempt("new:0", "E", SIG_A, "unroll", 1.5, evaluator_version=2),
+    ])  # fmt: skip
+    before = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": SIG_A})
+    report = consolidate(store, namespace)
+    assert (report.newest_evaluator, report.superseded_evaluator_states, report.weighed) == (2, 1, 1)
+    after = knowledge.retrieve([namespace], {"target": "cpu-test", "signature": SIG_A})
+    weight = {t.transform: t.evidence_weight for t in before.transforms}
+    weighed = {t.transform: t.evidence_weight for t in after.transforms}
+    assert weighed["fuse"] == pytest.approx(weight["fuse"] * SUPERSEDED_EVALUATOR_WEIGHT)
+    assert weighed["unroll"] == pytest.approx(weight["unroll"])
+    assert [t.transform for t in before.transforms] == ["fuse", "unroll"]
+    assert [t.transform for t in after.transforms] == ["unroll", "fuse"]
+    assert consolidate(store, namespace).changes == 0
+
+
+def test_consolidation_beside_concurrent_writers_loses_nothing(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    """Agents keep re-measuring kernel A and recording attempts while consolidation runs repeatedly."""
+    knowledge.record_attempts(namespace, seeded())
+    writes = [
+        attempt(f"live-{i}:0", "A", SIG_A, ("unroll", "tile", "fuse")[i % 3], 1.1 + (i % 5) / 10,
+                median=1e6 + 1_000 * (i + 10))
+        for i in range(30)
+    ]  # fmt: skip
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            for record in writes:
+                knowledge.record_attempts(namespace, [record])
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    runs = 0
+    while thread.is_alive() or runs < 2:
+        consolidate(store, namespace)
+        runs += 1
+    thread.join()
+    assert not errors
+    consolidate(store, namespace)
+    assert consolidate(store, namespace).changes == 0
+    total = len(seeded()) + len(writes)
+    assert count(store, "MATCH (a:Attempt {namespace: $ns}) RETURN count(a)", namespace) == total
+    assert count(store, "MATCH (e:StateEvidence {namespace: $ns}) RETURN sum(e.attempts)", namespace) == total
+    # Every re-measurement of kernel A is one state now (A at another size stays apart: 4 states).
+    assert count(store, "MATCH (m:Measurement {namespace: $ns}) WHERE m.explored AND m.merged_into IS NULL "
+                        "RETURN count(m)", namespace) == 4  # fmt: skip
+    response = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "signature": SIG_A, "k": 50, "limit": 20}
+    )
+    assert sum(t.attempts for t in response.transforms) == total
+    # No chains: a state others were merged into is never merged itself.
+    assert count(store, "MATCH (:Measurement {namespace: $ns})-[:MERGED_INTO]->(:Measurement)-[:MERGED_INTO]->() "
+                        "RETURN count(*)", namespace) == 0  # fmt: skip
+
+
+def test_the_schedule_consolidates_every_namespace(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    knowledge.record_attempts(namespace, seeded())
+    schedule = ConsolidationSchedule(store, 0.1)
+    schedule.start()
+    try:
+        deadline = time.monotonic() + 60
+        while schedule.runs < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        schedule.stop()
+    assert schedule.runs >= 1
+    assert count(store, "MATCH (x:Contradiction {namespace: $ns}) RETURN count(x)", namespace) == 2
+
+
+def test_a_merged_state_reads_all_its_evidence_and_leaves_room_for_others(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    """Kernel A measured six times fills the k = 4 nearest measurements alone before merging; after it,
+    A is one state that reads all six runs' evidence and takes at most k / 4 slots, so B comes in."""
+    again = [attempt(f"again-{i}:0", "A", SIG_A, "unroll", 1.5, median=1e6 + 1e4 * i) for i in range(6)]
+    knowledge.record_attempts(namespace, again + seeded()[5:7])
+    request = {"target": "cpu-test", "signature": SIG_A, "k": 4, "limit": 20}
+    before = knowledge.retrieve([namespace], request)
+    consolidate(store, namespace)
+    after = knowledge.retrieve([namespace], request)
+    assert before.neighbours == 4 and {t.transform: t.attempts for t in before.transforms} == {"unroll": 4}
+    assert after.neighbours == 2  # A and B (B's two re-measurements are one state too)
+    assert {t.transform: t.attempts for t in after.transforms} == {"unroll": 6, "vectorize": 2}
+    # The merged duplicates left the vector index; their signatures are kept beside it.
+    assert count(store, "MATCH (m:Measurement {namespace: $ns}) WHERE m.merged_into IS NOT NULL "
+                        "AND m.signature IS NULL AND m.merged_signature IS NOT NULL RETURN count(m)", namespace) == 6  # fmt: skip
+
+
+def test_the_command_names_a_bad_namespace() -> None:
+    from typer.testing import CliRunner
+
+    from kernelgraph.cli import app
+
+    result = CliRunner().invoke(app, ["consolidate", "--namespace", "Bad Space!"])
+    assert result.exit_code == 1
+    assert "--namespace" in result.output
+    both = CliRunner().invoke(app, ["consolidate", "--namespace", "a", "--all"])
+    assert both.exit_code == 1 and "not both" in both.output
+
+
+def test_a_parked_measurement_comes_back_when_an_attempt_starts_from_it(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    """The loop continues from its kept child by id: once explored, the child is found again."""
+    [first] = knowledge.record_attempts(namespace, [attempt("run-9:0", "K", SIG_A, "unroll", 2.0)])
+    assert consolidate(store, namespace).parked == 1
+    child = first.child_measurement_id
+    assert count(store, "MATCH (m:Measurement {namespace: $ns}) WHERE m.signature IS NULL "
+                        "AND m.parked_signature IS NOT NULL RETURN count(m)", namespace) == 1  # fmt: skip
+    step = factories.attempt(
+        "run-9:1",
+        transform="tile",
+        speedup=1.3,
+        parent_source="x",
+        child_source="void kernel(void) { /* K tile */ }",
+    )
+    step.pop("parent"), step.pop("parent_measurement")
+    knowledge.record_attempts(namespace, [{**step, "parent_measurement_id": child}])
+    assert count(store, "MATCH (m:Measurement {namespace: $ns}) WHERE m.signature IS NOT NULL AND m.explored "
+                        "AND m.parked_signature IS NULL RETURN count(m)", namespace) == 2  # fmt: skip
+    response = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "signature": SIG_A, "k": 10, "limit": 20}
+    )
+    assert child in response.neighbour_ids and {t.transform for t in response.transforms} == {
+        "unroll",
+        "tile",
+    }
+
+
+def _source_vectors(store: GraphStore, namespace: str) -> dict[str, dict[str, Any]]:
+    prop = source_property(factories.SOURCE)
+    records = store.driver.execute_query(
+        f"MATCH (m:Measurement {{namespace: $ns}}) RETURN m.measurement_id AS id, m.{prop} AS vector, "
+        "m.signature AS signature, coalesce(m.signature, m.merged_signature, m.parked_signature) AS kept, "
+        "m.signature_dims AS dims, m.explored AS explored, m.merged_into AS merged_into",
+        ns=namespace, database_=store.database,
+    ).records  # fmt: skip
+    return {r["id"]: dict(r) for r in records}
+
+
+def _in_index(store: GraphStore, namespace: str) -> set[str]:
+    dims = source_dimensions(factories.SOURCE)
+    records = store.driver.execute_query(
+        "CALL db.index.vector.queryNodes($index, 2000, $vector) YIELD node "
+        "WHERE node.namespace = $ns RETURN node.measurement_id AS id",
+        index=source_index(factories.SOURCE), vector=[0.5] * len(dims), ns=namespace, database_=store.database,
+    ).records  # fmt: skip
+    return {r["id"] for r in records}
+
+
+def test_merged_and_parked_measurements_leave_the_per_source_index(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    """Signature version 2 indexes each source's complete measurements on m.signature_<source>: merging
+    and parking take that out with the signature, so the index holds exactly the states neighbour search
+    may return; exploring a parked child puts its per-source vector back, and a later re-signing keeps
+    merged and parked measurements out."""
+    from kernelgraph.service.migrate import resign_measurements
+
+    [*_, last] = knowledge.record_attempts(namespace, seeded())
+    consolidate(store, namespace)
+    stored = _source_vectors(store, namespace)
+    states = {i for i, m in stored.items() if m["explored"] and m["merged_into"] is None}
+    assert len(states) == 4  # A, A at another size, B, C (A's and B's re-measurements merged)
+    for i, m in stored.items():
+        assert (m["vector"] is not None) == (i in states), i
+        if i in states:
+            assert m["vector"] == [m["signature"][d] for d in m["dims"]]
+        else:
+            assert m["signature"] is None and m["kept"] is not None and m["dims"]
+    deadline = time.monotonic() + 30  # vector indexes take nodes in shortly after the commit
+    while _in_index(store, namespace) != states and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _in_index(store, namespace) == states
+
+    # An attempt from a parked child (the loop continuing from its kept child) restores it.
+    child = last.child_measurement_id
+    assert child is not None and child not in states
+    step = factories.attempt("run-8:1", transform="tile", speedup=1.2, parent_source="x",
+                             child_source="void kernel(void) { /* A far tile */ }")  # fmt: skip
+    step.pop("parent"), step.pop("parent_measurement")
+    [continued] = knowledge.record_attempts(namespace, [{**step, "parent_measurement_id": child}])
+    restored = _source_vectors(store, namespace)[child]
+    assert restored["explored"] and restored["vector"] == [restored["signature"][d] for d in restored["dims"]]
+    # Its own new child is indexed as recorded, until the next consolidation parks it.
+    fresh = {continued.child_measurement_id}
+    deadline = time.monotonic() + 30
+    while _in_index(store, namespace) != states | {child} | fresh and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _in_index(store, namespace) == states | {child} | fresh
+    assert consolidate(store, namespace).parked == 1
+
+    # A later signature version re-signs every measurement: merged and parked ones stay out of the index.
+    # Counters that measure every cpu_cachegrind dimension, so each re-signed state is complete again.
+    counters = {"time_ns": 1e6, "flops": 3.3e7, "bytes": 1.2e6, "instructions": 5e7, "d1_miss_rate": 0.31,
+                "ll_miss_rate": 0.02, "ll_miss_bytes": 2.4e6, "cpu_utilization": 0.5, "threads": 1}  # fmt: skip
+    store.driver.execute_query(
+        "MATCH (m:Measurement {namespace: $ns}) SET m.signature_version = 1, m.counters_json = $counters",
+        ns=namespace, counters=json.dumps(counters), database_=store.database,
+    )  # fmt: skip
+    assert resign_measurements(store) >= len(stored)
+    resigned = _source_vectors(store, namespace)
+    explored = states | {child}
+    assert set(resigned) == set(stored) | fresh
+    for i, m in resigned.items():
+        assert m["kept"] is not None and len(m["dims"]) == len(source_dimensions(factories.SOURCE)), i
+        assert (m["signature"] is not None) == (i in explored), i
+        assert (m["vector"] is not None) == (i in explored), i
+    deadline = time.monotonic() + 30
+    while _in_index(store, namespace) != explored and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _in_index(store, namespace) == explored

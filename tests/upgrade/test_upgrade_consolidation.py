@@ -1,0 +1,111 @@
+"""Consolidating a graph written by an earlier release, after `schema apply`: nothing a user can ask about
+is lost (lineage, transfer, evidence, every node), a second run changes nothing, and retrieval still
+recommends what the release recommended."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernelgraph.client.settings import Settings
+from kernelgraph.service import migrate
+from kernelgraph.service.embeddings import MiniLMEmbedder
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.neo4j_local import LocalNeo4j
+from kernelgraph.service.store import GraphStore, open_driver
+from tests.prerequisites import unavailable
+from tests.upgrade.questions import ask, older_signature, same_answer
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "graphs"
+RELEASES = sorted(path.name for path in FIXTURES.iterdir() if (path / "graph.dump").exists())
+COUNT = "MATCH (n) WHERE NOT n:Contradiction RETURN labels(n)[0] AS label, count(*) AS n ORDER BY label"
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Consolidated:
+    knowledge: KnowledgeService
+    recorded: dict[str, Any]
+    counts_before: list[dict[str, Any]]
+    evidence_before: dict[str, list[dict[str, Any]]]
+    reports: list[Any]
+
+
+@pytest.fixture(scope="module", params=RELEASES)
+def consolidated(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Consolidated]:
+    """The release's graph on a server of its own, upgraded, then consolidated twice per namespace."""
+    if not (shutil.which("java") and shutil.which("mvn")):
+        unavailable("the upgrade test loads a dump into a local Neo4j: it needs Java 17 and Maven")
+    release = FIXTURES / request.param
+    settings = Settings(data_home=tmp_path_factory.mktemp(f"consolidate-{request.param}"), bolt_port=_free_port(),
+                        http_port=_free_port(), neo4j_heap="512m", neo4j_pagecache="128m")  # fmt: skip
+    server = LocalNeo4j(settings)
+    server.load(release / "graph.dump")
+    server.start()
+    driver = open_driver(settings)
+    try:
+        store = GraphStore(driver, settings.neo4j_database)
+        migrate.apply(store)
+        knowledge = KnowledgeService(store, MiniLMEmbedder())
+        recorded = json.loads((release / "answers.json").read_text())
+        _, counts = store.run_text(COUNT, {}, write=False)
+        spaces = sorted({q["namespace"] for q in recorded["questions"]})
+        _, keys = store.run_text(
+            "MATCH (a:Attempt) WHERE a.namespace IN $spaces RETURN a.namespace AS ns, collect(a.attempt_key) AS keys",
+            {"spaces": spaces}, write=False,
+        )  # fmt: skip
+        evidence = {row["ns"]: knowledge.evidence([row["ns"]], sorted(row["keys"])) for row in keys}
+        reports = [(knowledge.consolidate(ns), knowledge.consolidate(ns)) for ns in spaces]
+        yield Consolidated(knowledge, recorded, counts, evidence, reports)
+    finally:
+        driver.close()
+        server.stop()
+
+
+def test_a_second_consolidation_of_an_upgraded_graph_changes_nothing(consolidated: Consolidated) -> None:
+    assert consolidated.reports
+    for first, second in consolidated.reports:
+        assert first.states > 0
+        assert second.changes == 0, second
+
+
+def test_nothing_a_user_can_ask_about_is_lost(consolidated: Consolidated) -> None:
+    knowledge = consolidated.knowledge
+    _, counts = knowledge.store.run_text(COUNT, {}, write=False)
+    assert counts == consolidated.counts_before  # every node kept
+    for namespace, before in consolidated.evidence_before.items():
+        assert knowledge.evidence([namespace], sorted(e["attempt_key"] for e in before)) == before
+    for question in consolidated.recorded["questions"]:
+        if question["call"] in ("lineage", "transfer"):
+            assert same_answer(question["answer"], ask(knowledge, question)), question
+
+
+def test_retrieval_still_recommends_what_the_release_recommended(consolidated: Consolidated) -> None:
+    """Merging re-measurements reads the same evidence at the state's similarity: scores may move a
+    little, the recommendations (the top transform and the set ranked) do not."""
+    asked = 0
+    for question in consolidated.recorded["questions"]:
+        if question["call"] != "retrieve" or not question["answer"] or older_signature(question):
+            continue
+        asked += 1
+        answer = ask(consolidated.knowledge, question)
+        assert answer, question["request"]
+        assert answer[0]["transform"] == question["answer"][0]["transform"], (question["request"], answer)
+        assert {t["transform"] for t in answer} == {t["transform"] for t in question["answer"]}
+    assert asked, "the fixture must hold retrieval questions this release can still ask"
