@@ -21,6 +21,17 @@ def older_signature(question: dict[str, Any]) -> bool:
     return signature is not None and len(signature) != SIGNATURE_DIM
 
 
+def exact_text_search(question: dict[str, Any]) -> bool:
+    """A retrieval by source text (text or hybrid mode): small namespaces are now scored exactly, as
+    counters are (study v2), and the states of one kernel tie on text, so which tied states fill the k
+    neighbours changed by design; the transforms recommended must not (`same_transforms`)."""
+    return question["call"] == "retrieve" and question.get("request", {}).get("mode") in ("text", "hybrid")
+
+
+def same_transforms(recorded: list[dict[str, Any]], current: list[dict[str, Any]]) -> bool:
+    return {t["transform"] for t in recorded} == {t["transform"] for t in current}
+
+
 def ask(knowledge: KnowledgeService, question: dict[str, Any]) -> Any:
     """The comparable answer to one recorded question."""
     namespaces = [question["namespace"]]
