@@ -794,10 +794,11 @@ def summarize(rows: Sequence[Mapping[str, Any]], plan: StudyPlan) -> dict[str, A
                         instance_means[lead][k], instance_means[control][k]
                     )
         if "memoryless@4K" in instance_means:
+            k = PRIMARY_K if PRIMARY_K in plan.budgets else plan.budgets[-1]  # --quick runs K=4 only
             for lead in ("counters", "hybrid"):
                 if lead in instance_means:
-                    comparisons[f"{lead}@{PRIMARY_K} vs memoryless@{4 * PRIMARY_K}"] = paired(
-                        instance_means[lead][PRIMARY_K], instance_means["memoryless@4K"][PRIMARY_K]
+                    comparisons[f"{lead}@{k} vs memoryless@{4 * k}"] = paired(
+                        instance_means[lead][k], instance_means["memoryless@4K"][k]
                     )
         out[split] = {"arms": per, "comparisons": comparisons, "instance_means": {
             a: {str(k): v for k, v in ks.items()} for a, ks in instance_means.items()}}  # fmt: skip
