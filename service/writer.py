@@ -27,7 +27,11 @@ from kernelgraph.client.errors import Retryable
 log = logging.getLogger(__name__)
 
 MAX_GROUP_ROWS = 2_000  # attempts per shared transaction (one full batch of 1,000 always fits)
-COMMIT_SLOTS = 1  # transactions of this writer in flight at once; more only adds lock contention
+# Transactions of one writer in flight at once. Two keep both cores busy (one transaction's query
+# runs while the other commits or the callers validate): 1,000-attempt batches from 2 threads went
+# 15-25% faster than with one, in 2 of 3 interleaved rounds on the 2-core machine. Their rare
+# deadlocks on shared kernels and states are retried (GraphStore.write_transaction).
+COMMIT_SLOTS = 2
 
 
 @dataclass(eq=False)

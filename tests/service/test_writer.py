@@ -183,3 +183,30 @@ def test_single_attempts_from_many_threads_share_transactions_and_all_are_stored
     from tests.service.test_state_evidence import assert_consistent
 
     assert sum(row["attempts"] for row in assert_consistent(store, namespace)) == 48
+
+
+@pytest.mark.neo4j
+def test_a_write_whose_retries_ran_out_is_a_503_with_retry_after(
+    live_url: str, store: GraphStore, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """POST /v1/attempts while every commit fails on a deadlock: 503 with Retry-After, never 500."""
+    import httpx
+
+    import kernelgraph.service.store as store_module
+    from tests.service.conftest import make_keys
+
+    keys = make_keys(store, namespace)
+    KnowledgeService(store).upsert_targets(namespace, [factories.target()])
+
+    def deadlocked(self: GraphStore, work: Any) -> Any:
+        with mapped_errors():
+            raise _commit_failed()
+
+    monkeypatch.setattr(store_module.GraphStore, "write_transaction", deadlocked)
+    with httpx.Client(
+        base_url=live_url, headers={"Authorization": f"Bearer {keys.writer}"}, timeout=30
+    ) as http:
+        response = http.post("/v1/attempts", json=factories.attempt("deadlock:0"))
+    assert response.status_code == 503, response.text
+    assert response.json()["error"]["code"] == "unavailable"
+    assert int(response.headers["Retry-After"]) >= 1
