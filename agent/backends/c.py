@@ -323,6 +323,9 @@ def measured_parallelism(extra: Mapping[str, Any], cores: int) -> dict[str, floa
 
     cpu_utilization = process CPU time (every thread) / wall time / cores: 1/cores for serial code,
     near 1 when every core worked for the whole call, less for imbalance, serial sections or waiting.
+    It can exceed 1: OpenMP's idle workers spin for a while after a parallel call returns, and that CPU
+    time falls between the child's CPU-time reads (seen: 1.29 on a loaded 2-core machine); the
+    signature clips it to 1.
     """
     out: dict[str, float] = {CounterName.CORES: float(cores)}
     try:
