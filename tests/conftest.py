@@ -94,3 +94,22 @@ def namespace() -> str:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def cli_on_test_neo4j(
+    neo4j_settings: Settings, store: object, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """The `kernelgraph` CLI, run in-process by a test, talks to this session's Neo4j (through the
+    environment, as a user's shell would), with the settings cache cleared before and after."""
+    from kernelgraph.client.settings import get_settings
+
+    for key in ("neo4j_uri", "data_home", "bolt_port", "http_port", "neo4j_database"):
+        value = getattr(neo4j_settings, key)
+        if value is not None:
+            monkeypatch.setenv(f"KERNELGRAPH_{key.upper()}", str(value))
+    if neo4j_settings.neo4j_password is not None:
+        monkeypatch.setenv("KERNELGRAPH_NEO4J_PASSWORD", neo4j_settings.neo4j_password.get_secret_value())
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()

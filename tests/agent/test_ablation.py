@@ -10,7 +10,6 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelgraph.cli import app
-from kernelgraph.client.settings import Settings
 from kernelgraph.studies.ablation import ArmRuns, goals_of, results_markdown, summarize
 
 
@@ -60,29 +59,14 @@ def test_padding_keeps_a_run_that_stopped_early_at_its_last_value() -> None:
 
 @pytest.mark.slow
 def test_quick_ablation_runs_end_to_end_on_real_kernels(
-    neo4j_settings: Settings, store: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli_on_test_neo4j: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for key, value in neo4j_settings.model_dump().items():
-        if value is not None and key in (
-            "neo4j_uri",
-            "data_home",
-            "bolt_port",
-            "http_port",
-            "neo4j_database",
-        ):
-            monkeypatch.setenv(f"KERNELGRAPH_{key.upper()}", str(value))
-    if neo4j_settings.neo4j_password is not None:
-        monkeypatch.setenv("KERNELGRAPH_NEO4J_PASSWORD", neo4j_settings.neo4j_password.get_secret_value())
-    from kernelgraph.client.settings import get_settings
-
-    get_settings.cache_clear()
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(
         app,
         ["bench", "ablation", "--quick", "--tasks", "reduction,elementwise_chain", "--budget", "2", "--seeds", "2",
          "--json", "--results-dir", str(tmp_path / "results")],
     )  # fmt: skip
-    get_settings.cache_clear()
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["budget"] == 2 and report["seeds"] == 2

@@ -11,7 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelgraph.cli import app
-from kernelgraph.client.settings import Settings
 from kernelgraph.studies.interference import (
     GROWTH_MIX,
     TARGETS,
@@ -66,43 +65,24 @@ def test_goals_compare_the_largest_size_with_the_smallest() -> None:
 
 @pytest.mark.neo4j
 @pytest.mark.slow
-def test_a_tiny_interference_run_end_to_end(
-    neo4j_settings: Settings, store: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for key, value in neo4j_settings.model_dump().items():
-        if value is not None and key in (
-            "neo4j_uri",
-            "data_home",
-            "bolt_port",
-            "http_port",
-            "neo4j_database",
-        ):
-            monkeypatch.setenv(f"KERNELGRAPH_{key.upper()}", str(value))
-    if neo4j_settings.neo4j_password is not None:
-        monkeypatch.setenv("KERNELGRAPH_NEO4J_PASSWORD", neo4j_settings.neo4j_password.get_secret_value())
-    from kernelgraph.client.settings import get_settings
-
-    get_settings.cache_clear()
-    try:
-        result = CliRunner().invoke(
-            app,
-            ["bench", "interference", "--scales", "1,2", "--runs-per-task", "2", "--queries-per-task", "1",
-             "--repeats", "1", "--no-kernelbench", "--json", "--results-dir", str(tmp_path)],
-        )  # fmt: skip
-        assert result.exit_code == 0, result.output
-        report = json.loads((tmp_path / "interference-latest.json").read_text())
-        assert [s["scale"] for s in report["steps"]] == [1, 2]
-        for step in report["steps"]:
-            for arm in ("recorded", "consolidated"):
-                figures = step[arm]
-                assert figures["queries"] == 12 and 0 < figures["mrr"] <= 1
-                assert figures["proposer_evidence"]["llm_evidence_chars_max"] <= 1_600
-        first = report["steps"][0]["consolidation"]
-        assert first["merged"] > 0  # every run re-measured its baseline
-        assert report["steps"][1]["graph"]["attempts"] >= 2 * report["core"]["attempts"] * 0.9
-        # A second consolidation of the same namespace changes nothing.
-        again = CliRunner().invoke(app, ["consolidate", "--namespace", report["namespace"], "--json"])
-        assert again.exit_code == 0, again.output
-        assert json.loads(again.stdout)[0]["changes"] == 0
-    finally:
-        get_settings.cache_clear()
+def test_a_tiny_interference_run_end_to_end(cli_on_test_neo4j: None, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["bench", "interference", "--scales", "1,2", "--runs-per-task", "2", "--queries-per-task", "1",
+         "--repeats", "1", "--no-kernelbench", "--json", "--results-dir", str(tmp_path)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "interference-latest.json").read_text())
+    assert [s["scale"] for s in report["steps"]] == [1, 2]
+    for step in report["steps"]:
+        for arm in ("recorded", "consolidated"):
+            figures = step[arm]
+            assert figures["queries"] == 12 and 0 < figures["mrr"] <= 1
+            assert figures["proposer_evidence"]["llm_evidence_chars_max"] <= 1_600
+    first = report["steps"][0]["consolidation"]
+    assert first["merged"] > 0  # every run re-measured its baseline
+    assert report["steps"][1]["graph"]["attempts"] >= 2 * report["core"]["attempts"] * 0.9
+    # A second consolidation of the same namespace changes nothing.
+    again = CliRunner().invoke(app, ["consolidate", "--namespace", report["namespace"], "--json"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)[0]["changes"] == 0

@@ -16,7 +16,6 @@ from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.targets import get_target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.cli import app
-from kernelgraph.client.settings import Settings
 from kernelgraph.studies import thesis
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,29 +98,14 @@ def test_held_out_families_leave_out_every_instance_of_the_family() -> None:
 
 @pytest.mark.slow
 def test_quick_study_runs_end_to_end_and_the_mechanism_holds(
-    neo4j_settings: Settings, store: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli_on_test_neo4j: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for key, value in neo4j_settings.model_dump().items():
-        if value is not None and key in (
-            "neo4j_uri",
-            "data_home",
-            "bolt_port",
-            "http_port",
-            "neo4j_database",
-        ):
-            monkeypatch.setenv(f"KERNELGRAPH_{key.upper()}", str(value))
-    if neo4j_settings.neo4j_password is not None:
-        monkeypatch.setenv("KERNELGRAPH_NEO4J_PASSWORD", neo4j_settings.neo4j_password.get_secret_value())
-    from kernelgraph.client.settings import get_settings
-
-    get_settings.cache_clear()
     landscapes = tmp_path / "landscapes"
     shutil.copytree(REPO / "results" / "landscapes", landscapes)  # the committed measurements
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(
         app, ["bench", "study", "--quick", "--json", "--landscapes", str(landscapes), "--results-dir", "out"]
     )
-    get_settings.cache_clear()
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     arms = summary["fraction_of_oracle"]["instance"]
