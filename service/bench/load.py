@@ -47,6 +47,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from kernelgraph.client.reports import run_context
 from kernelgraph.client.settings import Settings
 from kernelgraph.service.bench.service_bench import percentiles
 
@@ -112,22 +113,6 @@ def cpu_seconds(pid: int, tree: bool = False) -> float | None:
             children = []
         total += sum(cpu_seconds(child, tree=True) or 0.0 for child in children)
     return total
-
-
-def code_version() -> dict[str, Any]:
-    """Which code is measured: the checkout's commit, branch and whether it has local changes."""
-    root = Path(__file__).resolve().parents[2]
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": git("rev-parse", "HEAD"), "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
-            "local_changes": bool(status) if status is not None else None}  # fmt: skip
 
 
 def service_env(settings: Settings) -> dict[str, str]:
@@ -392,7 +377,7 @@ def run_load_bench(
     namespace = f"load-{uuid.uuid4().hex[:10]}"
     result: dict[str, Any] = {
         "benchmark": "load", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "code": code_version(), "cpu_count": os.cpu_count(), "agents": options.agents, "seconds": options.seconds,
+        **run_context(), "agents": options.agents, "seconds": options.seconds,
         "budget": options.budget, "namespace": namespace, "rate_limit_per_s": settings.rate_limit_per_s,
         "rate_limit_burst": settings.rate_limit_burst, "target": TARGET["name"],
         "cache": "no response cache: every retrieve and record runs its queries; the service caches target "
