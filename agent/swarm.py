@@ -136,7 +136,8 @@ class AttributingProposer:
         self.retrievals_with_others = 0
 
     def propose(self, context: ProposalContext) -> Proposal | None:
-        self.inner.last_evidence = {}  # the inner proposer leaves it as it was when it has no options
+        # The inner proposer leaves both as they were when it has no options (and retrieves nothing).
+        self.inner.last_evidence, self.inner.last_response = {}, None
         proposal = self.inner.propose(context)
         now = time.time()
         if self.inner.last_response is None:

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelgraph.agent.backends.c import CBackend
-from kernelgraph.agent.proposers.base import HistoryEntry, ProposalContext
+from kernelgraph.agent.proposers.base import HistoryEntry, ProposalContext, candidates, config_key
 from kernelgraph.agent.proposers.experience import ExperienceProposer
 from kernelgraph.agent.results import Outcome, ProfileResult
 from kernelgraph.agent.swarm import AttributingProposer, age_seconds
@@ -32,11 +32,11 @@ PROFILE = ProfileResult(
 )  # fmt: skip
 
 
-def _context(history: tuple[HistoryEntry, ...] = ()) -> ProposalContext:
+def _context(history: tuple[HistoryEntry, ...] = (), tried: frozenset[str] = frozenset()) -> ProposalContext:
     task = get_task("softmax")
     return ProposalContext(
         task=task, backend=CBackend(), target=TARGET, config=task.baseline_config,
-        source=task.source("c", task.baseline_config), profile=PROFILE, history=history,
+        source=task.source("c", task.baseline_config), profile=PROFILE, history=history, tried=tried,
     )  # fmt: skip
 
 
@@ -103,6 +103,12 @@ def test_evidence_is_attributed_by_the_stored_agent_never_by_the_key() -> None:
     # Attempts never change: a second retrieval looks up nothing it already knows.
     proposer.propose(_context(history=(tried,)))
     assert looked_up == [["agent-2-run:0", "agent-2-run:1", "agent-1-run:0", "unknown:7"], ["unknown:7"]]
+    # Nothing left to propose: no retrieval happens, and none is counted or shown.
+    shown = len(events)
+    task = get_task("softmax")
+    every = frozenset(config_key(c.config) for c in candidates(task, task.baseline_config))
+    assert proposer.propose(_context(tried=every)) is None
+    assert proposer.retrievals == 2 and len(events) == shown
 
 
 def test_age_reads_the_services_nanosecond_timestamps() -> None:
