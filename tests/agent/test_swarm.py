@@ -94,12 +94,12 @@ def test_evidence_is_attributed_by_the_stored_agent_never_by_the_key() -> None:
     assert sources["agent-1"]["newest"]["age_s"] > 0
     assert proposer.first_seen_elsewhere == {"vectorize": ["agent-1"]}
     assert proposer.retrievals == proposer.retrievals_with_others == 1
+    # Seed 0 follows the strong evidence: vectorize, first seen in agent-1's record.
+    assert proposal.transform == "vectorize"
     applying = [e for e in events if e["event"] == "applying"]
-    if proposal.transform in ("vectorize", "unroll"):
-        assert applying and applying[0]["transform"] == proposal.transform
-        assert applying[0]["first_for_this_run"] is (proposal.transform == "vectorize")
-    else:
-        assert not applying
+    assert len(applying) == 1 and applying[0]["transform"] == "vectorize"
+    assert applying[0]["first_for_this_run"] is True
+    assert [row["agent"] for row in applying[0]["from"]] == ["agent-1"]
     # Attempts never change: a second retrieval looks up nothing it already knows.
     proposer.propose(_context(history=(tried,)))
     assert looked_up == [["agent-2-run:0", "agent-2-run:1", "agent-1-run:0", "unknown:7"], ["unknown:7"]]
