@@ -22,6 +22,7 @@ from kernelgraph.cli import app
 from kernelgraph.client.models import RetrievedTransform, RetrieveRequest, RetrieveResponse
 from kernelgraph.client.signature import CounterSource
 from kernelgraph.swarm import SwarmError, SwarmOptions
+from tests.prerequisites import unavailable
 
 TARGET = Target(name="cpu-test", kind="cpu", arch="x86-64-v3", peak_gflops=200.0, peak_gbps=20.0, cores=2,
                 isa="x86-64-v3")  # fmt: skip
@@ -138,6 +139,12 @@ def test_two_agents_share_one_namespace_and_the_second_uses_the_firsts_attempts(
 ) -> None:
     """Real processes, real kernels (small instances), over HTTP. agent-2 starts once agent-1 has
     recorded an attempt, so its first retrieval must return agent-1's attempt."""
+    from kernelgraph.agent.backends.bubblewrap import Sandbox, SandboxUnavailable
+
+    try:
+        Sandbox().check_available()
+    except SandboxUnavailable as exc:
+        unavailable(f"the kernel sandbox: {exc}")
     result = CliRunner().invoke(app, ["demo", "--agents", "2", "--budget", "2", "--tasks",
                                       "softmax@16x256,rmsnorm@16x512", "--results-dir", str(tmp_path)])  # fmt: skip
     assert result.exit_code == 0, result.output
