@@ -113,8 +113,9 @@ def run_swarm(settings: Settings, options: SwarmOptions, console: Console) -> di
     """Run both arms and check the shared namespace; returns the report (see the module docstring)."""
     from kernelgraph.agent.backends.bubblewrap import Sandbox, SandboxUnavailable
     from kernelgraph.agent.targets import get_target
+    from kernelgraph.client.reports import run_context
     from kernelgraph.service import namespaces
-    from kernelgraph.service.bench.load import code_version, prepared, served
+    from kernelgraph.service.bench.load import prepared, served
 
     specs = options.task_specs()
     target = get_target(options.target)
@@ -133,7 +134,7 @@ def run_swarm(settings: Settings, options: SwarmOptions, console: Console) -> di
         ns: [f"demo {n} alone"] for ns, n in zip(alone, names, strict=True)
     }
     report: dict[str, Any] = {
-        "demo": "agents", "started_at": datetime.now(UTC).isoformat(timespec="seconds"), "code": code_version(),
+        "demo": "agents", "started_at": datetime.now(UTC).isoformat(timespec="seconds"), **run_context(),
         "agents": options.agents, "budget": options.budget, "seed": options.seed, "target": target.name,
         "tasks": specs, "namespace": shared, "alone_namespaces": alone,
         "baseline": "alone: the same agent (experience proposer, budget, seed, start order, processes at once) "
