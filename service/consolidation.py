@@ -391,9 +391,9 @@ def merge_and_roll_up(
     left = [state for state in stale if state not in done]
     for batch in _batches(left, WRITE_BATCH // 10):
         say(f"rolling up merged states ({rolled_up:,})")
-        rolled_up += store.write("consolidation_merge_states", namespace=namespace, rows=[], states=list(batch))[
-            0
-        ]["rolled_up"]
+        rolled_up += store.write(
+            "consolidation_merge_states", namespace=namespace, rows=[], states=list(batch)
+        )[0]["rolled_up"]
     return merged, rolled_up
 
 
