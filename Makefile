@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install test lint typecheck demo neo4j-start neo4j-stop clean
+.PHONY: install test lint typecheck demo demo-agents neo4j-start neo4j-stop clean
 
 install: $(STAMP)
 	@$(BIN)/kernelgraph neo4j install
@@ -36,6 +36,13 @@ demo: install
 	$(BIN)/kernelgraph neo4j start
 	$(BIN)/kernelgraph schema apply
 	$(BIN)/kernelgraph demo
+
+# Four agent processes on related tasks share the HTTP service at once, then run alone (AGENTS=N to change).
+AGENTS ?= 4
+demo-agents: install
+	$(BIN)/kernelgraph neo4j start
+	$(BIN)/kernelgraph schema apply
+	$(BIN)/kernelgraph demo --agents $(AGENTS)
 
 neo4j-start: install
 	$(BIN)/kernelgraph neo4j start

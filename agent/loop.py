@@ -266,6 +266,7 @@ def optimize(
     seed: int = 0,
     *,
     run_id: str | None = None,
+    agent: str | None = None,
     keep_threshold: float = DEFAULT_KEEP_THRESHOLD,
     console: Console | None = None,
     final_check: bool = True,
@@ -276,6 +277,7 @@ def optimize(
     With `final_check`, the best is finally timed interleaved with the baseline, and that pair gives
     `baseline_ns`, `best_ns` and `speedup`. `console` shows a progress bar and one line per attempt; None keeps the loop quiet. `seed` names
     the run (run ids are `<task>-<proposer>-s<seed>-<random>`); proposers carry their own seeds.
+    `agent` is who the attempts are recorded as (default: the proposer's name).
     """
     run_id = run_id or f"{task.name}-{proposer.name}-s{seed}-{uuid.uuid4().hex[:8]}"
     client.upsert_targets([hardware_target(target)])
@@ -308,7 +310,7 @@ def optimize(
                 continue
             idle = 0
             report, best, entry = _attempt(task, backend, target, client, proposal, best, result, step, run_id,
-                                           proposer.name, keep_threshold)  # fmt: skip
+                                           agent or proposer.name, keep_threshold)  # fmt: skip
             tried.add(_proposal_key(proposal))
             history.append(entry)
             diagnosis = report.diagnosis

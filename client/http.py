@@ -228,6 +228,13 @@ class KernelGraphClient:
     def list_transforms(self) -> list[dict[str, Any]]:
         return list(self._request("GET", "/v1/transforms")["transforms"])
 
+    def evidence(self, attempt_keys: Sequence[str]) -> list[dict[str, Any]]:
+        """The attempts behind retrieved evidence (a transform's `evidence_attempt_keys`), in full: who
+        recorded each (`agent`, `run_id`), when (`created_at`), its task, transform, outcome and speedup.
+        Keys not stored in the key's namespaces are left out; at most 200 keys per call."""
+        body = {"attempt_keys": list(attempt_keys)}
+        return list(self._request("POST", "/v1/evidence", json=body)["attempts"])
+
     def health(self) -> dict[str, Any]:
         result: dict[str, Any] = self._request("GET", "/v1/health")
         return result

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,3 +23,26 @@ def save_report(report: dict[str, Any], results_dir: Path, name: str) -> Path:
     path.write_text(text)
     (results_dir / f"{name}-latest.json").write_text(text)
     return path
+
+
+def code_version() -> dict[str, Any]:
+    """Which code is measured: the checkout's commit, branch and whether it has local changes."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"), "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
+            "local_changes": bool(status) if status is not None else None}  # fmt: skip
+
+
+def run_context() -> dict[str, Any]:
+    """What a benchmark's figures depend on besides the code: which code, how many cores, and how busy
+    the machine was when the run started (a figure taken under load is not this code's capacity)."""
+    return {"code": code_version(), "cpu_count": os.cpu_count(),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip

@@ -227,8 +227,10 @@ class Signature:
     def as_dict(self) -> dict[str, float | None]:
         return dict(zip(DIMENSION_NAMES, self.values, strict=True))
 
-    def stored(self) -> dict[str, object]:
-        """The Measurement properties that hold this signature (docs/graph-model.md)."""
+    def stored(self, *, indexed: bool) -> dict[str, object]:
+        """The Measurement properties that hold this signature (docs/graph-model.md). `indexed`: also its
+        per-source vector, which puts it in its source's vector index; only states an attempt started
+        from (explored) are there, since neighbour search returns nothing else."""
         props: dict[str, object] = {
             "signature": list(self.vector),
             "signature_dims": list(self.measured),
@@ -237,7 +239,7 @@ class Signature:
             "signature_complete": self.complete,
         }
         source_vector = self.source_vector
-        if source_vector is not None and self.source is not None:
+        if indexed and source_vector is not None and self.source is not None:
             props[source_property(self.source)] = list(source_vector)
         return props
 

@@ -3,7 +3,8 @@
 // Parameters: $version (client/signature.py SIGNATURE_VERSION), $limit.
 // Returns: namespace, measurement_id, counter_source, counters_json, signature (the old vector), held_as
 //   (null, or where consolidation moved the signature out of the vector indexes: 'merged_signature' for
-//   a state merged into another, 'parked_signature' for one no attempt started from), target (map or null).
+//   a state merged into another, 'parked_signature' for one no attempt started from), explored (whether an
+//   attempt started from it: only those are in the vector indexes), target (map or null).
 // :param version => 2
 // :param limit => 1000
 MATCH (m:Measurement)
@@ -14,4 +15,5 @@ RETURN m.namespace AS namespace, m.measurement_id AS measurement_id, m.counter_s
        m.counters_json AS counters_json, coalesce(m.signature, m.merged_signature, m.parked_signature) AS signature,
        CASE WHEN m.merged_into IS NOT NULL THEN 'merged_signature'
             WHEN m.parked_signature IS NOT NULL THEN 'parked_signature' END AS held_as,
+       m.explored IS NOT NULL AS explored,
        CASE WHEN h IS NULL THEN null ELSE properties(h) END AS target

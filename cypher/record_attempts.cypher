@@ -40,15 +40,15 @@ CALL (row, h, t, a, created) {
     UNWIND row.parent_measurements AS m
     MERGE (pm:Measurement {namespace: $namespace, measurement_id: m.measurement_id})
       ON CREATE SET pm += m.props, pm.recorded_at = datetime(), pm.write_token = $write_token
-    // Mark the state explored once (an unconditional SET would lock it on every attempt); a state that
-    // consolidation parked out of the vector index (never explored until now) gets its signature back,
-    // and, when complete, its per-source vector (signature_<source>: the values on signature_dims,
-    // client/signature.py Signature.source_vector), so its source's vector index finds it again.
+    // Mark the state explored once (an unconditional SET would lock it on every attempt). Only now does
+    // it enter its source's vector index: when complete, it gets its per-source vector
+    // (signature_<source>: the values on signature_dims, client/signature.py Signature.source_vector).
+    // Measurements are stored without one, so the indexes hold only states neighbour search can
+    // return. A state that consolidation parked gets its signature back first.
     FOREACH (_ IN CASE WHEN pm.explored IS NULL THEN [1] ELSE [] END |
       SET pm.explored = true, pm.signature = coalesce(pm.signature, pm.parked_signature)
-      FOREACH (__ IN CASE WHEN pm.parked_signature IS NOT NULL AND pm.signature_complete
-                          AND pm.counter_source IS NOT NULL THEN [1] ELSE [] END |
-        SET pm['signature_' + pm.counter_source] = [i IN pm.signature_dims | pm.parked_signature[i]])
+      FOREACH (__ IN CASE WHEN pm.signature_complete AND pm.counter_source IS NOT NULL THEN [1] ELSE [] END |
+        SET pm['signature_' + pm.counter_source] = [i IN pm.signature_dims | pm.signature[i]])
       REMOVE pm.parked_signature)
     FOREACH (_ IN CASE WHEN pm.write_token = $write_token THEN [1] ELSE [] END |
       MERGE (pm)-[:OF]->(p)

@@ -36,14 +36,45 @@ KERNELBENCH_NAMESPACE = "kernelbench"  # the published timings the demo ends wit
 
 
 def demo_cmd(
-    budget: Annotated[int, typer.Option("--budget", min=1, max=100, help="Attempts per run.")] = 8,
+    budget: Annotated[
+        int | None,
+        typer.Option("--budget", min=1, max=100, help="Attempts per run (default 8; with --agents 6)."),
+    ] = None,
     seen_budget: Annotated[
         int, typer.Option("--seen-budget", min=1, max=100, help="Attempts per seen task.")
     ] = 10,
     target_name: Annotated[str, typer.Option("--target", help="Target to optimize for.")] = "cpu-x86-64-v3",
     seed: Annotated[int, typer.Option("--seed", help="Seed of every proposer.")] = 0,
+    agents: Annotated[
+        int,
+        typer.Option(
+            "--agents",
+            min=0,
+            max=8,
+            help="Instead: N agent processes on different tasks share the HTTP service at once, then run alone (0: off).",
+        ),
+    ] = 0,
+    tasks: Annotated[
+        str,
+        typer.Option(
+            "--tasks", help="With --agents: one task per agent, comma-separated (task or task@instance)."
+        ),
+    ] = "",
+    keep: Annotated[
+        bool, typer.Option("--keep", help="With --agents: keep the alone namespaces too.")
+    ] = False,
+    results_dir: Annotated[
+        str, typer.Option("--results-dir", help="With --agents: where the JSON report is saved.")
+    ] = "results",
 ) -> None:
-    """Learn from a few tasks, then optimize an unseen one with experience and without, side by side."""
+    """Learn from a few tasks, then optimize an unseen one with experience and without, side by side.
+
+    With --agents N: N agents on related tasks optimize at once against the HTTP service, sharing one
+    namespace, shown live as they use each other's attempts; then each runs alone, for comparison."""
+    if agents:
+        _agents_demo(agents, budget, seed, target_name, tasks, keep, results_dir)
+        return
+    budget = budget or 8
     from kernelgraph.agent.loop import OptimizeError, optimize
     from kernelgraph.agent.proposers.experience import ExperienceProposer
     from kernelgraph.agent.proposers.memoryless import MemorylessProposer
@@ -123,6 +154,31 @@ def demo_cmd(
         markup=False,
         soft_wrap=True,
     )
+
+
+def _agents_demo(
+    agents: int, budget: int | None, seed: int, target: str, tasks: str, keep: bool, results_dir: str
+) -> None:
+    """`kernelgraph demo --agents N` (kernelgraph/swarm.py)."""
+    from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.client.reports import save_report
+    from kernelgraph.client.settings import get_settings
+    from kernelgraph.swarm import DEFAULT_BUDGET, SwarmError, SwarmOptions, render, run_swarm
+
+    options = SwarmOptions(
+        agents=agents, budget=budget or DEFAULT_BUDGET, seed=seed, target=target,
+        tasks=tuple(t.strip() for t in tasks.split(",") if t.strip()), keep=keep,
+    )  # fmt: skip
+    try:
+        report = run_swarm(get_settings(), options, console)
+    except SwarmError as exc:
+        raise exit_with(str(exc), 1) from None
+    except KernelGraphError as exc:
+        raise exit_with(f"experience graph: {exc.message}", 1) from None
+    except RuntimeError as exc:  # the service did not start (its log's tail is in the message)
+        raise exit_with(str(exc), 1) from None
+    render(report, console)
+    console.print(f"report saved to {save_report(report, Path(results_dir), 'demo-agents')}")
 
 
 def _study_headline(path: Path = Path("results/study-latest.json")) -> None:

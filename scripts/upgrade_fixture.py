@@ -3,7 +3,8 @@
     python scripts/upgrade_fixture.py tests/fixtures/graphs/<release>
 
 Starts a throw-away local Neo4j, writes a graph with this checkout's code (the docs' tour data plus a
-real, short optimize run on the host CPU), records the questions of tests/upgrade/questions.py with
+real, short optimize run on the host CPU, run twice so that
+consolidation, which it then runs, has a re-measured state to merge), records the questions of tests/upgrade/questions.py with
 their answers (answers.json), and dumps the database with neo4j-admin (graph.dump). Run it once per
 release that changes stored data, from that release's commit, and commit the folder.
 """
@@ -30,6 +31,7 @@ from kernelgraph.agent.targets import get_target  # noqa: E402
 from kernelgraph.agent.tasks import get_task  # noqa: E402
 from kernelgraph.client.settings import Settings  # noqa: E402
 from kernelgraph.service import migrate  # noqa: E402
+from kernelgraph.service.consolidation import consolidate  # noqa: E402
 from kernelgraph.service.embeddings import MiniLMEmbedder  # noqa: E402
 from kernelgraph.service.inprocess import InProcessClient  # noqa: E402
 from kernelgraph.service.knowledge import KnowledgeService  # noqa: E402
@@ -55,7 +57,8 @@ def questions(store: GraphStore, tour_kernel: str, run_kernel: str) -> list[dict
         (RUN_NAMESPACE, "cpu-x86-64-v2"),
     ):
         _, rows = store.run_text(
-            "MATCH (m:Measurement {namespace: $ns})-[:OF]->(k:Kernel) WHERE size(m.signature_dims) > 0 "
+            "MATCH (m:Measurement {namespace: $ns})-[:OF]->(k:Kernel) "
+            "WHERE m.signature IS NOT NULL AND size(m.signature_dims) > 0 "
             "RETURN m.signature AS signature, m.signature_dims AS dims, k.source AS source "
             "ORDER BY m.measurement_id LIMIT 2",
             {"ns": namespace},
@@ -96,6 +99,12 @@ def main(out_dir: Path) -> None:
             client = InProcessClient(knowledge, RUN_NAMESPACE)
             result = optimize(get_task("softmax"), make_backend("c"), get_target("cpu-x86-64-v2"),
                               ExperienceProposer(client, seed=1), client, budget=4, seed=1)  # fmt: skip
+            # A second run re-measures the same baseline, so consolidation has a state to merge: the
+            # fixture holds a consolidated graph (since release v3) for later releases to upgrade.
+            optimize(get_task("softmax"), make_backend("c"), get_target("cpu-x86-64-v2"),
+                     ExperienceProposer(client, seed=2), client, budget=4, seed=2)  # fmt: skip
+            for namespace in ("tour", RUN_NAMESPACE):
+                print(consolidate(store, namespace).model_dump_json())
             knowledge.embed_pending(["tour", RUN_NAMESPACE])
             _, kernels = store.run_text(
                 "MATCH (a:Attempt {namespace: $ns})-[:PRODUCED]->(k:Kernel) "

@@ -89,6 +89,10 @@ class InProcessClient:
     def list_transforms(self) -> list[dict[str, Any]]:
         return self.knowledge.list_transforms([self.namespace])
 
+    def evidence(self, attempt_keys: Sequence[str]) -> list[dict[str, Any]]:
+        """The attempts behind retrieved evidence, in full (as `KernelGraphClient.evidence`)."""
+        return self.knowledge.evidence([self.namespace], list(attempt_keys))
+
     def close(self) -> None:
         if self._owned_driver is not None:
             self._owned_driver.close()

@@ -338,9 +338,11 @@ class KnowledgeService:
                 "static": measurement.static,
                 "counter_source": measurement.counter_source.value,
                 "counters_json": json.dumps(measurement.counters, sort_keys=True),
-                # signature, signature_dims, signature_missing, signature_version, signature_complete
-                # and, when complete, the per-source vector (client/signature.py, Signature.stored)
-                **signature.stored(),
+                # signature, signature_dims, signature_missing, signature_version and signature_complete
+                # (client/signature.py, Signature.stored). Not the per-source vector: a state enters its
+                # source's vector index when an attempt first starts from it (record_attempts.cypher),
+                # so the indexes hold only what neighbour search can return.
+                **signature.stored(indexed=False),
                 "taken_at": measurement.taken_at,
                 "tool_versions_json": json.dumps(measurement.tool_versions, sort_keys=True),
                 "evaluator_version": measurement.evaluator_version,
@@ -556,9 +558,9 @@ class KnowledgeService:
     ) -> list[dict[str, Any]]:
         """The nearest complete states through the per-source vector indexes, enough to fill k slots.
 
-        Each index also holds states no attempt started from (children, until consolidation parks
-        them), states merged into another and other namespaces'; when they crowd the candidates out of
-        k slots, fetch more (x4, up to MAX_FETCH_K). The over-fetch that sufficed is remembered per
+        Each index holds explored states only (a measurement enters when an attempt first starts from
+        it), but also other namespaces' and held-out tasks'; when they crowd the candidates out of k
+        slots, fetch more (x4, up to MAX_FETCH_K). The over-fetch that sufficed is remembered per
         namespace set, so the next query starts there.
         """
         key = tuple(sorted(namespaces))

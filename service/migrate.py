@@ -69,7 +69,8 @@ def resign_measurements(store: GraphStore) -> int:
                 CounterSource(row["counter_source"]), finite_counters(numeric), _peaks(row["target"])
             )
             props: dict[str, Any] = {source_property(s): None for s in CounterSource}
-            props.update(signature.stored(), signature_v1=row["signature"])
+            # Only an explored state is in its source's vector index (Signature.stored).
+            props.update(signature.stored(indexed=bool(row["explored"])), signature_v1=row["signature"])
             if row.get("held_as"):
                 # Consolidation took this one out of the vector indexes (merged into another state, or
                 # no attempt started from it): the new signature stays where it put the old one.

@@ -37,18 +37,22 @@ import tempfile
 import time
 import uuid
 from collections import Counter as Tally
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from kernelgraph.client.reports import run_context
 from kernelgraph.client.settings import Settings
 from kernelgraph.service.bench.service_bench import percentiles
+
+if TYPE_CHECKING:
+    from kernelgraph.service.store import GraphStore
 
 PHASES = ("write", "loop")
 GOALS = {
@@ -112,22 +116,6 @@ def cpu_seconds(pid: int, tree: bool = False) -> float | None:
             children = []
         total += sum(cpu_seconds(child, tree=True) or 0.0 for child in children)
     return total
-
-
-def code_version() -> dict[str, Any]:
-    """Which code is measured: the checkout's commit, branch and whether it has local changes."""
-    root = Path(__file__).resolve().parents[2]
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": git("rev-parse", "HEAD"), "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
-            "local_changes": bool(status) if status is not None else None}  # fmt: skip
 
 
 def service_env(settings: Settings) -> dict[str, str]:
@@ -376,67 +364,99 @@ def summarize_phase(
     }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What `prepared` set up: the store (its driver open until the block ends), one writer key per
+    agent label in each namespace, and whether the local Neo4j had to be started."""
+
+    store: GraphStore
+    keys: dict[str, list[str]]  # namespace -> one writer key per label, in order
+    neo4j_started: bool
+
+
+@contextmanager
+def prepared(settings: Settings, agents: Mapping[str, Sequence[str]], console: Console) -> Iterator[Prepared]:
+    """The service side of a run with agent processes, before `served` starts the service: the Neo4j
+    of the settings running (the local server is started if it is not), the schema applied, and a
+    writer key for each agent label in each namespace of `agents` (namespace -> labels).
+
+    `kernelgraph bench load` and `kernelgraph demo --agents` both start their agents this way."""
+    from kernelgraph.client.models import Role
+    from kernelgraph.service import migrate
+    from kernelgraph.service.auth import create_key
+    from kernelgraph.service.neo4j_local import LocalNeo4j
+    from kernelgraph.service.store import GraphStore, open_driver
+
+    started = False
+    if settings.uses_local_server and not LocalNeo4j(settings).status().running:
+        with console.status("starting the local Neo4j..."):
+            LocalNeo4j(settings).start()
+        started = True
+    driver = open_driver(settings)
+    try:
+        store = GraphStore(driver, settings.neo4j_database)
+        migrate.apply(store)
+        keys = {
+            namespace: [create_key(store, Role.WRITER, namespace, label).key for label in labels]
+            for namespace, labels in agents.items()
+        }
+        yield Prepared(store, keys, started)
+    finally:
+        driver.close()
+
+
 def run_load_bench(
     settings: Settings, options: LoadOptions, console: Console | None = None
 ) -> dict[str, Any]:
     """Run the whole benchmark; returns the results object."""
-    from kernelgraph.client.models import Role
-    from kernelgraph.service import migrate, namespaces
-    from kernelgraph.service.auth import create_key
+    from kernelgraph.service import namespaces
     from kernelgraph.service.knowledge import KnowledgeService
-    from kernelgraph.service.neo4j_local import LocalNeo4j
-    from kernelgraph.service.store import GraphStore, open_driver
 
     console = console or Console(stderr=True)
     started = time.perf_counter()
     namespace = f"load-{uuid.uuid4().hex[:10]}"
     result: dict[str, Any] = {
         "benchmark": "load", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "code": code_version(), "cpu_count": os.cpu_count(), "agents": options.agents, "seconds": options.seconds,
+        **run_context(), "agents": options.agents, "seconds": options.seconds,
         "budget": options.budget, "namespace": namespace, "rate_limit_per_s": settings.rate_limit_per_s,
         "rate_limit_burst": settings.rate_limit_burst, "target": TARGET["name"],
         "cache": "no response cache: every retrieve and record runs its queries; the service caches target "
         "rows for 5 s (each phase's `caches` gives that cache's hit rate, from /metrics)",
         "phases": {},
     }  # fmt: skip
-    if settings.uses_local_server and not LocalNeo4j(settings).status().running:
-        with console.status("starting the local Neo4j..."):
-            LocalNeo4j(settings).start()
-        result["neo4j_started_by_bench"] = True
-    driver = open_driver(settings)
     workdir = Path(tempfile.mkdtemp(prefix="kernelgraph-load-"))
+    labels = {namespace: [f"load agent {i}" for i in range(options.agents)]}
     try:
-        store = GraphStore(driver, settings.neo4j_database)
-        migrate.apply(store)
-        keys = [
-            create_key(store, Role.WRITER, namespace, f"load agent {i}").key for i in range(options.agents)
-        ]
-        KnowledgeService(store).upsert_targets(namespace, [TARGET])  # the write phase records on it at once
-        acknowledged: list[str] = []
-        with served(settings, workdir) as (port, process), Progress(
-            TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console
-        ) as progress:  # fmt: skip
-            neo4j_pid = _neo4j_pid(settings)
-            for phase in options.phases:
-                outcome = run_phase(phase, port, keys, options, workdir, process.pid, neo4j_pid, progress)
-                acknowledged.extend(outcome.pop("acknowledged_keys"))
-                result["phases"][phase] = outcome
-        distinct = sorted(set(acknowledged))
-        stored_acknowledged = sum(
-            len(store.read("attempts_existing", namespace=namespace, attempt_keys=distinct[i : i + 10_000]))
-            for i in range(0, len(distinct), 10_000)
-        )
-        stored = namespaces.contents(store, namespace).nodes.get("Attempt", 0)
-        result.update(
-            acknowledged=len(distinct), acknowledged_stored=stored_acknowledged, stored=stored,
-            acknowledged_missing=len(distinct) - stored_acknowledged, stored_unacknowledged=stored - stored_acknowledged,
-        )  # fmt: skip
-        if not options.keep:
-            with console.status(f"deleting namespace {namespace}..."):
-                namespaces.delete(store, namespace)
-            result["namespace_deleted"] = True
+        with prepared(settings, labels, console) as ready:
+            if ready.neo4j_started:
+                result["neo4j_started_by_bench"] = True
+            store, keys = ready.store, ready.keys[namespace]
+            # The write phase records on the target at once.
+            KnowledgeService(store).upsert_targets(namespace, [TARGET])
+            acknowledged: list[str] = []
+            with served(settings, workdir) as (port, process), Progress(
+                TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console
+            ) as progress:  # fmt: skip
+                neo4j_pid = _neo4j_pid(settings)
+                for phase in options.phases:
+                    outcome = run_phase(phase, port, keys, options, workdir, process.pid, neo4j_pid, progress)
+                    acknowledged.extend(outcome.pop("acknowledged_keys"))
+                    result["phases"][phase] = outcome
+            distinct = sorted(set(acknowledged))
+            stored_acknowledged = sum(
+                len(store.read("attempts_existing", namespace=namespace, attempt_keys=distinct[i : i + 10_000]))
+                for i in range(0, len(distinct), 10_000)
+            )  # fmt: skip
+            stored = namespaces.contents(store, namespace).nodes.get("Attempt", 0)
+            result.update(
+                acknowledged=len(distinct), acknowledged_stored=stored_acknowledged, stored=stored,
+                acknowledged_missing=len(distinct) - stored_acknowledged, stored_unacknowledged=stored - stored_acknowledged,
+            )  # fmt: skip
+            if not options.keep:
+                with console.status(f"deleting namespace {namespace}..."):
+                    namespaces.delete(store, namespace)
+                result["namespace_deleted"] = True
     finally:
-        driver.close()
         if not os.environ.get("KERNELGRAPH_LOAD_KEEP_WORKDIR"):  # agents' raw files, for debugging
             shutil.rmtree(workdir, ignore_errors=True)
     result["duration_s"] = round(time.perf_counter() - started, 1)

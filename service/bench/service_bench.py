@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import random
 import socket
 import statistics
@@ -41,7 +40,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kernelgraph.client.models import MAX_BATCH, RetrieveRequest
-from kernelgraph.client.reports import save_report
+from kernelgraph.client.reports import run_context, save_report
 from kernelgraph.client.settings import Settings
 from kernelgraph.client.signature import (
     DIMENSION_NAMES,
@@ -347,7 +346,7 @@ def run_service_bench(
     rng = random.Random(options.seed + 1)
     result: dict[str, Any] = {
         "benchmark": "service", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "namespace": namespace, "quick": options.quick, "cpu_count": os.cpu_count(),
+        "namespace": namespace, "quick": options.quick, **run_context(),
     }  # fmt: skip
     driver = open_driver(settings)
     try:

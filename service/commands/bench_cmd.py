@@ -1,4 +1,5 @@
-"""The service's benchmarks: `kernelgraph bench service`, `bench load` and `bench transfer`."""
+"""The service's benchmarks: `kernelgraph bench service`, `bench load`, `bench transfer`, and `bench tables`
+(docs/scaling.md's tables from their saved reports)."""
 
 from __future__ import annotations
 
@@ -142,8 +143,35 @@ def transfer_bench(
         f"{name} on {count}/{len(report['held_out'])}" for name, count in beaten.items()))  # fmt: skip
 
 
+def tables(
+    check: bool = typer.Option(
+        False, "--check", help="only check that the document is up to date (exit 1 if not)"
+    ),
+    doc: str = typer.Option("docs/scaling.md", "--doc", help="the document holding the generated section"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the saved reports are"),
+) -> None:
+    """Regenerate docs/scaling.md's tables (one row per saved run of `bench service` and `bench load`)."""
+    from pathlib import Path
+
+    from kernelgraph.service.bench.tables import render, update
+
+    path = Path(doc)
+    if not path.is_file():
+        raise typer.BadParameter(f"no such file: {doc}", param_hint="--doc")
+    try:
+        if check:
+            stale = render(Path(results_dir)) not in path.read_text()
+            typer.echo(f"{doc}: {'out of date: run `kernelgraph bench tables`' if stale else 'up to date'}")
+            raise typer.Exit(1 if stale else 0)
+        changed = update(path, Path(results_dir))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--doc") from None
+    typer.echo(f"{doc}: {'tables rewritten' if changed else 'already up to date'}")
+
+
 def register(bench_app: typer.Typer) -> None:
     """Add the service's benchmarks to the `bench` group (kernelgraph/cli.py owns it)."""
     bench_app.command("service")(service)
     bench_app.command("load")(load)
     bench_app.command("transfer")(transfer_bench)
+    bench_app.command("tables")(tables)

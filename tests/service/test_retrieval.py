@@ -286,3 +286,10 @@ def test_the_stored_signature_keeps_its_mask_and_source_vector(store: GraphStore
     assert row["signature_version"] == 2 and row["signature_dims"] == list(expected.measured)
     assert row["signature_missing"] == ["spill_pressure", "register_pressure"]
     assert row["signature_cpu_cachegrind"] == pytest.approx(list(expected.source_vector or ()))
+    # The child no attempt started from keeps its signature but stays out of the vector index.
+    child = store.driver.execute_query(
+        "MATCH (m:Measurement {namespace: $ns}) WHERE m.explored IS NULL RETURN properties(m) AS m",
+        ns=namespace, database_=store.database,
+    ).records[0]["m"]  # fmt: skip
+    assert child["signature_dims"] and child["signature_complete"] is True
+    assert "signature_cpu_cachegrind" not in child

@@ -1,0 +1,90 @@
+"""Schema 0012: only explored states (an attempt started from them) are in the per-source vector indexes.
+A graph written before, whose children carried their per-source vectors, is upgraded by `schema apply`
+and answers retrieval as before."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kernelgraph.client.signature import source_dimensions, source_index, source_property
+from kernelgraph.service import migrate
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.store import GraphStore
+from tests import factories
+
+pytestmark = pytest.mark.neo4j
+
+MIGRATION = 12
+
+
+def _vectors(store: GraphStore, namespace: str) -> dict[str, tuple[bool, bool]]:
+    """measurement id -> (explored, carries its per-source vector)."""
+    prop = source_property(factories.SOURCE)
+    records = store.driver.execute_query(
+        f"MATCH (m:Measurement {{namespace: $ns}}) RETURN m.measurement_id AS id, m.explored IS NOT NULL AS "
+        f"explored, m.{prop} IS NOT NULL AS indexed",
+        ns=namespace, database_=store.database,
+    ).records  # fmt: skip
+    return {r["id"]: (r["explored"], r["indexed"]) for r in records}
+
+
+def _in_index(store: GraphStore, namespace: str, expected: set[str]) -> set[str]:
+    """The namespace's measurements the vector index returns, once it has caught up with `expected`."""
+    deadline = time.monotonic() + 30  # vector indexes take changes in shortly after the commit
+    while True:
+        records = store.driver.execute_query(
+            "CALL db.index.vector.queryNodes($index, 1000, $vector) YIELD node "
+            "WHERE node.namespace = $ns RETURN node.measurement_id AS id",
+            index=source_index(factories.SOURCE), vector=[0.5] * len(source_dimensions(factories.SOURCE)), ns=namespace,
+            database_=store.database,
+        ).records  # fmt: skip
+        found = {r["id"] for r in records}
+        if found == expected or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+def test_children_enter_the_index_when_explored_and_the_upgrade_takes_old_ones_out(
+    store: GraphStore, namespace: str
+) -> None:
+    knowledge = KnowledgeService(store)
+    knowledge.upsert_targets(namespace, [factories.target()])
+    first, second = knowledge.record_attempts(namespace, [
+        factories.attempt("run:0", child_source="void kernel(void) { /* v1 */ }"),
+        factories.attempt("run:1", transform="tile", child_source="void kernel(void) { /* v2 */ }"),
+    ])  # fmt: skip
+    stored = _vectors(store, namespace)
+    assert stored and all(explored == indexed for explored, indexed in stored.values())
+    explored = {i for i, (e, _) in stored.items() if e}
+    assert first.child_measurement_id not in explored and _in_index(store, namespace, explored) == explored
+
+    # The loop goes on from a kept child: it becomes a state, and only now enters the index.
+    step = factories.attempt("run:2", transform="vectorize", child_source="void kernel(void) { /* v3 */ }")
+    step.pop("parent"), step.pop("parent_measurement")
+    knowledge.record_attempts(namespace, [{**step, "parent_measurement_id": first.child_measurement_id}])
+    assert _vectors(store, namespace)[first.child_measurement_id] == (True, True)
+    explored.add(first.child_measurement_id)
+    assert _in_index(store, namespace, explored) == explored
+    request = {"target": "cpu-test", "signature": factories.masked(0.5), "k": 10}
+    before = knowledge.retrieve([namespace], request)
+
+    # The graph as the release before wrote it: every complete measurement carried its vector.
+    store.driver.execute_query(
+        "MATCH (m:Measurement {namespace: $ns}) WHERE m.signature_complete "
+        "SET m[$prop] = [i IN m.signature_dims | m.signature[i]]",
+        ns=namespace, prop=source_property(factories.SOURCE), database_=store.database,
+    )  # fmt: skip
+    everything = set(_vectors(store, namespace))
+    assert second.child_measurement_id in everything - explored
+    assert _in_index(store, namespace, everything) == everything
+    store.driver.execute_query(
+        "MATCH (m:SchemaMigration {version: $v}) DELETE m", v=MIGRATION, database_=store.database
+    )
+    assert MIGRATION in [m.version for m in migrate.apply(store)]
+    assert all(explored == indexed for explored, indexed in _vectors(store, namespace).values())
+    assert _in_index(store, namespace, explored) == explored
+    after = knowledge.retrieve([namespace], request)
+    assert after.neighbour_ids == before.neighbour_ids and after.transforms == before.transforms
+    assert migrate.apply(store) == []
