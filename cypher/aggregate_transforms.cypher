@@ -18,21 +18,30 @@
 // :param prior_weight => 1.0
 // :param limit => 10
 UNWIND $neighbours AS neighbour
-// One per-state aggregate (StateEvidence, schema 0006) per (neighbour, transform, setting): the
-// attempts behind it are not walked. Its figures are what the attempts would sum to, with the
+// One aggregate (StateEvidence, schema 0006, or a state's rollup of them) per (neighbour, transform,
+// setting): the attempts behind it are not walked. Its figures are what the attempts would sum to, with the
 // failures' gain counted here, so $failure_log_speedup stays a query-time knob.
-// A neighbour is one state: its own aggregates and those of the re-measurements of the same kernel
-// that consolidation merged into it (MERGED_INTO), each times its state's `version_weight` (a
-// superseded evaluator or signature counts less; absent: 1.0). On a graph never consolidated this is
-// exactly the state's own aggregates at weight 1.
+// A neighbour is one state. A state consolidation merged re-measurements of the same kernel into
+// (MERGED_INTO) is read through its rollups (EvidenceRollup, schema 0010): per setting, the sum of its
+// own aggregate and its duplicates', kept current by record_attempts.cypher, so it costs one aggregate
+// per (state, transform, setting) like any state, however many re-measurements it stands for. Each
+// aggregate counts times its state's `version_weight` (a superseded evaluator or signature counts less;
+// absent: 1.0); a state and its duplicates share it (they are merged only with the same evaluator,
+// signature version and counter source). On a graph never consolidated this is exactly the state's own
+// aggregates at weight 1.
 MATCH (m:Measurement {measurement_id: neighbour.measurement_id})
 WHERE m.namespace IN $namespaces
-OPTIONAL MATCH (d:Measurement)-[:MERGED_INTO]->(m)
-WITH neighbour, m, collect(d) AS merged
-UNWIND [m] + merged AS s
-MATCH (s)-[:HAS_EVIDENCE]->(e:StateEvidence)
+CALL (m) {
+  MATCH (m)-[:HAS_ROLLUP]->(e:EvidenceRollup)
+  WHERE m.rollup_into = m.measurement_id
+  RETURN e
+  UNION ALL
+  MATCH (m)-[:HAS_EVIDENCE]->(e:StateEvidence)
+  WHERE m.rollup_into IS NULL OR m.rollup_into <> m.measurement_id
+  RETURN e
+}
 WITH e, m.measurement_id AS state, neighbour.score AS similarity,
-     neighbour.score * coalesce(s.version_weight, 1.0) *
+     neighbour.score * coalesce(m.version_weight, 1.0) *
        CASE WHEN e.target = $target THEN 1.0 ELSE $other_target_weight END AS weight
 // First per (transform, parameter setting)...
 WITH e.transform AS transform, e.params_json AS params,

@@ -1,8 +1,8 @@
 // Consolidation: flag evidence that disagrees beyond measurement noise (same state, transform and
 // setting) for re-measurement: one (:Contradiction) per group, linked to the state it is about
 // (ABOUT), the transform (OF_TRANSFORM) and every attempt involved (INVOLVES); the group's
-// aggregates are marked `disputed`, which retrieval reports. Written only when new or changed (its
-// fingerprint is the kinds and attempt keys), so a second run writes nothing.
+// aggregates (and the state's rollup of them) are marked `disputed`, which retrieval reports. Written
+// only when new or changed (its fingerprint is the kinds and attempt keys), so a second run writes nothing.
 // Parameters: $namespace, $rows (list of {contradiction_id, state, measurement_ids, transform,
 //   params_json, task, target, kinds, attempt_keys, attempts, helps, hurts, failed_twins,
 //   mean_log_speedup, sd_log_speedup, min_log_speedup, max_log_speedup, noise, fingerprint}).
@@ -37,5 +37,11 @@ CALL (x, row) {
   MATCH (e:StateEvidence {namespace: $namespace, measurement_id: id, transform: row.transform,
                          params_json: row.params_json})
   SET e.disputed = true
+}
+// The state's rollup of the group (schema 0010), which retrieval reads instead of the parts.
+CALL (x, row) {
+  MATCH (r:EvidenceRollup {namespace: $namespace, measurement_id: row.state, transform: row.transform,
+                          params_json: row.params_json})
+  SET r.disputed = true
 }
 RETURN count(x) AS written

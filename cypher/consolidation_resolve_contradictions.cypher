@@ -1,5 +1,5 @@
 // Consolidation: contradictions whose group no longer disagrees (its evidence was re-weighed or
-// re-grouped) are kept but marked resolved, and their aggregates no longer disputed.
+// re-grouped) are kept but marked resolved, and their aggregates (and rollup) no longer disputed.
 // Parameters: $namespace, $ids (contradiction ids to resolve).
 // Returns: resolved.
 // :param namespace => 'demo'
@@ -14,5 +14,10 @@ CALL (x) {
   MATCH (e:StateEvidence {namespace: $namespace, measurement_id: id, transform: x.transform,
                          params_json: x.params_json})
   REMOVE e.disputed
+}
+CALL (x) {
+  MATCH (r:EvidenceRollup {namespace: $namespace, measurement_id: x.state, transform: x.transform,
+                          params_json: x.params_json})
+  REMOVE r.disputed
 }
 RETURN count(x) AS resolved

@@ -57,36 +57,61 @@ CALL (row, h, t, a, created) {
     // The per-state aggregate of (state, transform, setting), maintained here and only here (schema
     // 0006, docs/graph-model.md). Every SET item below reads the property it writes, so Cypher takes
     // the aggregate's write lock before reading it: concurrent writers never lose an increment.
+    WITH row, pm, {attempts: 0, successes: 0, runtime_attempts: 0, sum_log_speedup: 0.0,
+                   sum_sq_log_speedup: 0.0, attempt_keys: []} AS empty
     MERGE (e:StateEvidence {namespace: $namespace, measurement_id: pm.measurement_id, transform: row.transform,
                             params_json: row.attempt.params_json})
-      ON CREATE SET e.target = pm.target, e.task = pm.task, e.attempts = 0, e.successes = 0,
-                    e.runtime_attempts = 0, e.sum_log_speedup = 0.0, e.sum_sq_log_speedup = 0.0,
-                    e.attempt_keys = [], e.created_at = datetime()
-    FOREACH (_ IN CASE WHEN e.attempts = 0 THEN [1] ELSE [] END | CREATE (pm)-[:HAS_EVIDENCE]->(e))
-    WITH row, e, row.attempt.log_speedup AS gain
+      ON CREATE SET e += empty, e.target = pm.target, e.task = pm.task, e.created_at = datetime()
+    // A new aggregate is linked to its state and learns the state's rollup (`rollup_into`: consolidation
+    // merged re-measurements into or from it, schema 0010), read after locking the state (the SET
+    // before it), the lock consolidation holds while it rolls the state up: either that roll-up sums
+    // this aggregate (it committed first) or this write sees `rollup_into` (the roll-up committed first).
+    FOREACH (_ IN CASE WHEN e.attempts = 0 THEN [1] ELSE [] END |
+      CREATE (pm)-[:HAS_EVIDENCE]->(e)
+      SET pm.evidence_at = datetime()
+      SET e.rollup_of = pm.rollup_into)
+    // The aggregate's lock, taken before `rollup_of` is read: consolidation sets it under the same lock.
+    SET e.updated_at = datetime()
+    WITH row, e, empty, row.attempt.log_speedup AS gain
+    // A rolled-up state's rollup (the one aggregate retrieval reads for it) takes the attempt too, in this
+    // transaction, so a rollup always equals the sum of its parts without consolidation running again.
+    CALL (row, e, empty) {
+      WITH row, e, empty WHERE e.rollup_of IS NOT NULL
+      MERGE (r:EvidenceRollup {namespace: $namespace, measurement_id: e.rollup_of, transform: row.transform,
+                               params_json: row.attempt.params_json})
+        ON CREATE SET r += empty, r.target = e.target, r.task = e.task, r.created_at = datetime()
+      WITH e, r
+      CALL (e, r) {
+        WITH e, r WHERE r.attempts = 0
+        MATCH (state:Measurement {namespace: $namespace, measurement_id: e.rollup_of})
+        CREATE (state)-[:HAS_ROLLUP]->(r)
+      }
+      RETURN collect(r) AS rollups
+    }
+    UNWIND [e] + rollups AS agg
     // The right-hand sides all read the values from before this SET.
-    SET e.attempts = e.attempts + 1,
-        e.successes = e.successes + CASE WHEN row.attempt.outcome = 'kept' THEN 1 ELSE 0 END,
-        e.runtime_attempts = e.runtime_attempts + CASE WHEN gain IS NULL THEN 0 ELSE 1 END,
-        e.sum_log_speedup = e.sum_log_speedup + coalesce(gain, 0.0),
-        e.sum_sq_log_speedup = e.sum_sq_log_speedup + coalesce(gain * gain, 0.0),
-        e.min_log_speedup = CASE WHEN gain IS NOT NULL AND (e.min_log_speedup IS NULL OR gain < e.min_log_speedup)
-                                 THEN gain ELSE e.min_log_speedup END,
+    SET agg.attempts = agg.attempts + 1,
+        agg.successes = agg.successes + CASE WHEN row.attempt.outcome = 'kept' THEN 1 ELSE 0 END,
+        agg.runtime_attempts = agg.runtime_attempts + CASE WHEN gain IS NULL THEN 0 ELSE 1 END,
+        agg.sum_log_speedup = agg.sum_log_speedup + coalesce(gain, 0.0),
+        agg.sum_sq_log_speedup = agg.sum_sq_log_speedup + coalesce(gain * gain, 0.0),
+        agg.min_log_speedup = CASE WHEN gain IS NOT NULL AND (agg.min_log_speedup IS NULL OR gain < agg.min_log_speedup)
+                                   THEN gain ELSE agg.min_log_speedup END,
         // The best example: the fastest attempt, or the first one while none has a runtime.
-        e.best_attempt_key = CASE WHEN e.best_attempt_key IS NULL OR (gain IS NOT NULL AND
-                                       (e.max_log_speedup IS NULL OR gain > e.max_log_speedup))
-                                  THEN row.attempt_key ELSE e.best_attempt_key END,
-        e.best_speedup = CASE WHEN e.best_attempt_key IS NULL OR (gain IS NOT NULL AND
-                                   (e.max_log_speedup IS NULL OR gain > e.max_log_speedup))
-                              THEN row.attempt.speedup ELSE e.best_speedup END,
-        e.best_outcome = CASE WHEN e.best_attempt_key IS NULL OR (gain IS NOT NULL AND
-                                   (e.max_log_speedup IS NULL OR gain > e.max_log_speedup))
-                              THEN row.attempt.outcome ELSE e.best_outcome END,
-        e.max_log_speedup = CASE WHEN gain IS NOT NULL AND (e.max_log_speedup IS NULL OR gain > e.max_log_speedup)
-                                 THEN gain ELSE e.max_log_speedup END,
-        e.attempt_keys = CASE WHEN size(e.attempt_keys) < 50 THEN e.attempt_keys + row.attempt_key
-                              ELSE e.attempt_keys END,
-        e.updated_at = datetime()
+        agg.best_attempt_key = CASE WHEN agg.best_attempt_key IS NULL OR (gain IS NOT NULL AND
+                                         (agg.max_log_speedup IS NULL OR gain > agg.max_log_speedup))
+                                    THEN row.attempt_key ELSE agg.best_attempt_key END,
+        agg.best_speedup = CASE WHEN agg.best_attempt_key IS NULL OR (gain IS NOT NULL AND
+                                     (agg.max_log_speedup IS NULL OR gain > agg.max_log_speedup))
+                                THEN row.attempt.speedup ELSE agg.best_speedup END,
+        agg.best_outcome = CASE WHEN agg.best_attempt_key IS NULL OR (gain IS NOT NULL AND
+                                     (agg.max_log_speedup IS NULL OR gain > agg.max_log_speedup))
+                                THEN row.attempt.outcome ELSE agg.best_outcome END,
+        agg.max_log_speedup = CASE WHEN gain IS NOT NULL AND (agg.max_log_speedup IS NULL OR gain > agg.max_log_speedup)
+                                   THEN gain ELSE agg.max_log_speedup END,
+        agg.attempt_keys = CASE WHEN size(agg.attempt_keys) < 50 THEN agg.attempt_keys + row.attempt_key
+                                ELSE agg.attempt_keys END,
+        agg.updated_at = datetime()
   }
   CALL (row, h, a, c) {
     UNWIND row.child_measurements AS m

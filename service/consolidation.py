@@ -10,8 +10,12 @@ write path cannot know:
    neighbour search. States of the same kernel, target, counter source, evaluator and signature
    version whose signatures agree within noise are merged into one (the group's existing state, else
    the smallest id): the duplicates gain (dup)-[:MERGED_INTO]->(state), leave neighbour search, and
-   retrieval reads their aggregates through the state, which takes one neighbour slot per
-   measurement it stands for. Nothing is deleted.
+   the state takes one neighbour slot per measurement it stands for. Nothing is deleted. In the same
+   transaction the state is rolled up (schema 0010): one (:EvidenceRollup) per transform and setting
+   sums its own and its duplicates' aggregates, and retrieval reads only those, so a merged state costs
+   one aggregate per (state, transform, setting) like any other. Attempts recorded later from any of
+   its members are added to the rollup by the writer (cypher/record_attempts.cypher), in the writer's
+   transaction and under the locks the roll-up takes, so the rollup equals its parts at every commit.
 2. **Weigh versions.** States measured by a superseded evaluator or with a stale signature version
    get a `version_weight` below 1 (service/consolidation_rules.py); retrieval multiplies it in.
 3. **Park unexplored measurements.** Measurements no attempt started from (children) are not
@@ -23,7 +27,8 @@ write path cannot know:
 
 Every write is guarded and idempotent: a second run over unchanged evidence writes nothing, and runs
 beside concurrent writers (and other consolidations) never lose or double evidence: writers only add
-attempts and aggregates, consolidation only adds relationships, flags and weights.
+attempts and aggregates (and add each attempt to the rollup of a rolled-up state), consolidation only
+adds relationships, flags and weights, and recomputes rollups from their parts under the parts' locks.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ class ConsolidationReport(BaseModel):
     states: int  # explored states examined
     merge_groups: int  # kernels explored as more than one state (one target, one version)
     merged: int  # duplicates merged into their group's state by this run
+    rolled_up: int = 0  # states whose rollup this run built or rebuilt (roll-ups written; new duplicates, or none yet: schema 0010)
     already_merged: int  # duplicates merged by earlier runs
     newest_evaluator: int | None  # the newest evaluator that measured here; older ones are superseded
     superseded_evaluator_states: int
@@ -317,16 +323,15 @@ def consolidate(
     flags = [row for cid, row in sorted(found.items()) if known.get(cid) != row["fingerprint"]]
     resolves = sorted(set(known) - set(found))
 
-    merged = weighed = flagged = resolved = parked = 0
+    # States to roll up: those gaining duplicates now, and those whose rollup is missing or stale.
+    unrolled = [r["state"] for r in store.read("consolidation_rollups_stale", namespace=namespace)]
+    merged = weighed = flagged = resolved = parked = rolled_up = 0
     if dry_run:
         merged, weighed, flagged, resolved = len(merges), len(weights), len(flags), len(resolves)
+        rolled_up = len(set(unrolled) | {row["canonical"] for row in merges})
         parked = store.read("consolidation_count_parkable", namespace=namespace)[0]["parkable"]
     else:
-        for batch in _batches(merges, WRITE_BATCH):
-            say(f"merging re-measured states ({merged:,}/{len(merges):,})")
-            merged += store.write("consolidation_merge_states", namespace=namespace, rows=list(batch))[0][
-                "merged"
-            ]
+        merged, rolled_up = merge_and_roll_up(store, namespace, merges, unrolled, say)
         for batch in _batches(weights, WRITE_BATCH):
             say(f"weighing versions ({weighed:,}/{len(weights):,})")
             weighed += store.write("consolidation_set_weights", namespace=namespace, rows=list(batch))[0][
@@ -354,11 +359,54 @@ def consolidate(
         already_merged=already, newest_evaluator=newest, superseded_evaluator_states=superseded,
         stale_signature_states=stale, weighed=weighed, repeated_groups=len(repeated),
         examined_groups=len(candidates), contradictions_flagged=flagged, contradictions_resolved=resolved,
-        contradictions_open=len(found), parked=parked, changes=merged + weighed + flagged + resolved + parked,
+        contradictions_open=len(found), parked=parked, rolled_up=rolled_up,
+        changes=merged + rolled_up + weighed + flagged + resolved + parked,
         wall_s=time.perf_counter() - started,
     )  # fmt: skip
     log.info("consolidated %s: %s", namespace, report.model_dump(exclude={"namespace"}))
     return report
+
+
+def merge_and_roll_up(
+    store: GraphStore,
+    namespace: str,
+    merges: Sequence[dict[str, str]],
+    stale: Sequence[str],
+    say: Callable[[str], None] = lambda text: None,
+) -> tuple[int, int]:
+    """Write `merges` in batches, each batch rolling up the states it merges into in its own transaction
+    (so retrieval never sees a merged duplicate outside its state's rollup), then roll up the `stale`
+    states left. Returns (duplicates merged, states rolled up)."""
+    merged = rolled_up = 0
+    done: set[str] = set()
+    for batch in _batches(merges, WRITE_BATCH):
+        say(f"merging re-measured states ({merged:,}/{len(merges):,})")
+        targets = sorted({row["canonical"] for row in batch})
+        result = store.write(
+            "consolidation_merge_states", namespace=namespace, rows=list(batch), states=targets
+        )[0]
+        merged += result["merged"]
+        rolled_up += result["rolled_up"]
+        done.update(targets)
+    left = [state for state in stale if state not in done]
+    for batch in _batches(left, WRITE_BATCH // 10):
+        say(f"rolling up merged states ({rolled_up:,})")
+        rolled_up += store.write(
+            "consolidation_merge_states", namespace=namespace, rows=[], states=list(batch)
+        )[0]["rolled_up"]
+    return merged, rolled_up
+
+
+def roll_up_merged_states(store: GraphStore) -> int:
+    """Schema 0010's data step: roll up every state that code before it merged re-measurements into
+    (idempotent: a rolled-up state is not found again). Returns the number of states rolled up."""
+    done = 0
+    for namespace in namespaces_with_states(store):
+        stale = [r["state"] for r in store.read("consolidation_rollups_stale", namespace=namespace)]
+        done += merge_and_roll_up(store, namespace, [], stale)[1]
+        if stale:
+            log.info("rolled up %d merged states in %s", len(stale), namespace)
+    return done
 
 
 def namespaces_with_states(store: GraphStore) -> list[str]:

@@ -19,6 +19,7 @@ from kernelgraph.client.signature import (
     source_dimensions,
     source_property,
 )
+from kernelgraph.service.consolidation import roll_up_merged_states
 from kernelgraph.service.embeddings import EMBEDDING_DIM
 from kernelgraph.service.queries import migrations
 from kernelgraph.service.store import GraphStore, mapped_errors
@@ -84,7 +85,7 @@ def resign_measurements(store: GraphStore) -> int:
 
 
 # Data steps that run after a migration's statements (which cannot hold Python): version -> step.
-DATA_STEPS: dict[int, Callable[[GraphStore], int]] = {7: resign_measurements}
+DATA_STEPS: dict[int, Callable[[GraphStore], int]] = {7: resign_measurements, 10: roll_up_merged_states}
 
 
 @dataclass(frozen=True)

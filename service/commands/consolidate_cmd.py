@@ -55,10 +55,11 @@ def consolidate_cmd(
     if as_json:
         print(json.dumps([r.model_dump(mode="json") for r in reports], indent=2))
         return
-    table = Table("namespace", "states", "merged", "weighed", "contradictions\nflagged / resolved / open",
+    table = Table("namespace", "states", "merged", "rolled up", "weighed", "contradictions\nflagged / resolved / open",
                   "changes", "seconds", title="Consolidation" + (" (dry run: nothing written)" if dry_run else ""))  # fmt: skip
     for r in reports:
-        table.add_row(r.namespace, f"{r.states:,}", f"{r.merged:,} (+{r.already_merged:,} before)", f"{r.weighed:,}",
+        table.add_row(r.namespace, f"{r.states:,}", f"{r.merged:,} (+{r.already_merged:,} before)", f"{r.rolled_up:,}",
+                      f"{r.weighed:,}",
                       f"{r.contradictions_flagged} / {r.contradictions_resolved} / {r.contradictions_open}",
                       f"{r.changes:,}", f"{r.wall_s:.1f}")  # fmt: skip
     console.print(table)

@@ -4,11 +4,13 @@ and it runs beside concurrent writers."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import statistics
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions, sourc
 from kernelgraph.service.consolidation import ConsolidationSchedule, consolidate
 from kernelgraph.service.consolidation_rules import SUPERSEDED_EVALUATOR_WEIGHT
 from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.queries import QueryRegistry, parse_query
 from kernelgraph.service.store import GraphStore
 from tests import factories
 
@@ -112,7 +115,9 @@ def test_first_run_merges_and_flags_the_second_changes_nothing(
     assert (first.merged, first.contradictions_flagged, first.contradictions_open) == (3, 2, 2)
     # Every child measurement (no attempt started from one) left the index: 8 children were timed.
     assert first.parked == dry.parked == 8
-    assert first.changes == dry.changes == 5 + 8
+    # Two states gain duplicates and are rolled up (A and B).
+    assert first.rolled_up == dry.rolled_up == 2
+    assert first.changes == dry.changes == 5 + 8 + 2
     # Kernel A's three states are one (2 merged) and B's two (1 merged).
     assert (
         count(store, "MATCH (:Measurement {namespace: $ns})-[r:MERGED_INTO]->() RETURN count(r)", namespace)
@@ -396,3 +401,191 @@ def test_merged_and_parked_measurements_leave_the_per_source_index(
     while _in_index(store, namespace) != explored and time.monotonic() < deadline:
         time.sleep(0.5)
     assert _in_index(store, namespace) == explored
+
+
+# Rollups (schema 0010): a merged state is read through one aggregate per (state, transform, setting).
+WALKING_QUERY = (
+    Path(__file__).resolve().parent.parent / "fixtures" / "cypher" / "aggregate_transforms_0009.cypher"
+)
+QUERIES = (SIG_A, SIG_B, SIG_C, SIG_FAR)
+
+
+def walking(store: GraphStore) -> KnowledgeService:
+    """Retrieval as it was before the rollups: a merged state walked every duplicate's aggregates."""
+    old = GraphStore(store.driver, store.database)
+    query = dataclasses.replace(parse_query(WALKING_QUERY), name="aggregate_transforms")
+    old.queries = QueryRegistry({**old.queries.queries, "aggregate_transforms": query})
+    return KnowledgeService(old)
+
+
+def answer(knowledge: KnowledgeService, namespace: str, signature: list[float]) -> list[dict[str, Any]]:
+    """Every figure retrieval returns per transform (floats to 1e-9; id and key lists as sets)."""
+    response = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "signature": signature, "k": 50, "limit": 20}
+    )
+
+    def norm(value: Any) -> Any:
+        if isinstance(value, float):
+            return round(value, 9)
+        if isinstance(value, dict):
+            return {k: norm(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [norm(v) for v in value]
+        return value
+
+    rows = []
+    for t in response.transforms:
+        row = norm(t.model_dump())
+        row["evidence_measurement_ids"] = sorted(row["evidence_measurement_ids"])
+        row["evidence_attempt_keys"] = sorted(row["evidence_attempt_keys"])
+        rows.append(row)
+    return rows
+
+
+def parts_disagree(store: GraphStore, namespace: str) -> list[dict[str, Any]]:
+    """Rollups that are not the sum of their parts (the state's and its duplicates' StateEvidence), and
+    parts without a rollup."""
+    orphans = [r.data() for r in store.driver.execute_query(
+        "MATCH (c:Measurement {namespace: $ns})<-[:MERGED_INTO]-() WITH DISTINCT c "
+        "MATCH (m:Measurement)-[:HAS_EVIDENCE]->(e:StateEvidence) WHERE (m = c OR (m)-[:MERGED_INTO]->(c)) "
+        "AND NOT EXISTS { (c)-[:HAS_ROLLUP]->(:EvidenceRollup {transform: e.transform, params_json: e.params_json}) } "
+        "RETURN c.measurement_id AS state, e.transform AS transform, 'no rollup' AS stored",
+        ns=namespace, database_=store.database,
+    ).records]  # fmt: skip
+    return orphans + [r.data() for r in store.driver.execute_query(
+        "MATCH (c:Measurement {namespace: $ns})-[:HAS_ROLLUP]->(r:EvidenceRollup) "
+        "MATCH (m:Measurement)-[:HAS_EVIDENCE]->(e:StateEvidence {transform: r.transform, params_json: r.params_json}) "
+        "WHERE m = c OR (m)-[:MERGED_INTO]->(c) "
+        "WITH r, sum(e.attempts) AS attempts, sum(e.successes) AS successes, sum(e.runtime_attempts) AS runs, "
+        "     sum(e.sum_log_speedup) AS total, sum(e.sum_sq_log_speedup) AS squares, max(e.max_log_speedup) AS best, "
+        "     min(e.min_log_speedup) AS worst, count(e) AS parts, "
+        "     sum(CASE WHEN e.rollup_of = r.measurement_id THEN 1 ELSE 0 END) AS marked "
+        "WHERE r.attempts <> attempts OR r.successes <> successes OR r.runtime_attempts <> runs "
+        "   OR abs(r.sum_log_speedup - total) > 1e-9 OR abs(r.sum_sq_log_speedup - squares) > 1e-9 "
+        "   OR coalesce(r.max_log_speedup, 99) <> coalesce(best, 99) OR coalesce(r.min_log_speedup, 99) <> coalesce(worst, 99) "
+        "   OR marked <> parts "
+        "RETURN r.measurement_id AS state, r.transform AS transform, r.attempts AS stored, attempts",
+        ns=namespace, database_=store.database,
+    ).records]  # fmt: skip
+
+
+def with_superseded_duplicates() -> list[dict[str, Any]]:
+    """seeded() plus kernel D measured twice by an evaluator before version 2 (merged and weighed down)."""
+    return [*seeded(),
+            attempt("old-1:0", "D", SIG_FAR, "fuse", 2.0, median=5e6, evaluator_version=None),
+            attempt("old-2:0", "D", SIG_FAR, "fuse", 1.8, median=5.05e6, evaluator_version=None),
+            attempt("old-2:1", "D", SIG_FAR, "tile", 1.3, median=5.05e6, evaluator_version=None)]  # fmt: skip
+
+
+def test_rollups_answer_what_walking_the_duplicates_answered(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    """Duplicates, a contradiction and superseded-evaluator evidence: retrieval through the rollups
+    returns every figure retrieval walking the duplicates returned, and keeps doing so as attempts
+    arrive from a merged duplicate (an existing setting and a new one) and from the state itself."""
+    knowledge.record_attempts(namespace, with_superseded_duplicates())
+    old = walking(store)
+    raw = {i: answer(knowledge, namespace, sig) for i, sig in enumerate(QUERIES)}
+    assert raw == {i: answer(old, namespace, sig) for i, sig in enumerate(QUERIES)}  # no merges yet
+
+    first = consolidate(store, namespace)
+    assert (first.merged, first.rolled_up, first.superseded_evaluator_states) == (4, 3, 2)
+    assert (
+        count(store, "MATCH (:Measurement {namespace: $ns})-[:HAS_ROLLUP]->(r) RETURN count(r)", namespace)
+        == 5
+    )
+    assert parts_disagree(store, namespace) == []
+    for i, sig in enumerate(QUERIES):
+        assert answer(knowledge, namespace, sig) == answer(old, namespace, sig), f"query {i}"
+    disputed = answer(knowledge, namespace, SIG_B)
+    assert next(t for t in disputed if t["transform"] == "vectorize")["disputed"] == 1
+    assert consolidate(store, namespace).changes == 0
+
+    # New evidence after consolidation, from each of A's three measurements (the state and its two merged
+    # duplicates: an existing setting, a failure and a new transform) and from D's two (superseded).
+    knowledge.record_attempts(namespace, [
+        attempt("late-1:0", "A", SIG_A, "unroll", 1.7, median=1.01e6),
+        attempt("late-1:1", "A", SIG_A, "fuse", 0.9, "discarded", median=1.01e6),
+        attempt("late-2:0", "A", SIG_A, "unroll", None, "compile_error", median=1.00e6),
+        attempt("late-3:0", "A", SIG_A, "fuse", 1.2, median=0.99e6),
+        attempt("late-4:0", "D", SIG_FAR, "tile", 1.6, median=5.05e6, evaluator_version=None),
+        attempt("late-5:0", "D", SIG_FAR, "unroll", 1.1, median=5e6, evaluator_version=None),
+    ])  # fmt: skip
+    assert (
+        count(store, "MATCH (:Measurement {namespace: $ns})-[:HAS_ROLLUP]->(r) RETURN count(r)", namespace)
+        == 7
+    )
+    assert parts_disagree(store, namespace) == []
+    for i, sig in enumerate(QUERIES):
+        assert answer(knowledge, namespace, sig) == answer(old, namespace, sig), (
+            f"query {i} after new evidence"
+        )
+    fuse = next(t for t in answer(knowledge, namespace, SIG_A) if t["transform"] == "fuse")
+    assert "late-1:1" in fuse["evidence_attempt_keys"]
+    # The writers kept the rollups current: consolidation rolls nothing up again (it parks the new children).
+    later = consolidate(store, namespace)
+    assert (later.merged, later.rolled_up, later.parked) == (0, 0, 5)
+    assert consolidate(store, namespace).changes == 0
+
+
+def test_retrieval_reads_only_the_rollup_of_a_merged_state(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    """The one aggregate read per (state, transform, setting): a rollup, not the duplicates behind it."""
+    knowledge.record_attempts(namespace, seeded())
+    consolidate(store, namespace)
+    before = answer(knowledge, namespace, SIG_A)
+    # Scale the duplicates' own aggregates (never the rollup): an answer that walked them would change.
+    store.driver.execute_query(
+        "MATCH (d:Measurement {namespace: $ns})-[:MERGED_INTO]->() MATCH (d)-[:HAS_EVIDENCE]->(e) "
+        "SET e.attempts = e.attempts * 10", ns=namespace, database_=store.database,
+    )  # fmt: skip
+    assert answer(knowledge, namespace, SIG_A) == before
+
+
+def test_rollups_stay_the_sum_of_their_parts_beside_concurrent_writers(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str
+) -> None:
+    """Writers record attempts from merged duplicates, from their state and from new re-measurements
+    while consolidation merges and rolls up repeatedly: no increment is lost or doubled."""
+    knowledge.record_attempts(namespace, seeded())
+    medians = (1.00e6, 1.01e6, 0.99e6)  # run-1..3's measurements of A: a state and its duplicates
+    writes = [
+        attempt(f"live-{i}:0", "A", SIG_A, ("unroll", "tile", "fuse", "split")[i % 4], 1.1 + (i % 5) / 10,
+                median=medians[i % 3] if i % 2 else 1e6 + 1_000 * (i + 10))
+        for i in range(40)
+    ]  # fmt: skip
+    errors: list[BaseException] = []
+
+    def writer(part: list[dict[str, Any]]) -> None:
+        try:
+            for record in part:
+                knowledge.record_attempts(namespace, [record])
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(writes[i::2],)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    runs = 0
+    while any(t.is_alive() for t in threads) or runs < 2:
+        consolidate(store, namespace)
+        runs += 1
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert parts_disagree(store, namespace) == []
+    consolidate(store, namespace)
+    assert consolidate(store, namespace).changes == 0
+    assert parts_disagree(store, namespace) == []
+    total = len(seeded()) + len(writes)
+    response = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "signature": SIG_A, "k": 50, "limit": 20}
+    )
+    assert sum(t.attempts for t in response.transforms) == total
+    # Attempts here tie on speedup: which of them is the best example was arbitrary before too.
+    assert untied(answer(knowledge, namespace, SIG_A)) == untied(answer(walking(store), namespace, SIG_A))
+
+
+def untied(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**row, "best_example": {**row["best_example"], "attempt_key": None}} for row in rows]
