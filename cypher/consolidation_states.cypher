@@ -7,7 +7,8 @@
 //   dimensions, signature version 2), merged_into, version_weight (null = 1.0).
 // :param namespace => 'demo'
 MATCH (m:Measurement {namespace: $namespace})
-WHERE m.explored
+USING INDEX m:Measurement(namespace, explored)
+WHERE m.explored = true
 RETURN m.measurement_id AS measurement_id, m.kernel_id AS kernel_id, m.target AS target, m.task AS task,
        m.counter_source AS counter_source, m.evaluator_version AS evaluator_version,
        m.signature_version AS signature_version, coalesce(m.signature, m.merged_signature) AS signature,

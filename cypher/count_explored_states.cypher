@@ -4,6 +4,7 @@
 // :param namespaces => ['demo']
 // :param limit => 1001
 MATCH (m:Measurement)
-WHERE m.namespace IN $namespaces AND m.explored
+USING INDEX m:Measurement(namespace, explored)
+WHERE m.namespace IN $namespaces AND m.explored = true
 WITH m LIMIT $limit
 RETURN count(m) AS states

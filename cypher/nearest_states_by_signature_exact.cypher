@@ -18,11 +18,11 @@
 // :param namespaces => ['demo']
 // :param exclude_tasks => []
 // :param complete => [true, false]
-// The hint keeps the (namespace, signature_complete) index: by namespace alone, a large namespace's
-// incomplete states would be found by reading every one of its measurements.
+// The (namespace, explored) index (schema 0013) holds states only: by namespace alone, every child
+// measurement of a namespace would be read and filtered out.
 MATCH (m:Measurement)
-USING INDEX m:Measurement(namespace, signature_complete)
-WHERE m.namespace IN $namespaces AND m.signature_complete IN $complete AND m.explored
+USING INDEX m:Measurement(namespace, explored)
+WHERE m.namespace IN $namespaces AND m.explored = true AND m.signature_complete IN $complete
   AND m.merged_into IS NULL AND NOT m.task IN $exclude_tasks
 WITH m, m.signature_dims AS own
 WHERE size(own) >= $min_shared AND all(i IN own WHERE i IN $measured)

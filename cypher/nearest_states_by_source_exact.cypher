@@ -11,7 +11,8 @@
 // :param namespaces => ['demo']
 // :param exclude_tasks => []
 MATCH (m:Measurement)-[:OF]->(k:Kernel)
-WHERE m.namespace IN $namespaces AND m.explored AND m.merged_into IS NULL AND NOT m.task IN $exclude_tasks
+USING INDEX m:Measurement(namespace, explored)
+WHERE m.namespace IN $namespaces AND m.explored = true AND m.merged_into IS NULL AND NOT m.task IN $exclude_tasks
   AND k.source_embedding IS NOT NULL
 WITH m, vector.similarity.cosine(k.source_embedding, $embedding) AS score
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score,

@@ -10,7 +10,8 @@
 // :param exclude_tasks => []
 // :param limit => 5000
 MATCH (m:Measurement)
-WHERE m.namespace IN $namespaces AND m.explored AND m.merged_into IS NULL AND NOT m.task IN $exclude_tasks
+USING INDEX m:Measurement(namespace, explored)
+WHERE m.namespace IN $namespaces AND m.explored = true AND m.merged_into IS NULL AND NOT m.task IN $exclude_tasks
   AND ($tasks IS NULL OR m.task IN $tasks)
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, 1.0 AS score,
        1 + coalesce(m.merged_count, 0) AS slots

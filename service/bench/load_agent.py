@@ -90,12 +90,16 @@ class Agent:
 
     # ---- what the loop sends --------------------------------------------------------------------
     def counters(self) -> dict[str, float]:
+        """Every counter the C backend reports with cachegrind (agent/backends/c.py), so the signature
+        is complete, as the loop's are: its state goes to the vector index, not to exact scoring."""
         rng = self.rng
         time_ns = math.exp(rng.uniform(math.log(1e5), math.log(5e7)))
         flops = time_ns * rng.uniform(0.05, 20.0)
+        threads = float(rng.choice((1, 2)))
         return {"time_ns": time_ns, "flops": flops, "bytes": flops / rng.uniform(0.1, 30.0),
                 "instructions": flops * rng.uniform(1.0, 4.0), "d1_miss_rate": rng.uniform(0.0, 0.5),
-                "ll_miss_rate": rng.uniform(0.0, 0.2), "threads": float(rng.choice((1, 2)))}  # fmt: skip
+                "ll_miss_rate": rng.uniform(0.0, 0.2), "ll_miss_bytes": flops / rng.uniform(0.5, 200.0),
+                "threads": threads, "cpu_utilization": threads / 2 * rng.uniform(0.8, 1.0)}  # fmt: skip
 
     def measurement(self, counters: dict[str, float]) -> dict[str, Any]:
         median = counters["time_ns"]

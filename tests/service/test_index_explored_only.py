@@ -88,3 +88,37 @@ def test_children_enter_the_index_when_explored_and_the_upgrade_takes_old_ones_o
     after = knowledge.retrieve([namespace], request)
     assert after.neighbour_ids == before.neighbour_ids and after.transforms == before.transforms
     assert migrate.apply(store) == []
+
+
+def _seek_rows(store: GraphStore, name: str, params: dict[str, object]) -> int:
+    """Rows the index seek of a named query produced (PROFILE), whichever operator seeks."""
+    query = store._query(name, params)
+    with store.driver.session(database=store.database) as session:
+        profile = session.run("PROFILE " + query.cypher, params).consume().profile
+    assert profile is not None
+    seeks, stack = [], [profile]
+    while stack:
+        operator = stack.pop()
+        if "IndexSeek" in operator["operatorType"]:
+            seeks.append(operator["rows"])
+        stack += operator.get("children", [])
+    assert len(seeks) == 1, seeks
+    return int(seeks[0])
+
+
+def test_neighbour_queries_read_states_not_children(store: GraphStore, namespace: str) -> None:
+    """Schema 0013: the (namespace, explored) index holds states only, so exact scoring and counting read
+    the namespace's states, not the children every attempt measured."""
+    knowledge = KnowledgeService(store)
+    knowledge.upsert_targets(namespace, [factories.target()])
+    knowledge.record_attempts(namespace, [
+        factories.attempt(f"fan:{i}", child_source=f"void kernel(void) {{ /* child {i} */ }}") for i in range(12)
+    ])  # fmt: skip
+    stored = _vectors(store, namespace)
+    assert len(stored) == 13 and sum(explored for explored, _ in stored.values()) == 1
+    signature = factories.masked(0.5)
+    measured = [i for i, v in enumerate(signature) if v is not None]
+    exact = {"signature": [v or 0.0 for v in signature], "measured": measured, "dims": len(signature),
+             "min_shared": 3, "k": 10, "namespaces": [namespace], "exclude_tasks": [], "complete": [True, False]}  # fmt: skip
+    assert _seek_rows(store, "nearest_states_by_signature_exact", exact) == 1
+    assert _seek_rows(store, "count_explored_states", {"namespaces": [namespace], "limit": 1001}) == 1

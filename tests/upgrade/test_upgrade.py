@@ -7,8 +7,6 @@ names (answers.json says which commit)."""
 from __future__ import annotations
 
 import json
-import shutil
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,19 +27,10 @@ from kernelgraph.service.embeddings import MiniLMEmbedder
 from kernelgraph.service.knowledge import KnowledgeService, peaks_of
 from kernelgraph.service.neo4j_local import LocalNeo4j
 from kernelgraph.service.store import GraphStore, open_driver
-from tests.prerequisites import unavailable
 from tests.upgrade.questions import ask, exact_text_search, older_signature, same_answer, same_transforms
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "graphs"
-RELEASES = sorted(path.name for path in FIXTURES.iterdir() if (path / "graph.dump").exists())
+from tests.upgrade.release_server import GRAPHS, RELEASES, free_port, release_graph
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -59,24 +48,12 @@ class Upgraded:
 
 @pytest.fixture(scope="module", params=RELEASES)
 def upgraded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upgraded]:
-    """A server of its own (loading replaces its only database), holding the release's graph, upgraded."""
-    if not (shutil.which("java") and shutil.which("mvn")):
-        unavailable("the upgrade test loads a dump into a local Neo4j: it needs Java 17 and Maven")
-    release = FIXTURES / request.param
-    settings = Settings(data_home=tmp_path_factory.mktemp(f"upgrade-{request.param}"), bolt_port=_free_port(),
-                        http_port=_free_port(), neo4j_heap="512m", neo4j_pagecache="128m")  # fmt: skip
-    server = LocalNeo4j(settings)
-    server.load(release / "graph.dump")
-    server.start()
-    driver = open_driver(settings)
-    try:
-        store = GraphStore(driver, settings.neo4j_database)
+    """The release's graph on a server of its own, upgraded."""
+    home = tmp_path_factory.mktemp(f"upgrade-{request.param}")
+    with release_graph(request.param, home) as (server, store):
         applied = [state.version for state in migrate.apply(store)]
-        recorded = json.loads((release / "answers.json").read_text())
+        recorded = json.loads((GRAPHS / request.param / "answers.json").read_text())
         yield Upgraded(server, KnowledgeService(store, MiniLMEmbedder()), recorded, applied)
-    finally:
-        driver.close()
-        server.stop()
 
 
 def test_upgrade_applies_every_pending_migration_and_a_second_apply_changes_nothing(
@@ -186,7 +163,7 @@ def test_dump_and_load_round_trip_keep_the_graph(upgraded: Upgraded, tmp_path: P
     knowledge = upgraded.knowledge
     count = "MATCH (n) RETURN labels(n)[0] AS label, count(*) AS n ORDER BY label"
     _, before = knowledge.store.run_text(count, {}, write=False)
-    settings = Settings(data_home=tmp_path / "copy", bolt_port=_free_port(), http_port=_free_port(),
+    settings = Settings(data_home=tmp_path / "copy", bolt_port=free_port(), http_port=free_port(),
                         neo4j_heap="512m", neo4j_pagecache="128m")  # fmt: skip
     dump = upgraded.server.dump(tmp_path / "copy.dump")
     assert upgraded.server.status().running, "dump restarts a server it stopped"

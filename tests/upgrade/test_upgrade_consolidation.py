@@ -5,26 +5,18 @@ recommends what the release recommended."""
 from __future__ import annotations
 
 import json
-import shutil
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kernelgraph.client.settings import Settings
 from kernelgraph.service import migrate
 from kernelgraph.service.embeddings import MiniLMEmbedder
 from kernelgraph.service.knowledge import KnowledgeService
-from kernelgraph.service.neo4j_local import LocalNeo4j
-from kernelgraph.service.store import GraphStore, open_driver
-from tests.prerequisites import unavailable
 from tests.upgrade.questions import ask, older_signature, same_answer
+from tests.upgrade.release_server import GRAPHS, RELEASES, release_graph
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "graphs"
-RELEASES = sorted(path.name for path in FIXTURES.iterdir() if (path / "graph.dump").exists())
 # What consolidation adds (contradictions, and the rollups of merged states: schema 0010) is not counted.
 COUNT = (
     "MATCH (n) WHERE NOT n:Contradiction AND NOT n:EvidenceRollup "
@@ -32,12 +24,6 @@ COUNT = (
 )
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -54,20 +40,10 @@ def consolidated(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Consolidated]:
     """The release's graph on a server of its own, upgraded, then consolidated twice per namespace."""
-    if not (shutil.which("java") and shutil.which("mvn")):
-        unavailable("the upgrade test loads a dump into a local Neo4j: it needs Java 17 and Maven")
-    release = FIXTURES / request.param
-    settings = Settings(data_home=tmp_path_factory.mktemp(f"consolidate-{request.param}"), bolt_port=_free_port(),
-                        http_port=_free_port(), neo4j_heap="512m", neo4j_pagecache="128m")  # fmt: skip
-    server = LocalNeo4j(settings)
-    server.load(release / "graph.dump")
-    server.start()
-    driver = open_driver(settings)
-    try:
-        store = GraphStore(driver, settings.neo4j_database)
+    with release_graph(request.param, tmp_path_factory.mktemp(f"consolidate-{request.param}")) as (_, store):
         migrate.apply(store)
         knowledge = KnowledgeService(store, MiniLMEmbedder())
-        recorded = json.loads((release / "answers.json").read_text())
+        recorded = json.loads((GRAPHS / request.param / "answers.json").read_text())
         _, counts = store.run_text(COUNT, {}, write=False)
         spaces = sorted({q["namespace"] for q in recorded["questions"]})
         _, keys = store.run_text(
@@ -77,9 +53,6 @@ def consolidated(
         evidence = {row["ns"]: knowledge.evidence([row["ns"]], sorted(row["keys"])) for row in keys}
         reports = [(knowledge.consolidate(ns), knowledge.consolidate(ns)) for ns in spaces]
         yield Consolidated(knowledge, recorded, counts, evidence, reports)
-    finally:
-        driver.close()
-        server.stop()
 
 
 def test_a_second_consolidation_of_an_upgraded_graph_changes_nothing(consolidated: Consolidated) -> None:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,19 +18,17 @@ from typing import Any
 
 import pytest
 
-from kernelgraph.client.settings import Settings
 from kernelgraph.service import migrate
 from kernelgraph.service.embeddings import MiniLMEmbedder
 from kernelgraph.service.knowledge import KnowledgeService
-from kernelgraph.service.neo4j_local import LocalNeo4j
 from kernelgraph.service.queries import QueryRegistry, parse_query
-from kernelgraph.service.store import GraphStore, open_driver
+from kernelgraph.service.store import GraphStore
 from tests import factories
-from tests.prerequisites import unavailable
 from tests.upgrade.questions import older_signature
+from tests.upgrade.release_server import GRAPHS, RELEASES, release_graph
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-RELEASE = sorted(p.name for p in (FIXTURES / "graphs").iterdir() if (p / "graph.dump").exists())[-1]
+RELEASE = RELEASES[-1]
 WALKING_QUERY = FIXTURES / "cypher" / "aggregate_transforms_0009.cypher"
 # What consolidation before schema 0010 did not write: the rollups and the marks that tie them to parts.
 STRIP_ROLLUPS = [
@@ -45,12 +41,6 @@ STRIP_ROLLUPS = [
 ]
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _walking(store: GraphStore) -> GraphStore:
@@ -120,20 +110,10 @@ class Upgraded:
 
 @pytest.fixture(scope="module")
 def upgraded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upgraded]:
-    if not (shutil.which("java") and shutil.which("mvn")):
-        unavailable("the upgrade test loads a dump into a local Neo4j: it needs Java 17 and Maven")
-    release = FIXTURES / "graphs" / RELEASE
-    settings = Settings(data_home=tmp_path_factory.mktemp("rollups"), bolt_port=_free_port(),
-                        http_port=_free_port(), neo4j_heap="512m", neo4j_pagecache="128m")  # fmt: skip
-    server = LocalNeo4j(settings)
-    server.load(release / "graph.dump")
-    server.start()
-    driver = open_driver(settings)
-    try:
-        store = GraphStore(driver, settings.neo4j_database)
+    with release_graph(RELEASE, tmp_path_factory.mktemp("rollups")) as (_, store):
         migrate.apply(store)
         knowledge = KnowledgeService(store, MiniLMEmbedder())
-        recorded = json.loads((release / "answers.json").read_text())
+        recorded = json.loads((GRAPHS / RELEASE / "answers.json").read_text())
         spaces = sorted({q["namespace"] for q in recorded["questions"]})
         _remeasure(knowledge, store, spaces)
         for namespace in spaces:
@@ -162,9 +142,6 @@ def upgraded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upgraded]:
         merged_states = merged[0]["n"]
         applied = migrate.apply(store)
         yield Upgraded(store, knowledge, requests, before, applied, merged_states)
-    finally:
-        driver.close()
-        server.stop()
 
 
 def test_the_release_graph_has_merged_states_to_roll_up(upgraded: Upgraded) -> None:
