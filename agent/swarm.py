@@ -37,11 +37,11 @@ from kernelgraph.agent.proposers.experience import ExperienceProposer
 from kernelgraph.agent.results import Outcome
 from kernelgraph.agent.tasks.base import Task
 from kernelgraph.client.errors import KernelGraphError
+from kernelgraph.client.models import MAX_EVIDENCE_KEYS
 
 log = logging.getLogger(__name__)
 
 Emit = Callable[[dict[str, Any]], None]
-MAX_EVIDENCE_KEYS = 200  # POST /v1/evidence takes at most this many keys per call
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from kernelgraph.client.signature import (
 MAX_SOURCE_CHARS = 200_000
 MAX_TEXT_CHARS = 8_000
 MAX_BATCH = 1_000
+MAX_EVIDENCE_KEYS = 200  # attempt keys per POST /v1/evidence
 
 # Identifiers: letters, digits and . _ : + - only, so nothing that looks like Cypher gets through.
 Name = Annotated[

@@ -18,10 +18,11 @@
 // :param namespaces => ['demo']
 // :param exclude_tasks => []
 // :param complete => [true, false]
-// The (namespace, explored) index (schema 0013) holds states only: by namespace alone, every child
-// measurement of a namespace would be read and filtered out.
+// The (namespace, explored, signature_complete) index (schema 0013) holds states only, by completeness:
+// a large namespace's few incomplete states are read without reading its complete ones, and no child
+// measurement is ever read.
 MATCH (m:Measurement)
-USING INDEX m:Measurement(namespace, explored)
+USING INDEX m:Measurement(namespace, explored, signature_complete)
 WHERE m.namespace IN $namespaces AND m.explored = true AND m.signature_complete IN $complete
   AND m.merged_into IS NULL AND NOT m.task IN $exclude_tasks
 WITH m, m.signature_dims AS own

@@ -47,7 +47,8 @@ CALL (row, h, t, a, created) {
     // return. A state that consolidation parked gets its signature back first.
     FOREACH (_ IN CASE WHEN pm.explored IS NULL THEN [1] ELSE [] END |
       SET pm.explored = true, pm.signature = coalesce(pm.signature, pm.parked_signature)
-      FOREACH (__ IN CASE WHEN pm.signature_complete AND pm.counter_source IS NOT NULL THEN [1] ELSE [] END |
+      FOREACH (__ IN CASE WHEN pm.signature_complete AND pm.counter_source IS NOT NULL
+                          AND pm.merged_into IS NULL THEN [1] ELSE [] END |
         SET pm['signature_' + pm.counter_source] = [i IN pm.signature_dims | pm.signature[i]])
       REMOVE pm.parked_signature)
     FOREACH (_ IN CASE WHEN pm.write_token = $write_token THEN [1] ELSE [] END |

@@ -19,8 +19,9 @@ write path cannot know:
 2. **Weigh versions.** States measured by a superseded evaluator or with a stale signature version
    get a `version_weight` below 1 (service/consolidation_rules.py); retrieval multiplies it in.
 3. **Park unexplored measurements.** Measurements no attempt started from (children) are not
-   candidates for neighbour search but crowd the vector index around those that are; their signature
-   moves to `parked_signature` (out of the index) until an attempt starts from one, which restores it.
+   candidates for neighbour search; their signature moves to `parked_signature` until an attempt
+   starts from one, which restores it. Since schemas 0012 and 0013 children are in no index neighbour
+   search reads, so this only cleans up graphs written before them (docs/retrieval.md).
 4. **Flag contradictions.** Groups of (state, transform, setting) whose attempts disagree beyond
    measurement noise become (:Contradiction) nodes for re-measurement, their aggregates `disputed`;
    retrieval reports them and Browser shows them (cypher/contradictions.cypher).

@@ -41,6 +41,7 @@ from kernelgraph.agent.targets import get_target
 from kernelgraph.agent.tasks import all_tasks, get_task
 from kernelgraph.agent.transforms import Transform
 from kernelgraph.client.models import MAX_BATCH, RetrieveRequest
+from kernelgraph.client.reports import run_context
 from kernelgraph.client.signature import SIGNATURE_DIM, CounterSource, source_dimensions
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
@@ -461,6 +462,7 @@ def run_interference(
     from kernelgraph.service.importers.kernelbench import SHIPPED_TIMINGS, import_timings
 
     started = time.perf_counter()
+    context = run_context()  # which code, and how busy the machine was as the run began
     namespace = f"interference-{datetime.now(UTC).strftime('%Y%m%dt%H%M%S')}"
     client = InProcessClient(knowledge, namespace)
     client.upsert_targets(list(TARGETS))
@@ -507,6 +509,7 @@ def run_interference(
     report = {
         "benchmark": "interference",
         "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        **context,
         "namespace": namespace,
         "seed": seed,
         "core": {

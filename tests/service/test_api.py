@@ -15,6 +15,7 @@ from neo4j import GraphDatabase
 from kernelgraph.client.models import MAX_BATCH
 from kernelgraph.client.settings import Settings
 from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.service import migrate
 from kernelgraph.service.api.app import create_app
 from kernelgraph.service.store import GraphStore
 from tests import factories
@@ -67,7 +68,26 @@ def setup_target(http: httpx.Client, key: str, name: str = "cpu-test") -> None:
 def test_health_needs_no_key_and_reports_neo4j(http: httpx.Client) -> None:
     response = http.get("/v1/health")
     assert response.status_code == 200
-    assert response.json()["neo4j"] == "reachable"
+    assert response.json()["neo4j"] == "reachable" and response.json()["schema"] == "up to date"
+
+
+def test_health_is_503_while_a_migration_is_pending(http: httpx.Client, store: GraphStore) -> None:
+    """A replica whose database is behind its code (its queries may name indexes not created yet) is
+    kept out of a load balancer's rotation until `kernelgraph schema apply` ran."""
+    latest = migrate.status(store)[-1]
+    store.driver.execute_query(
+        "MATCH (m:SchemaMigration {version: $v}) DELETE m", v=latest.version, database_=store.database
+    )
+    try:
+        response = http.get("/v1/health")
+        error = assert_error(response, 503)
+        assert error["field"] == "schema" and latest.name in error["message"]
+        assert int(response.headers["Retry-After"]) >= 1
+    finally:
+        assert [m.name for m in migrate.apply(store)] == [
+            latest.name
+        ]  # idempotent: re-applying changes nothing
+    assert http.get("/v1/health").status_code == 200
 
 
 def test_openapi_documents_every_route(http: httpx.Client) -> None:

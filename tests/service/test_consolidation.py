@@ -4,13 +4,11 @@ and it runs beside concurrent writers."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import statistics
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,9 +17,9 @@ from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions, sourc
 from kernelgraph.service.consolidation import ConsolidationSchedule, consolidate
 from kernelgraph.service.consolidation_rules import SUPERSEDED_EVALUATOR_WEIGHT
 from kernelgraph.service.knowledge import KnowledgeService
-from kernelgraph.service.queries import QueryRegistry, parse_query
 from kernelgraph.service.store import GraphStore
 from tests import factories
+from tests.walking_oracle import walking_store
 
 pytestmark = pytest.mark.neo4j
 
@@ -404,18 +402,12 @@ def test_merged_and_parked_measurements_leave_the_per_source_index(
 
 
 # Rollups (schema 0010): a merged state is read through one aggregate per (state, transform, setting).
-WALKING_QUERY = (
-    Path(__file__).resolve().parent.parent / "fixtures" / "cypher" / "aggregate_transforms_0009.cypher"
-)
 QUERIES = (SIG_A, SIG_B, SIG_C, SIG_FAR)
 
 
 def walking(store: GraphStore) -> KnowledgeService:
     """Retrieval as it was before the rollups: a merged state walked every duplicate's aggregates."""
-    old = GraphStore(store.driver, store.database)
-    query = dataclasses.replace(parse_query(WALKING_QUERY), name="aggregate_transforms")
-    old.queries = QueryRegistry({**old.queries.queries, "aggregate_transforms": query})
-    return KnowledgeService(old)
+    return KnowledgeService(walking_store(store))
 
 
 def answer(knowledge: KnowledgeService, namespace: str, signature: list[float]) -> list[dict[str, Any]]:

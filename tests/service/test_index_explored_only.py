@@ -107,18 +107,28 @@ def _seek_rows(store: GraphStore, name: str, params: dict[str, object]) -> int:
 
 
 def test_neighbour_queries_read_states_not_children(store: GraphStore, namespace: str) -> None:
-    """Schema 0013: the (namespace, explored) index holds states only, so exact scoring and counting read
-    the namespace's states, not the children every attempt measured."""
+    """Schema 0013: the (namespace, explored[, signature_complete]) indexes hold states only, so exact
+    scoring and counting read the namespace's states, not the children every attempt measured, and the
+    exact scoring of a large namespace's incomplete states reads only those."""
     knowledge = KnowledgeService(store)
     knowledge.upsert_targets(namespace, [factories.target()])
     knowledge.record_attempts(namespace, [
         factories.attempt(f"fan:{i}", child_source=f"void kernel(void) {{ /* child {i} */ }}") for i in range(12)
     ])  # fmt: skip
+    # A second state whose signature misses a dimension its source measures: incomplete.
+    gap = factories.measurement()
+    gap["signature"][source_dimensions(factories.SOURCE)[0]] = None
+    knowledge.record_attempts(namespace, [factories.attempt(
+        "gap:0", parent_source="void kernel(void) { /* gap */ }", child_source="void kernel(void) { /* gap child */ }",
+        parent_measurement=gap,
+    )])  # fmt: skip
     stored = _vectors(store, namespace)
-    assert len(stored) == 13 and sum(explored for explored, _ in stored.values()) == 1
+    assert len(stored) == 15 and sum(explored for explored, _ in stored.values()) == 2
     signature = factories.masked(0.5)
     measured = [i for i, v in enumerate(signature) if v is not None]
     exact = {"signature": [v or 0.0 for v in signature], "measured": measured, "dims": len(signature),
              "min_shared": 3, "k": 10, "namespaces": [namespace], "exclude_tasks": [], "complete": [True, False]}  # fmt: skip
-    assert _seek_rows(store, "nearest_states_by_signature_exact", exact) == 1
-    assert _seek_rows(store, "count_explored_states", {"namespaces": [namespace], "limit": 1001}) == 1
+    assert _seek_rows(store, "nearest_states_by_signature_exact", exact) == 2
+    # A large namespace scores only its incomplete states exactly: it reads those, not every state.
+    assert _seek_rows(store, "nearest_states_by_signature_exact", {**exact, "complete": [False]}) == 1
+    assert _seek_rows(store, "count_explored_states", {"namespaces": [namespace], "limit": 1001}) == 2

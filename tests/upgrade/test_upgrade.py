@@ -95,6 +95,11 @@ def test_upgrade_resigns_every_measurement_from_its_raw_counters(upgraded: Upgra
         {}, write=False,
     )  # fmt: skip
     assert rows
+    # Every release: only explored states that are complete and not merged carry a per-source vector.
+    for row in rows:
+        m = row["m"]
+        indexed = bool(m.get("explored") and m.get("signature_complete") and not m.get("merged_into"))
+        assert (m.get(source_property(m["counter_source"])) is not None) == indexed, m["measurement_id"]
     if not upgraded.resigned:
         assert all(
             r["m"]["signature_version"] == SIGNATURE_VERSION and "signature_v1" not in r["m"] for r in rows

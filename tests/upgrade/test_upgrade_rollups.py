@@ -9,11 +9,9 @@ and its answers are those of its retrieval query (kept as tests/fixtures/cypher/
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,15 +19,13 @@ import pytest
 from kernelgraph.service import migrate
 from kernelgraph.service.embeddings import MiniLMEmbedder
 from kernelgraph.service.knowledge import KnowledgeService
-from kernelgraph.service.queries import QueryRegistry, parse_query
 from kernelgraph.service.store import GraphStore
 from tests import factories
 from tests.upgrade.questions import older_signature
 from tests.upgrade.release_server import GRAPHS, RELEASES, release_graph
+from tests.walking_oracle import walking_store
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 RELEASE = RELEASES[-1]
-WALKING_QUERY = FIXTURES / "cypher" / "aggregate_transforms_0009.cypher"
 # What consolidation before schema 0010 did not write: the rollups and the marks that tie them to parts.
 STRIP_ROLLUPS = [
     "MATCH (r:EvidenceRollup) DETACH DELETE r",
@@ -41,13 +37,6 @@ STRIP_ROLLUPS = [
 ]
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
-
-
-def _walking(store: GraphStore) -> GraphStore:
-    old = GraphStore(store.driver, store.database)
-    query = dataclasses.replace(parse_query(WALKING_QUERY), name="aggregate_transforms")
-    old.queries = QueryRegistry({**old.queries.queries, "aggregate_transforms": query})
-    return old
 
 
 def _answer(knowledge: KnowledgeService, namespace: str, request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -134,7 +123,7 @@ def upgraded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upgraded]:
             requests.append((row["ns"], {"mode": "global", "target": row["target"], "k": 50, "limit": 50}))
             requests += [(row["ns"], {"mode": "label", "tasks": [task], "target": row["target"], "limit": 50})
                          for task in row["tasks"]]  # fmt: skip
-        old = KnowledgeService(_walking(store), MiniLMEmbedder())
+        old = KnowledgeService(walking_store(store), MiniLMEmbedder())
         before = [_answer(old, ns, request) for ns, request in requests]
         _, merged = store.run_text(
             "MATCH (m:Measurement)<-[:MERGED_INTO]-() RETURN count(DISTINCT m) AS n", {}, write=False
@@ -194,6 +183,6 @@ def test_attempts_from_merged_duplicates_reach_the_rollup(upgraded: Upgraded) ->
         record["parent_measurement_id"] = row["state"]
         record["child_measurement"] = None
         upgraded.knowledge.record_attempts(row["ns"], [record])
-    old = KnowledgeService(_walking(store), MiniLMEmbedder())
+    old = KnowledgeService(walking_store(store), MiniLMEmbedder())
     for ns, request in upgraded.requests:
         assert _answer(upgraded.knowledge, ns, request) == _answer(old, ns, request), (ns, request)

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from pydantic import Field as PydanticField
 
 from kernelgraph.client.models import (
+    MAX_EVIDENCE_KEYS,
     LineageStep,
     Name,
     RetrieveRequest,
@@ -138,7 +139,7 @@ def leaderboard(
 class EvidenceRequest(Strict):
     """Attempt keys, as returned in a retrieved transform's `evidence_attempt_keys`."""
 
-    attempt_keys: Annotated[list[Name], PydanticField(min_length=1, max_length=200)]
+    attempt_keys: Annotated[list[Name], PydanticField(min_length=1, max_length=MAX_EVIDENCE_KEYS)]
 
 
 class EvidenceOut(BaseModel):

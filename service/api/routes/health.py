@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from kernelgraph.client.errors import Retryable
+from kernelgraph.service import migrate
 from kernelgraph.service.api.deps import StateDep
 from kernelgraph.service.api.responses import errors
 
@@ -15,10 +16,19 @@ router = APIRouter(tags=["health"])
 
 @router.get("/health", responses=errors(503))
 def health(state: StateDep) -> dict[str, Any]:
-    """Liveness and Neo4j reachability: 200 when Neo4j answers, 503 (with `Retry-After`) when it does not.
+    """Liveness, Neo4j reachability and the schema: 200 when Neo4j answers and every migration this
+    service's queries rely on is applied; 503 (with `Retry-After`) otherwise, so a load balancer keeps
+    traffic off a replica whose database is behind it (`kernelgraph schema apply` brings it up to date).
 
     Needs no API key, so load balancers and `kernelgraph` itself can probe it.
     """
     if not state.store.ping():
         raise Retryable("Neo4j is unreachable", field="neo4j")
-    return {"status": "ok", "neo4j": "reachable", "database": state.store.database}
+    pending = [m.name for m in migrate.status(state.store) if not m.applied]
+    if pending:
+        raise Retryable(
+            f"the database schema is behind this service: {len(pending)} migration(s) pending "
+            f"({', '.join(pending)}); run `kernelgraph schema apply`",
+            field="schema",
+        )
+    return {"status": "ok", "neo4j": "reachable", "database": state.store.database, "schema": "up to date"}

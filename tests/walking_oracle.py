@@ -1,0 +1,20 @@
+"""Retrieval as it was before rollups (schema 0010), kept as the oracle the rollup tests compare with:
+its aggregation query walked every duplicate merged into a state instead of reading the state's rollup."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from kernelgraph.service.queries import QueryRegistry, parse_query
+from kernelgraph.service.store import GraphStore
+
+WALKING_QUERY = Path(__file__).resolve().parent / "fixtures" / "cypher" / "aggregate_transforms_0009.cypher"
+
+
+def walking_store(store: GraphStore) -> GraphStore:
+    """The same database, answering `aggregate_transforms` with the walking query."""
+    old = GraphStore(store.driver, store.database)
+    query = dataclasses.replace(parse_query(WALKING_QUERY), name="aggregate_transforms")
+    old.queries = QueryRegistry({**old.queries.queries, "aggregate_transforms": query})
+    return old
