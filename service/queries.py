@@ -88,6 +88,7 @@ def registry() -> QueryRegistry:
     return QueryRegistry({path.stem: parse_query(path) for path in sorted(CYPHER_DIR.glob("*.cypher"))})
 
 
-def migrations() -> list[NamedQuery]:
-    """schema/NNNN_*.cypher in version order."""
-    return [parse_query(path) for path in sorted(SCHEMA_DIR.glob("[0-9][0-9][0-9][0-9]_*.cypher"))]
+@lru_cache(maxsize=1)
+def migrations() -> tuple[NamedQuery, ...]:
+    """schema/NNNN_*.cypher in version order, read once (GET /v1/health compares them on every probe)."""
+    return tuple(parse_query(path) for path in sorted(SCHEMA_DIR.glob("[0-9][0-9][0-9][0-9]_*.cypher")))
