@@ -104,11 +104,20 @@ def test_parallel_kernel_reports_the_threads_it_ran_on(c_cache: Path, cpu_target
     serial = profiler.profile(task, task.source("c", {**task.baseline_config, "acc": 4}), cpu_target)
     assert serial.counters["threads"] == 1.0
     # Threads show in the CPU time: the parallel build keeps more of the cores busy than the serial
-    # one (which uses at most one of them). Spinning idle workers can push it past 1 (see c.py).
-    used = {"serial": serial.counters["cpu_utilization"], "parallel": result.counters["cpu_utilization"],
-            "load average": os.getloadavg()}  # fmt: skip
-    assert 0.0 < used["serial"] <= 1.0 / cpu_target.cores + 0.05, used
-    assert used["parallel"] > used["serial"], used
+    # one (which uses at most one of them). Spinning idle workers can push it past 1 (see c.py). Another
+    # process busy on the cores (the suite's Neo4j starting) can starve the parallel build for a
+    # moment, so the pair is measured up to three times; a counter that does not see threads fails all.
+    seen = []
+    for _ in range(3):
+        used = {"serial": serial.counters["cpu_utilization"], "parallel": result.counters["cpu_utilization"],
+                "load average": os.getloadavg()}  # fmt: skip
+        assert 0.0 < used["serial"] <= 1.0 / cpu_target.cores + 0.05, used
+        seen.append(used)
+        if used["parallel"] > used["serial"]:
+            break
+        result = profiler.profile(task, source, cpu_target)
+        serial = profiler.profile(task, task.source("c", {**task.baseline_config, "acc": 4}), cpu_target)
+    assert seen[-1]["parallel"] > seen[-1]["serial"], seen
 
 
 def test_profile_of_crashing_kernel_is_an_outcome(backend: CBackend, cpu_target: Target) -> None:
