@@ -75,6 +75,16 @@ class _Neo4jCollector(Collector):
                                               f"Target lookups {'served from' if kind == 'hits' else 'missing'} the target cache.")  # fmt: skip
                 counter.add_metric([], float(value))
                 yield counter
+        writer = getattr(state.knowledge, "writer", None)
+        if writer is not None:  # group commit (service/writer.py): how many requests share a transaction
+            for name, value, help_text in (
+                ("transactions", writer.transactions, "Write transactions committed by the group-commit writer."),
+                ("requests", writer.jobs, "Record requests those transactions held (requests / transactions: "
+                 "the mean group size)."),
+            ):  # fmt: skip
+                counter = CounterMetricFamily(f"kernelgraph_group_commit_{name}", help_text)
+                counter.add_metric([], float(value))
+                yield counter
         size = getattr(
             getattr(getattr(state.driver, "_pool", None), "pool_config", None),
             "max_connection_pool_size",

@@ -235,6 +235,16 @@ def cache_report(before: dict[str, float], after: dict[str, float]) -> dict[str,
             "target_cache_hit_rate": round(hits / (hits + misses), 4) if hits + misses else None}  # fmt: skip
 
 
+def group_commit_report(before: dict[str, float], after: dict[str, float]) -> dict[str, Any] | None:
+    """Transactions the group-commit writer committed over a phase and the record requests they held."""
+    keys = ("kernelgraph_group_commit_transactions_total", "kernelgraph_group_commit_requests_total")
+    if not all(k in before and k in after for k in keys):
+        return None
+    transactions, requests = (int(after[k] - before[k]) for k in keys)
+    return {"transactions": transactions, "requests": requests,
+            "requests_per_transaction": round(requests / transactions, 2) if transactions else None}  # fmt: skip
+
+
 def _py_spy() -> str | None:
     beside = Path(sys.executable).with_name("py-spy")
     return str(beside) if beside.exists() else shutil.which("py-spy")
@@ -303,7 +313,9 @@ def run_phase(
         if out.exists():
             agents.append(json.loads(out.read_text()))
     result = summarize_phase(phase, agents, options, start_at)
-    result["caches"] = cache_report(metrics_before, scrape(port))
+    metrics_after = scrape(port)
+    result["caches"] = cache_report(metrics_before, metrics_after)
+    result["group_commit"] = group_commit_report(metrics_before, metrics_after)
     result["cpu_seconds"] = {
         "service": _delta(cpu_before[0], cpu_after[0]), "neo4j": _delta(cpu_before[1], cpu_after[1]),
         "agents": round(sum(a["cpu_s"] for a in agents), 2), "available": round((os.cpu_count() or 1) * options.seconds, 1),
