@@ -52,7 +52,7 @@ from kernelgraph.client.signature import (
 from kernelgraph.service.consolidation import ConsolidationReport, consolidate
 from kernelgraph.service.embeddings import Embedder
 from kernelgraph.service.stats import spearman
-from kernelgraph.service.store import GraphStore
+from kernelgraph.service.store import GraphStore, Reader
 from kernelgraph.service.transfer import (
     EffectKey,
     TargetFacts,
@@ -459,44 +459,22 @@ class KnowledgeService:
         if target is None:
             raise NotFound(f"unknown target {req.target!r}", field="target")
         signature = self._request_signature(req, target)
-        neighbours: dict[str, float] = {}
-        if req.mode in (RetrievalMode.COUNTERS, RetrievalMode.HYBRID):
-            if signature is None:
-                raise InvalidInput(
-                    "counters mode needs `signature`, or `counters` with `counter_source`", field="signature"
-                )
-            for row in _within_slots(self._nearest_by_signature(spaces, signature, req), req.k):
-                neighbours[row["measurement_id"]] = row["score"]
+        if req.mode in (RetrievalMode.COUNTERS, RetrievalMode.HYBRID) and signature is None:
+            raise InvalidInput(
+                "counters mode needs `signature`, or `counters` with `counter_source`", field="signature"
+            )
+        embedding: list[float] | None = None
         if req.mode in (RetrievalMode.TEXT, RetrievalMode.HYBRID):
             if not req.source:
                 raise InvalidInput("text mode needs the kernel's `source`", field="source")
-            for row in _within_slots(self._nearest_by_source(spaces, req.source, req), req.k):
-                # Hybrid: a state found both ways keeps the mean of its two similarities.
-                previous = neighbours.get(row["measurement_id"])
-                neighbours[row["measurement_id"]] = (
-                    row["score"] if previous is None else (previous + row["score"]) / 2
-                )
-        if req.mode in (RetrievalMode.LABEL, RetrievalMode.GLOBAL):
-            if req.mode is RetrievalMode.LABEL and not req.tasks:
-                raise InvalidInput("label mode needs `tasks`, the task labels to retrieve", field="tasks")
-            for row in self.store.read(
-                "states_by_task",
-                tasks=req.tasks if req.mode is RetrievalMode.LABEL else None,
-                namespaces=spaces, exclude_tasks=req.excluded_tasks, limit=MAX_LABEL_STATES,
-            ):  # fmt: skip
-                neighbours[row["measurement_id"]] = row["score"]
-        rows = []
-        if neighbours:
-            rows = self.store.read(
-                "aggregate_transforms",
-                neighbours=[{"measurement_id": m, "score": s} for m, s in neighbours.items()],
-                namespaces=spaces,
-                target=req.target,
-                other_target_weight=OTHER_TARGET_WEIGHT,
-                failure_log_speedup=FAILURE_LOG_SPEEDUP,
-                prior_weight=PRIOR_WEIGHT,
-                limit=req.limit,
-            )
+            self.embed_pending(spaces)  # writes, so before the read transaction
+            embedding = self._embedder().embed([req.source])[0]
+        if req.mode is RetrievalMode.LABEL and not req.tasks:
+            raise InvalidInput("label mode needs `tasks`, the task labels to retrieve", field="tasks")
+        # Every query of one retrieval in one read transaction: fewer round trips (docs/scaling.md).
+        neighbours, rows = self.store.read_transaction(
+            lambda reader: self._neighbours_and_transforms(reader, spaces, req, signature, embedding)
+        )
         transforms = [_retrieved(row) for row in rows]
         ranked = sorted(neighbours, key=lambda m: (-neighbours[m], m))
         return RetrieveResponse(
@@ -510,6 +488,47 @@ class KnowledgeService:
             failure_log_speedup=FAILURE_LOG_SPEEDUP,
             prior_weight=PRIOR_WEIGHT,
         )
+
+    def _neighbours_and_transforms(
+        self,
+        reader: Reader,
+        spaces: list[str],
+        req: RetrieveRequest,
+        signature: Signature | None,
+        embedding: list[float] | None,
+    ) -> tuple[dict[str, float], list[dict[str, Any]]]:
+        """The neighbour states (id -> similarity) of a retrieval and the aggregate_transforms rows."""
+        neighbours: dict[str, float] = {}
+        if signature is not None and req.mode in (RetrievalMode.COUNTERS, RetrievalMode.HYBRID):
+            for row in _within_slots(self._nearest_by_signature(reader, spaces, signature, req), req.k):
+                neighbours[row["measurement_id"]] = row["score"]
+        if embedding is not None:
+            for row in _within_slots(self._nearest_by_source(reader, spaces, embedding, req), req.k):
+                # Hybrid: a state found both ways keeps the mean of its two similarities.
+                previous = neighbours.get(row["measurement_id"])
+                neighbours[row["measurement_id"]] = (
+                    row["score"] if previous is None else (previous + row["score"]) / 2
+                )
+        if req.mode in (RetrievalMode.LABEL, RetrievalMode.GLOBAL):
+            for row in reader.read(
+                "states_by_task",
+                tasks=req.tasks if req.mode is RetrievalMode.LABEL else None,
+                namespaces=spaces, exclude_tasks=req.excluded_tasks, limit=MAX_LABEL_STATES,
+            ):  # fmt: skip
+                neighbours[row["measurement_id"]] = row["score"]
+        rows: list[dict[str, Any]] = []
+        if neighbours:
+            rows = reader.read(
+                "aggregate_transforms",
+                neighbours=[{"measurement_id": m, "score": s} for m, s in neighbours.items()],
+                namespaces=spaces,
+                target=req.target,
+                other_target_weight=OTHER_TARGET_WEIGHT,
+                failure_log_speedup=FAILURE_LOG_SPEEDUP,
+                prior_weight=PRIOR_WEIGHT,
+                limit=req.limit,
+            )
+        return neighbours, rows
 
     def _request_signature(self, req: RetrieveRequest, target: dict[str, Any]) -> Signature | None:
         if req.signature is not None:
@@ -528,7 +547,7 @@ class KnowledgeService:
         return signature
 
     def _nearest_by_signature(
-        self, namespaces: list[str], signature: Signature, req: RetrieveRequest
+        self, reader: Reader, namespaces: list[str], signature: Signature, req: RetrieveRequest
     ) -> list[dict[str, Any]]:
         """The k states nearest to `signature` by the masked, renormalised distance (docs/retrieval.md).
 
@@ -544,17 +563,17 @@ class KnowledgeService:
             "min_shared": min(len(measured), MIN_SHARED_DIMENSIONS), "k": req.k, "namespaces": namespaces,
             "exclude_tasks": req.excluded_tasks,
         }  # fmt: skip
-        if self._small(namespaces):
-            return self.store.read("nearest_states_by_signature_exact", **exact, complete=[True, False])
-        rows = self.store.read("nearest_states_by_signature_exact", **exact, complete=[False])
+        if self._small(reader, namespaces):
+            return reader.read("nearest_states_by_signature_exact", **exact, complete=[True, False])
+        rows = reader.read("nearest_states_by_signature_exact", **exact, complete=[False])
         searches = [s.as_param() for s in index_searches(signature)]
         if searches:
-            rows += self._nearest_in_indexes(namespaces, searches, req)
+            rows += self._nearest_in_indexes(reader, namespaces, searches, req)
         rows.sort(key=lambda r: (-r["score"], r["measurement_id"]))
         return rows[: req.k]
 
     def _nearest_in_indexes(
-        self, namespaces: list[str], searches: list[dict[str, Any]], req: RetrieveRequest
+        self, reader: Reader, namespaces: list[str], searches: list[dict[str, Any]], req: RetrieveRequest
     ) -> list[dict[str, Any]]:
         """The nearest complete states through the per-source vector indexes, enough to fill k slots.
 
@@ -567,7 +586,7 @@ class KnowledgeService:
         overfetch = self._overfetch.get(key, OVERFETCH)
         while True:
             fetch = min(req.k * overfetch, MAX_FETCH_K)
-            rows = self.store.read(
+            rows = reader.read(
                 "nearest_states_by_signature",
                 searches=searches, fetch_k=fetch, k=req.k, namespaces=namespaces,
                 exclude_tasks=req.excluded_tasks,
@@ -577,12 +596,12 @@ class KnowledgeService:
                 return rows
             overfetch *= 4
 
-    def _small(self, namespaces: list[str]) -> bool:
+    def _small(self, reader: Reader, namespaces: list[str]) -> bool:
         """Few enough explored states for exact scoring? A large verdict is kept: nothing is ever deleted."""
         key = tuple(sorted(namespaces))
         if key in self._large:
             return False
-        states = self.store.read(
+        states = reader.read(
             "count_explored_states", namespaces=namespaces, limit=EXACT_SEARCH_MAX_STATES + 1
         )[0]["states"]
         if states > EXACT_SEARCH_MAX_STATES:
@@ -590,17 +609,14 @@ class KnowledgeService:
         return states <= EXACT_SEARCH_MAX_STATES
 
     def _nearest_by_source(
-        self, namespaces: list[str], source: str, req: RetrieveRequest
+        self, reader: Reader, namespaces: list[str], embedding: list[float], req: RetrieveRequest
     ) -> list[dict[str, Any]]:
-        embedder = self._embedder()
-        self.embed_pending(namespaces)
-        embedding = embedder.embed([source])[0]
-        if self._small(namespaces):  # searched as counters are, so the two baselines compare
-            return self.store.read(
+        if self._small(reader, namespaces):  # searched as counters are, so the two baselines compare
+            return reader.read(
                 "nearest_states_by_source_exact",
                 embedding=embedding, k=req.k, namespaces=namespaces, exclude_tasks=req.excluded_tasks,
             )  # fmt: skip
-        return self.store.read(
+        return reader.read(
             "nearest_states_by_source",
             embedding=embedding, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,
             namespaces=namespaces, exclude_tasks=req.excluded_tasks,

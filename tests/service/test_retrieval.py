@@ -266,6 +266,49 @@ def test_index_search_ranks_as_exact_search(
     )
 
 
+def test_a_retrieval_reads_in_one_transaction(
+    store: GraphStore, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every query of a retrieval (the searches and the aggregation) runs in one read transaction: one
+    BEGIN and COMMIT instead of one pair per query; none runs outside it."""
+    knowledge = KnowledgeService(store)
+    knowledge.upsert_targets(namespace, [factories.target()])
+    knowledge.record_attempts(namespace, [
+        factories.attempt(f"tx:{i}", transform="unroll", parent_source=f"/* tx {i} */",
+                          parent_signature=factories.masked(MEMORY_BOUND))
+        for i in range(3)
+    ])  # fmt: skip
+    monkeypatch.setattr("kernelgraph.service.knowledge.EXACT_SEARCH_MAX_STATES", 0)  # the indexed path
+    knowledge.targets([namespace], ["cpu-test"])  # target rows are cached: not part of a retrieval
+    transactions: list[list[str]] = []
+    run_in = store.run_in
+
+    def read_transaction(work):  # type: ignore[no-untyped-def]
+        transactions.append([])
+        return GraphStore.read_transaction(store, work)
+
+    def counted_run_in(tx, name, /, **params):  # type: ignore[no-untyped-def]
+        transactions[-1].append(name)
+        return run_in(tx, name, **params)
+
+    def outside(name, /, **params):  # type: ignore[no-untyped-def]
+        raise AssertionError(f"{name} ran outside the retrieval's transaction")
+
+    monkeypatch.setattr(store, "read_transaction", read_transaction)
+    monkeypatch.setattr(store, "run_in", counted_run_in)
+    monkeypatch.setattr(store, "read", outside)
+    answer = knowledge.retrieve(
+        [namespace], {"target": "cpu-test", "signature": factories.masked(MEMORY_BOUND)}
+    )
+    assert answer.transforms and answer.transforms[0].transform == "unroll"
+    assert len(transactions) == 1
+    assert {
+        "nearest_states_by_signature_exact",
+        "nearest_states_by_signature",
+        "aggregate_transforms",
+    } <= set(transactions[0])
+
+
 def test_the_stored_signature_keeps_its_mask_and_source_vector(store: GraphStore, namespace: str) -> None:
     knowledge = KnowledgeService(store)
     knowledge.upsert_targets(namespace, [factories.target()])
