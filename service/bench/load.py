@@ -361,6 +361,8 @@ def summarize_phase(
     retrieve = routes.get(RETRIEVE, {})
     return {
         "agents": len(agents), "agents_expected": options.agents, "duration_s": round(duration, 2),
+        # Rates divide by duration_s, which runs to the last answer: a straggler shows here, not hidden.
+        "last_answer_after_phase_end_s": round(ended - start_at - options.seconds, 2),
         "requests": requests, "requests_per_s": round(requests / duration, 1),
         "recorded_attempts": acknowledged, "recorded_attempts_per_s": round(acknowledged / duration, 1),
         "created": sum(a["created"] for a in agents),
@@ -368,7 +370,12 @@ def summarize_phase(
         "routes": routes, "statuses": dict(sorted(everything.items())),
         "unexpected_5xx": sum(n for code, n in everything.items() if code.startswith("5") and code != "503"),
         "rate_limited_429": everything.get("429", 0), "unavailable_503": everything.get("503", 0),
-        "transport_errors": sum(a["transport_errors"] for a in agents), "retries": sum(a["retries"] for a in agents),
+        "transport_errors": sum(a["transport_errors"] for a in agents),
+        "transport_failures": [  # the first 20, each with when it happened in the phase
+            {**{k: v for k, v in f.items() if k != "at"}, "at_s": round(f["at"] - start_at, 2)}
+            for a in agents for f in a.get("transport_failures", [])
+        ][:20],
+        "retries": sum(a["retries"] for a in agents),
         "gave_up": sum(a["gave_up"] for a in agents),
         "retrieve_record_ratio": round(retrieves / acknowledged, 3) if acknowledged else None,
         "loop_retrieve_record_ratio": 1.0 if phase == "loop" else 0.0,

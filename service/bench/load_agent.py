@@ -49,6 +49,7 @@ class Agent:
         self.acknowledged: list[str] = []
         self.created = 0
         self.transport_errors = 0
+        self.transport_failures: list[dict[str, Any]] = []
         self.retries = 0
         self.gave_up = 0
         self.retrieves_ok = 0
@@ -65,8 +66,12 @@ class Agent:
                 self.conn.request(method, path, body=payload, headers=self.headers)
                 response = self.conn.getresponse()
                 data = response.read()
-            except (OSError, http.client.HTTPException):
+            except (OSError, http.client.HTTPException) as exc:
                 self.transport_errors += 1
+                # What failed and after how long: a timeout and a refused connection mean different things.
+                self.transport_failures.append({"route": route, "error": type(exc).__name__, "detail": str(exc)[:200],
+                                                "after_ms": round((time.perf_counter() - started) * 1e3, 1),
+                                                "at": time.time()})  # fmt: skip
                 self.conn.close()
                 self.conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
                 if attempt < MAX_RETRIES:
@@ -200,7 +205,8 @@ def main(config_path: str) -> int:
     result = {
         "agent": config["agent"], "started_at": started, "ended_at": time.time(), "last_response_at": agent.last_at,
         "latency_ms": agent.latency_ms, "statuses": agent.statuses, "acknowledged": agent.acknowledged,
-        "created": agent.created, "transport_errors": agent.transport_errors, "retries": agent.retries,
+        "created": agent.created, "transport_errors": agent.transport_errors,
+        "transport_failures": agent.transport_failures, "retries": agent.retries,
         "gave_up": agent.gave_up, "retrieves_ok": agent.retrieves_ok, "neighbours": agent.neighbours,
         "cpu_s": (ended_cpu.ru_utime - started_cpu.ru_utime) + (ended_cpu.ru_stime - started_cpu.ru_stime),
     }  # fmt: skip
