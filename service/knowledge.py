@@ -52,7 +52,7 @@ from kernelgraph.client.signature import (
 from kernelgraph.service.consolidation import ConsolidationReport, consolidate
 from kernelgraph.service.embeddings import Embedder
 from kernelgraph.service.stats import spearman
-from kernelgraph.service.store import GraphStore, Reader
+from kernelgraph.service.store import REQUEST_WRITE_TIMEOUT_S, GraphStore, Reader
 from kernelgraph.service.transfer import (
     EffectKey,
     TargetFacts,
@@ -120,7 +120,12 @@ class KnowledgeService:
             {"name": t.name, "props": t.model_dump(mode="json", exclude={"name"}, exclude_none=True)}
             for t in models
         ]
-        names = [r["name"] for r in self.store.write("upsert_targets", namespace=namespace, targets=rows)]
+        names = [
+            r["name"]
+            for r in self.store.write(
+                "upsert_targets", namespace=namespace, targets=rows, timeout_s=REQUEST_WRITE_TIMEOUT_S
+            )
+        ]
         self._target_cache.clear()
         return names
 
@@ -254,7 +259,7 @@ class KnowledgeService:
                     results[owner[r["attempt_key"]]][r["attempt_key"]] = r["created"]
             return results
 
-        return self.store.write_transaction(work)
+        return self.store.write_transaction(work, timeout_s=REQUEST_WRITE_TIMEOUT_S)
 
     def record_measurements(
         self, namespace: str, records: Sequence[MeasurementRecord | dict[str, Any]]
@@ -305,7 +310,7 @@ class KnowledgeService:
                 )
             }
 
-        created = self.store.write_transaction(work) if rows else {}
+        created = self.store.write_transaction(work, timeout_s=REQUEST_WRITE_TIMEOUT_S) if rows else {}
         by_key = {r["key"]: r for r in rows}
         return [
             MeasurementResult(

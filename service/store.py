@@ -38,7 +38,13 @@ T = TypeVar("T")
 # so it does not retry them; a transaction that the deadlock detector or a lock timeout ended is one.
 # The caller may retry the whole request (writes are idempotent): 503, never 500.
 TERMINATED_TRANSACTION_CODES = frozenset(
-    {"Neo.ClientError.Transaction.Terminated", "Neo.ClientError.Transaction.LockClientStopped"}
+    {
+        "Neo.ClientError.Transaction.Terminated",
+        "Neo.ClientError.Transaction.LockClientStopped",
+        # Ended by its timeout (REQUEST_WRITE_TIMEOUT_S): most often a wait for another transaction's lock.
+        "Neo.ClientError.Transaction.TransactionTimedOut",
+        "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
+    }
 )
 # A deadlock found while committing (dense nodes take their relationship-group locks at commit) comes
 # back as this DatabaseError, which the driver does not retry: it escaped as a 500 under 64 concurrent
@@ -46,6 +52,11 @@ TERMINATED_TRANSACTION_CODES = frozenset(
 # write_transaction retries it like a transient error, and it is a 503 once the retries run out.
 COMMIT_FAILED_CODES = frozenset({"Neo.DatabaseError.Transaction.TransactionCommitFailed"})
 WRITE_RETRY_SECONDS = 10.0  # how long write_transaction retries a failed commit (as the driver does)
+# The longest one try of a request's write transaction may run, lock waits included, before Neo4j ends
+# it and the caller gets a 503 to retry: Neo4j's own default is no limit, and under 64 concurrent
+# writers one request once went unanswered for over 2 minutes. A full group (2,000 attempts) commits
+# in about 2 s on 2 cores; consolidation and migrations, which run longer, set no timeout.
+REQUEST_WRITE_TIMEOUT_S = 30.0
 
 
 class UnconfirmedCommit(Retryable):
@@ -146,21 +157,26 @@ class GraphStore:
         ):
             return session.execute_read(run)
 
-    def write(self, name: str, /, **params: Any) -> list[dict[str, Any]]:
-        """Run a named write query in one managed (retried) transaction."""
+    def write(self, name: str, /, *, timeout_s: float | None = None, **params: Any) -> list[dict[str, Any]]:
+        """Run a named write query in one managed (retried) transaction (`timeout_s`: as write_transaction)."""
         query = self._query(name, params)
 
         def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
             return [record.data() for record in tx.run(query.cypher, params)]
 
-        return self.write_transaction(work)
+        return self.write_transaction(work, timeout_s=timeout_s)
 
-    def write_transaction(self, work: Callable[[ManagedTransaction], T]) -> T:
+    def write_transaction(
+        self, work: Callable[[ManagedTransaction], T], *, timeout_s: float | None = None
+    ) -> T:
         """Run `work` in one write transaction; it must be idempotent (the driver may retry it).
 
         The driver retries transient errors; a commit that failed on a deadlock is retried here too,
-        with backoff, for up to WRITE_RETRY_SECONDS; then Retryable (503 with Retry-After).
+        with backoff, for up to WRITE_RETRY_SECONDS; then Retryable (503 with Retry-After). With
+        `timeout_s`, Neo4j ends a try that runs longer (waiting for a lock, say): Retryable at once.
         """
+        if timeout_s is not None:
+            work = neo4j.unit_of_work(timeout=timeout_s)(work)
         deadline = time.monotonic() + WRITE_RETRY_SECONDS
         delay = 0.05
         while True:

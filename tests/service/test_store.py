@@ -319,3 +319,35 @@ def test_a_real_client_error_is_not_disguised_as_retryable() -> None:
     error = Neo4jError._hydrate_neo4j(code="Neo.ClientError.Statement.SyntaxError", message="bad")
     with pytest.raises(ClientError), mapped_errors():
         raise error
+
+
+def test_a_write_stuck_behind_another_transactions_lock_ends_retryable_and_its_retry_stores_once(
+    knowledge: KnowledgeService, store: GraphStore, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request's write waits for a lock no longer than its timeout: Neo4j ends it and the caller gets
+    Retryable (503 with Retry-After), not an answer minutes later; nothing of it is half-written, and
+    once the lock is free the same attempt key stores the attempt exactly once."""
+    import time
+
+    from kernelgraph.client.errors import Retryable
+
+    monkeypatch.setattr("kernelgraph.service.knowledge.REQUEST_WRITE_TIMEOUT_S", 1.0)
+    record = factories.attempt("stuck:0", parent_source="/* stuck */")
+    with store.driver.session(database=store.database) as session:
+        holder = session.begin_transaction(timeout=20)  # so that a regression fails here instead of hanging
+        # Another transaction holds the target node's write lock (each attempt links to its target).
+        holder.run(
+            "MATCH (h:HardwareTarget {namespace: $ns, name: 'cpu-test'}) SET h.held = true", ns=namespace
+        ).consume()
+        started = time.monotonic()
+        try:
+            with pytest.raises(Retryable):
+                knowledge.record_attempts(namespace, [record])
+            waited = time.monotonic() - started
+        finally:
+            holder.rollback()
+    assert waited < 15, f"the write waited {waited:.1f} s for the lock"
+    assert counts(store, namespace)[0] == 1  # the target only: nothing of the attempt was written
+    [result] = knowledge.record_attempts(namespace, [record])
+    assert result.created
+    assert knowledge.record_attempts(namespace, [record])[0].created is False

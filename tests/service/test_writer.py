@@ -198,7 +198,7 @@ def test_a_write_whose_retries_ran_out_is_a_503_with_retry_after(
     keys = make_keys(store, namespace)
     KnowledgeService(store).upsert_targets(namespace, [factories.target()])
 
-    def deadlocked(self: GraphStore, work: Any) -> Any:
+    def deadlocked(self: GraphStore, work: Any, **options: Any) -> Any:
         with mapped_errors():
             raise _commit_failed()
 
