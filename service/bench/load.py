@@ -49,7 +49,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kernelgraph.client.reports import run_context
 from kernelgraph.client.settings import Settings
-from kernelgraph.service.bench.service_bench import percentiles
+from kernelgraph.service.bench.service_bench import cpu_seconds, local_neo4j_pid, percentiles
 
 if TYPE_CHECKING:
     from kernelgraph.service.store import GraphStore
@@ -101,23 +101,6 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def cpu_seconds(pid: int, tree: bool = False) -> float | None:
-    """User + system CPU seconds of a process (and, with `tree`, its descendants), from /proc."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-    if tree:
-        try:
-            children = [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
-                        for c in (task / "children").read_text().split()]  # fmt: skip
-        except (OSError, ValueError):
-            children = []
-        total += sum(cpu_seconds(child, tree=True) or 0.0 for child in children)
-    return total
-
-
 def service_env(settings: Settings) -> dict[str, str]:
     """The environment that points `kernelgraph serve` at the same Neo4j with the same limits."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELGRAPH_")}
@@ -167,14 +150,6 @@ def served(settings: Settings, workdir: Path) -> Iterator[tuple[int, subprocess.
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-def _neo4j_pid(settings: Settings) -> int | None:
-    if not settings.uses_local_server:
-        return None
-    from kernelgraph.service.neo4j_local import LocalNeo4j
-
-    return LocalNeo4j(settings).status().pid
 
 
 def summarize_profile(raw: Path, top: int = 15) -> dict[str, Any]:
@@ -456,7 +431,7 @@ def run_load_bench(
             with served(settings, workdir) as (port, process), Progress(
                 TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console
             ) as progress:  # fmt: skip
-                neo4j_pid = _neo4j_pid(settings)
+                neo4j_pid = local_neo4j_pid(settings)
                 for phase in options.phases:
                     outcome = run_phase(phase, port, keys, options, workdir, process.pid, neo4j_pid, progress)
                     acknowledged.extend(outcome.pop("acknowledged_keys"))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import random
 import socket
 import statistics
@@ -233,6 +234,32 @@ def process_tree_rss_mb(pid: int) -> float | None:
     return total
 
 
+def cpu_seconds(pid: int, tree: bool = False) -> float | None:
+    """User + system CPU seconds of a process (and, with `tree`, its descendants), from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    if tree:
+        try:
+            children = [int(c) for task in Path(f"/proc/{pid}/task").iterdir()
+                        for c in (task / "children").read_text().split()]  # fmt: skip
+        except (OSError, ValueError):
+            children = []
+        total += sum(cpu_seconds(child, tree=True) or 0.0 for child in children)
+    return total
+
+
+def local_neo4j_pid(settings: Settings) -> int | None:
+    """The local Neo4j's process id (None when the configured server is not the local one)."""
+    from kernelgraph.service.neo4j_local import LocalNeo4j
+
+    if not settings.uses_local_server:
+        return None
+    return LocalNeo4j(settings).status().pid
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -337,7 +364,6 @@ def run_service_bench(
         OVERFETCH,
         KnowledgeService,
     )
-    from kernelgraph.service.neo4j_local import LocalNeo4j
     from kernelgraph.service.store import GraphStore, open_driver
 
     console = console or Console(stderr=True)
@@ -354,6 +380,7 @@ def run_service_bench(
         migrate.apply(store)
         knowledge = KnowledgeService(store)
         knowledge.upsert_targets(namespace, list(TARGETS))
+        neo4j_pid = local_neo4j_pid(settings)
 
         with _progress(console) as progress:
             task = progress.add_task("generating", total=options.measurements)
@@ -365,6 +392,7 @@ def run_service_bench(
             ]
             ingest = progress.add_task(f"ingesting ({options.threads} threads)", total=len(data.attempts))
             created = 0
+            started_cpu = (time.process_time(), cpu_seconds(neo4j_pid, tree=True) if neo4j_pid else None)
             t0 = time.perf_counter()
             with ThreadPoolExecutor(max_workers=max(1, options.threads)) as pool:
                 futures = [pool.submit(knowledge.record_attempts, namespace, batch) for batch in batches]
@@ -373,13 +401,23 @@ def run_service_bench(
                     created += sum(1 for r in results if r.created)
                     progress.advance(ingest, len(results))
             ingest_s = time.perf_counter() - t0
+            neo4j_after = cpu_seconds(neo4j_pid, tree=True) if neo4j_pid else None
+            # CPU each side spent per attempt: what sizes a deployment (docs/scaling.md), unlike a rate
+            # on a shared 2-core machine. The service's is this process (it hosts the service).
+            ingest_cpu = {
+                "service": round(time.process_time() - started_cpu[0], 2),
+                "neo4j": round(neo4j_after - started_cpu[1], 2)
+                if neo4j_after is not None and started_cpu[1] is not None else None,
+            }  # fmt: skip
         result.update(
             measurements=data.measurements, attempts=len(data.attempts), attempts_created=created,
             states=data.states, tasks=data.tasks, targets=len(TARGETS), transforms=len(TRANSFORMS),
             patterns=len(PATTERNS), ingest_threads=options.threads, ingest_batch_size=options.batch_size,
             ingest_seconds=round(ingest_s, 3), ingest_attempts_per_s=round(len(data.attempts) / ingest_s, 1),
             ingest_measurements_per_s=round(data.measurements / ingest_s, 1),
-            ingest_transactions=knowledge.writer.transactions,
+            ingest_transactions=knowledge.writer.transactions, ingest_cpu_seconds=ingest_cpu,
+            ingest_cpu_ms_per_attempt={process: round(seconds * 1e3 / len(data.attempts), 3)
+                                       for process, seconds in ingest_cpu.items() if seconds is not None},
         )  # fmt: skip
         del data, batches
 
@@ -418,11 +456,7 @@ def run_service_bench(
         result.update(recall)
 
         result["service_rss_mb"] = rss_mb()
-        result["neo4j_rss_mb"] = None
-        if settings.uses_local_server:
-            status = LocalNeo4j(settings).status()
-            if status.pid is not None:
-                result["neo4j_rss_mb"] = process_tree_rss_mb(status.pid)
+        result["neo4j_rss_mb"] = process_tree_rss_mb(neo4j_pid) if neo4j_pid is not None else None
     finally:
         driver.close()
     result["duration_s"] = round(time.perf_counter() - started, 1)

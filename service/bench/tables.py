@@ -65,11 +65,27 @@ def _service_row(name: str, r: dict[str, Any]) -> list[str]:
 
     return [
         f"`{name}`", commit, load, _number(r.get("measurements")), _number(r.get("ingest_attempts_per_s")),
+        _cpu_per_attempt(r.get("ingest_cpu_ms_per_attempt")),
         _ms(r.get("retrieve_p50_ms"), r.get("retrieve_p95_ms"), r.get("retrieve_p99_ms")),
         _ms(r.get("http_retrieve_p50_ms"), r.get("http_retrieve_p95_ms")),
         _ms(index.get("p50"), index.get("p95")), _number(r.get("recall_at_10"), 3),
         f"{writes(1)}; {writes(64)}", _goals(r),
     ]  # fmt: skip
+
+
+def _phase_cpu_ms(phase: dict[str, Any]) -> dict[str, float] | None:
+    """A load phase's CPU per recorded attempt, by process, from its CPU seconds."""
+    cpu, recorded = phase.get("cpu_seconds") or {}, phase.get("recorded_attempts")
+    if not recorded:
+        return None
+    return {p: cpu[p] * 1e3 / recorded for p in ("service", "neo4j") if cpu.get(p) is not None}
+
+
+def _cpu_per_attempt(ms: dict[str, float] | None) -> str:
+    """CPU milliseconds per attempt, service / Neo4j ('-' for runs that did not measure it)."""
+    if not ms:
+        return "-"
+    return " / ".join(_number(ms.get(process), 2) for process in ("service", "neo4j"))
 
 
 def _load_row(name: str, r: dict[str, Any]) -> list[str]:
@@ -81,16 +97,17 @@ def _load_row(name: str, r: dict[str, Any]) -> list[str]:
     return [
         f"`{name}`", commit, load, f"{r.get('agents')} x {r.get('seconds')} s",
         f"{_number(write.get('recorded_attempts_per_s'))}/s, p95 {_number(write.get('record_p95_ms'))} ms",
+        _cpu_per_attempt(_phase_cpu_ms(write)),
         f"{_number(loop.get('recorded_attempts_per_s'))}/s, p95 {_number(loop.get('record_p95_ms'))} ms",
         f"p95 {_number(loop.get('retrieve_p95_ms'))} ms", str(unexpected), stored, _goals(r),
     ]  # fmt: skip
 
 
 SERVICE_HEADER = ["run", "code", "load at start", "measurements", "ingestion (attempts/s)",
-                  "retrieval p50 / p95 / p99, in process", "p50 / p95 over HTTP", "index search p50 / p95",
+                  "ingestion CPU ms per attempt, service / Neo4j", "retrieval p50 / p95 / p99, in process", "p50 / p95 over HTTP", "index search p50 / p95",
                   "recall@10", "single writes over HTTP, 1 agent; 64 agents", "goals, as the run judged them"]  # fmt: skip
 LOAD_HEADER = ["run", "code", "load at start", "agents x phase", "write phase: recorded, record p95",
-               "loop phase: recorded, record p95", "loop phase: retrieve", "unexpected 5xx", "acknowledged / stored",
+               "write phase: CPU ms per attempt, service / Neo4j", "loop phase: recorded, record p95", "loop phase: retrieve", "unexpected 5xx", "acknowledged / stored",
                "goals, as the run judged them"]  # fmt: skip
 # (report name, title, header, row of one report)
 SECTIONS: list[tuple[str, str, list[str], Callable[[str, dict[str, Any]], list[str]]]] = [

@@ -42,6 +42,12 @@ def test_bench_service_cli_json(
     # 64 agents recording one attempt per request at once: every one stored, none refused.
     assert data["single_writes_64_agents"]["statuses"] == {"201": 640}
     assert data["ingest_attempts_per_s"] > 0
+    # CPU per attempt: the service's always; Neo4j's when the server is a local process to read it from.
+    cpu = data["ingest_cpu_ms_per_attempt"]
+    assert cpu["service"] > 0
+    assert ("neo4j" in cpu) == neo4j_settings.uses_local_server
+    if "neo4j" in cpu:
+        assert cpu["neo4j"] > 0
     assert 0.0 <= data["recall_at_10"] <= 1.0
     assert data["http_mode"].startswith("uvicorn")
     assert (tmp_path / "service-bench-latest.json").exists()
