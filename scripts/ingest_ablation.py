@@ -94,7 +94,7 @@ def main(measurements: int, results_dir: Path) -> dict[str, Any]:
 
     def python_only() -> float:
         knowledge = KnowledgeService(store)
-        knowledge.writer.submit = lambda namespace, rows: {}  # type: ignore[method-assign]
+        knowledge.writer.submit = lambda *args, **kwargs: {}  # type: ignore[method-assign]
         knowledge._resolve_parent_references = lambda *args: None  # type: ignore[method-assign]
         namespace = f"ablation-{uuid.uuid4().hex[:8]}"
         created.append(namespace)

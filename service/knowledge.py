@@ -11,12 +11,12 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from neo4j import ManagedTransaction
 
-from kernelgraph.client.errors import InvalidInput, NotFound
+from kernelgraph.client.errors import InvalidInput, KernelGraphError, NotFound
 from kernelgraph.client.models import (
     AttemptRecord,
     HardwareTarget,
@@ -195,9 +195,17 @@ class KnowledgeService:
                     field=f"attempts[{index}].target" if len(models) > 1 else "target",
                 )
         rows = [self._attempt_row(m, known[m.target]) for m in models]
-        self._resolve_parent_references(namespace, models, rows)
-        # Concurrent callers share transactions (service/writer.py); answered once theirs committed.
-        created = self.writer.submit(namespace, rows)
+        references = _stored_parent_references(models, rows)
+
+        def resolve(stored: Mapping[str, dict[str, Any]]) -> None:
+            self._resolve_parent_references(namespace, models, rows, stored)
+
+        if not references:
+            resolve({})  # references within the batch only: bad ones fail now, before the queue
+        # Concurrent callers share transactions (service/writer.py), which look up the parents that
+        # their attempts name by measurement id (one query per transaction, not per request);
+        # each caller is answered once its transaction committed.
+        created = self.writer.submit(namespace, rows, references, resolve if references else None)
         return [
             RecordResult(
                 attempt_key=row["attempt_key"],
@@ -214,18 +222,34 @@ class KnowledgeService:
             for row in rows
         ]
 
-    def _write_attempt_jobs(self, jobs: Sequence[WriteJob]) -> list[dict[str, bool]]:
-        """The attempt rows of several callers in one transaction; per caller, attempt key -> created.
+    def _write_attempt_jobs(self, jobs: Sequence[WriteJob]) -> list[dict[str, bool] | Exception]:
+        """The attempt rows of several callers in one transaction; per caller, attempt key -> created,
+        or the error of a caller whose parent reference did not resolve (nothing of it is written).
 
         An attempt key sent by two callers of one group is written once: the first caller gets its
         `created`, the later ones False (their attempt is stored, by the same commit).
         """
         token = secrets.token_hex(16)
 
-        def work(tx: ManagedTransaction) -> list[dict[str, bool]]:
-            results: list[dict[str, bool]] = [{} for _ in jobs]
+        def work(tx: ManagedTransaction) -> list[dict[str, bool] | Exception]:
+            created: list[dict[str, bool]] = [{} for _ in jobs]
+            failed: dict[int, Exception] = {}  # jobs whose parent references did not resolve
             for namespace in sorted({job.namespace for job in jobs}):
                 mine = [i for i, job in enumerate(jobs) if job.namespace == namespace]
+                wanted = sorted({ref for i in mine for ref in jobs[i].references})
+                stored = {
+                    r["measurement_id"]: r
+                    for r in (self.store.run_in(tx, "measurements_by_id", namespace=namespace,
+                                                measurement_ids=wanted) if wanted else [])
+                }  # fmt: skip
+                for i in mine:
+                    resolve = jobs[i].resolve
+                    if resolve is not None:
+                        try:
+                            resolve(stored)
+                        except KernelGraphError as exc:
+                            failed[i] = exc
+                mine = [i for i in mine if i not in failed]
                 keys = sorted({row["attempt_key"] for i in mine for row in jobs[i].rows})
                 seen = {
                     r["attempt_key"]
@@ -239,7 +263,7 @@ class KnowledgeService:
                     for row in jobs[i].rows:
                         key = row["attempt_key"]
                         if key in seen:
-                            results[i][key] = False
+                            created[i][key] = False
                         else:
                             seen.add(key)
                             owner[key] = i
@@ -256,8 +280,8 @@ class KnowledgeService:
                 for r in self.store.run_in(
                     tx, "record_attempts", namespace=namespace, write_token=token, rows=fresh
                 ):
-                    results[owner[r["attempt_key"]]][r["attempt_key"]] = r["created"]
-            return results
+                    created[owner[r["attempt_key"]]][r["attempt_key"]] = r["created"]
+            return [failed.get(i, created[i]) for i in range(len(jobs))]
 
         return self.store.write_transaction(work, timeout_s=REQUEST_WRITE_TIMEOUT_S)
 
@@ -356,25 +380,22 @@ class KnowledgeService:
         }
 
     def _resolve_parent_references(
-        self, namespace: str, models: Sequence[AttemptRecord], rows: list[dict[str, Any]]
+        self,
+        namespace: str,
+        models: Sequence[AttemptRecord],
+        rows: list[dict[str, Any]],
+        stored: Mapping[str, dict[str, Any]],
     ) -> None:
         """Fill in the parent of each attempt that names it by `parent_measurement_id`.
 
-        The id may name a measurement already stored in `namespace` or one that another attempt of
-        this batch records in full; either way the stored result is what the full parent would have
-        written (the same Kernel, Measurement and FROM/FROM_STATE relationships). An unknown id, or
-        one measured on another target or of another task, raises InvalidInput before any write.
+        The id may name a measurement already stored in `namespace` (`stored`: measurements_by_id's
+        rows for `_stored_parent_references`, read in the writing transaction) or one that another
+        attempt of this batch records in full; either way the stored result is what the full parent
+        would have written (the same Kernel, Measurement and FROM/FROM_STATE relationships). An
+        unknown id, or one measured on another target or of another task, raises InvalidInput or
+        NotFound, and nothing of the batch is written.
         """
-        in_batch: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}  # id -> (measurement, kernel) rows
-        for row in rows:
-            for side in ("parent", "child"):
-                for measured in row[f"{side}_measurements"]:
-                    in_batch[measured["measurement_id"]] = (measured, row[side])
-        wanted = {m.parent_measurement_id for m in models if m.parent_measurement_id} - set(in_batch)
-        stored = {}
-        if wanted:
-            found = self.store.read("measurements_by_id", namespace=namespace, measurement_ids=sorted(wanted))
-            stored = {r["measurement_id"]: r for r in found}
+        in_batch = _measured_in_batch(rows)
         for index, (model, row) in enumerate(zip(models, rows, strict=True)):
             reference = model.parent_measurement_id
             if reference is None:
@@ -835,6 +856,23 @@ class KnowledgeService:
 
     def list_transforms(self, namespaces: Sequence[str]) -> list[dict[str, Any]]:
         return self.store.read("list_transforms", namespaces=list(namespaces))
+
+
+def _measured_in_batch(rows: list[dict[str, Any]]) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Measurement id -> (measurement row, kernel row) of every measurement the batch records in full."""
+    return {
+        measured["measurement_id"]: (measured, row[side])
+        for row in rows
+        for side in ("parent", "child")
+        for measured in row[f"{side}_measurements"]
+    }
+
+
+def _stored_parent_references(models: Sequence[AttemptRecord], rows: list[dict[str, Any]]) -> frozenset[str]:
+    """The parent_measurement_ids that name a measurement not recorded in this batch: already stored."""
+    return frozenset({m.parent_measurement_id for m in models if m.parent_measurement_id}) - frozenset(
+        _measured_in_batch(rows)
+    )
 
 
 def _within_slots(rows: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:

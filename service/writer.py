@@ -11,6 +11,11 @@ that holds its rows committed (nothing acknowledged can be lost), or gets that t
 No thread of its own: the callers' threads do the work, so there is nothing to start or stop. A
 batch whose transaction fails for a reason other than a transient one (a value Neo4j rejects) is
 retried one caller at a time, so one bad request cannot fail the others.
+
+A job may name stored records that its rows depend on (`references`: an attempt's parent named by
+measurement id). The group's write looks them up once for the whole group, inside its transaction,
+instead of one query per request before it; `resolve` then completes the job's rows from what was
+found, or raises for that job alone (its caller gets the error, the others are written).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,13 +45,16 @@ class WriteJob:
 
     namespace: str
     rows: list[dict[str, Any]]
+    references: frozenset[str] = frozenset()
+    resolve: Callable[[Mapping[str, dict[str, Any]]], None] | None = None
     result: dict[str, bool] = field(default_factory=dict)
     error: BaseException | None = None
     done: bool = False
 
 
-# Writes the rows of several jobs in one transaction; returns each job's result, in order.
-GroupWrite = Callable[[Sequence[WriteJob]], list[dict[str, bool]]]
+# Writes the rows of several jobs in one transaction; returns each job's result, in order, or the
+# error that failed that job alone (its references did not resolve).
+GroupWrite = Callable[[Sequence[WriteJob]], list[dict[str, bool] | Exception]]
 
 
 class GroupCommitWriter:
@@ -63,9 +71,15 @@ class GroupCommitWriter:
         self.transactions = 0  # committed shared transactions (for tests and metrics)
         self.jobs = 0  # jobs those transactions held
 
-    def submit(self, namespace: str, rows: list[dict[str, Any]]) -> dict[str, bool]:
+    def submit(
+        self,
+        namespace: str,
+        rows: list[dict[str, Any]],
+        references: frozenset[str] = frozenset(),
+        resolve: Callable[[Mapping[str, dict[str, Any]]], None] | None = None,
+    ) -> dict[str, bool]:
         """Write `rows` (with others queued meanwhile); returns once their transaction committed."""
-        job = WriteJob(namespace, rows)
+        job = WriteJob(namespace, rows, references, resolve)
         with self._cond:
             self._pending.append(job)
         while True:
@@ -117,12 +131,16 @@ class GroupCommitWriter:
                 self.transactions += 1
                 self.jobs += len(batch)
             for job, result in zip(batch, results, strict=True):
-                job.result = result
+                if isinstance(result, Exception):
+                    job.error = result
+                else:
+                    job.result = result
             self._finish(batch)
 
     def _finish(self, batch: list[WriteJob], error: BaseException | None = None) -> None:
         with self._cond:
             for job in batch:
-                job.error = error
+                if error is not None:
+                    job.error = error
                 job.done = True
             self._cond.notify_all()

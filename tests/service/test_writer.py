@@ -210,3 +210,65 @@ def test_a_write_whose_retries_ran_out_is_a_503_with_retry_after(
     assert response.status_code == 503, response.text
     assert response.json()["error"]["code"] == "unavailable"
     assert int(response.headers["Retry-After"]) >= 1
+
+
+@pytest.mark.neo4j
+def test_a_bad_parent_reference_in_a_shared_transaction_fails_alone(
+    store: GraphStore, namespace: str
+) -> None:
+    """Parents named by measurement id are looked up once per shared transaction: in a group where one
+    request names a measurement that does not exist, that request gets NotFound and nothing of it is
+    stored, while the others, parent references included, are stored."""
+    from kernelgraph.client.errors import NotFound
+    from tests.service.test_store import _by_reference
+
+    knowledge = KnowledgeService(store)
+    knowledge.writer = GroupCommitWriter(knowledge._write_attempt_jobs, slots=1)  # one transaction at a time
+    knowledge.upsert_targets(namespace, [factories.target()])
+    parent = knowledge.record_attempts(namespace, [factories.attempt("group:0")])[0].parent_measurement_id
+    assert parent is not None
+    requests = {
+        "first": factories.attempt("group:1", child_source="/* 1 */"),
+        "good reference": _by_reference(factories.attempt("group:2", child_source="/* 2 */"), parent),
+        "bad reference": _by_reference(factories.attempt("group:3", child_source="/* 3 */"), "f" * 32),
+    }
+    answers: dict[str, Any] = {}
+
+    def send(name: str) -> None:
+        try:
+            answers[name] = knowledge.record_attempts(namespace, [requests[name]])[0]
+        except NotFound as exc:
+            answers[name] = exc
+
+    with store.driver.session(database=store.database) as session:
+        holder = session.begin_transaction(timeout=20)
+        # Hold the target's lock: the first request's transaction waits on it, the other two queue.
+        holder.run("MATCH (h:HardwareTarget {namespace: $ns}) SET h.held = true", ns=namespace).consume()
+        first = threading.Thread(target=send, args=("first",))
+        first.start()
+        _wait_until(lambda: knowledge.writer._free == 0, "the first request holds the one commit slot")
+        others = [threading.Thread(target=send, args=(name,)) for name in ("good reference", "bad reference")]
+        for thread in others:
+            thread.start()
+        _wait_until(lambda: len(knowledge.writer._pending) == 2, "both later requests are queued")
+        holder.rollback()
+    for thread in [first, *others]:
+        thread.join(timeout=30)
+    transactions, jobs = knowledge.writer.transactions, knowledge.writer.jobs
+    assert (transactions, jobs) == (3, 4), "group:0, then group:1 alone, then the two queued ones together"
+    assert answers["first"].created and answers["good reference"].created
+    assert answers["good reference"].parent_measurement_id == parent
+    assert isinstance(answers["bad reference"], NotFound)
+    assert answers["bad reference"].field == "parent_measurement_id"
+    stored = store.driver.execute_query(
+        "MATCH (a:Attempt {namespace: $ns}) RETURN collect(a.attempt_key) AS keys", ns=namespace,
+        database_=store.database,
+    ).records[0]["keys"]  # fmt: skip
+    assert sorted(stored) == ["group:0", "group:1", "group:2"]
+
+
+def _wait_until(condition: Any, what: str, seconds: float = 15.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {seconds:g} s: {what}"
+        time.sleep(0.01)
