@@ -50,6 +50,10 @@ class WriteJob:
     result: dict[str, bool] = field(default_factory=dict)
     error: BaseException | None = None
     done: bool = False
+    # Wakes this job's caller: its transaction ended, or a commit slot is free and the job is the
+    # oldest queued. One event per caller, so a commit wakes only the callers it concerns (a shared
+    # condition woke all forty of the service's threads on every commit).
+    signal: threading.Event = field(default_factory=threading.Event)
 
 
 # Writes the rows of several jobs in one transaction; returns each job's result, in order, or the
@@ -67,7 +71,7 @@ class GroupCommitWriter:
         self._max_rows = max_rows
         self._free = slots
         self._pending: deque[WriteJob] = deque()
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self.transactions = 0  # committed shared transactions (for tests and metrics)
         self.jobs = 0  # jobs those transactions held
 
@@ -80,22 +84,30 @@ class GroupCommitWriter:
     ) -> dict[str, bool]:
         """Write `rows` (with others queued meanwhile); returns once their transaction committed."""
         job = WriteJob(namespace, rows, references, resolve)
-        with self._cond:
+        with self._lock:
             self._pending.append(job)
         while True:
-            with self._cond:
-                while not job.done and (self._free == 0 or not self._pending):
-                    self._cond.wait()
+            with self._lock:
                 if job.done:
                     break
-                self._free -= 1
-                batch = self._take()
+                if self._free == 0 or not self._pending:
+                    # Cleared under the lock: whatever sets it later (a finished transaction, a freed
+                    # slot) does so under the lock too, so no wake-up is lost.
+                    job.signal.clear()
+                    batch = None
+                else:
+                    self._free -= 1
+                    batch = self._take()
+            if batch is None:
+                job.signal.wait()
+                continue
             try:
                 self._commit(batch)
             finally:
-                with self._cond:
+                with self._lock:
                     self._free += 1
-                    self._cond.notify_all()
+                    if self._pending:  # the oldest queued caller leads the next transaction
+                        self._pending[0].signal.set()
         if isinstance(job.error, Retryable):  # one error shared by several callers: each raises its own
             raise Retryable(job.error.message) from job.error
         if job.error is not None:
@@ -127,7 +139,7 @@ class GroupCommitWriter:
                 for job in batch:
                     self._commit([job])
         else:
-            with self._cond:
+            with self._lock:
                 self.transactions += 1
                 self.jobs += len(batch)
             for job, result in zip(batch, results, strict=True):
@@ -138,9 +150,9 @@ class GroupCommitWriter:
             self._finish(batch)
 
     def _finish(self, batch: list[WriteJob], error: BaseException | None = None) -> None:
-        with self._cond:
+        with self._lock:
             for job in batch:
                 if error is not None:
                     job.error = error
                 job.done = True
-            self._cond.notify_all()
+                job.signal.set()
