@@ -13,6 +13,7 @@ results/ingest-ablation-<UTC time>.json.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import sys
@@ -23,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kernelgraph.client.reports import run_context
+from kernelgraph.client.reports import run_context, save_report
 from kernelgraph.client.settings import get_settings
 from kernelgraph.service import migrate, namespaces
 from kernelgraph.service.bench.service_bench import TARGETS, BenchOptions, generate
@@ -125,17 +126,13 @@ def main(measurements: int, results_dir: Path) -> dict[str, Any]:
         name: round(full_ms - 1000 / r, 3) for name, r in mean.items() if name != "full"
     }
     result["python_only_ms_per_attempt"] = round(1000 / result["python_only_attempts_per_s"], 3)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    results_dir.mkdir(parents=True, exist_ok=True)
-    (results_dir / f"ingest-ablation-{stamp}.json").write_text(json.dumps(result, indent=1) + "\n")
+    save_report(result, results_dir, "ingest-ablation")
     return result
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    out = Path("results")
-    if "--results-dir" in args:
-        at = args.index("--results-dir")
-        out = Path(args[at + 1])
-        del args[at : at + 2]
-    print(json.dumps(main(int(args[0]) if args else 20_000, out), indent=1))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("measurements", type=int, nargs="?", default=20_000)
+    parser.add_argument("--results-dir", type=Path, default=Path("results"))
+    options = parser.parse_args()
+    print(json.dumps(main(options.measurements, options.results_dir), indent=1))

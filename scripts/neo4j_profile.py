@@ -14,9 +14,9 @@ results/neo4j-profile-<UTC time>.json.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kernelgraph.client.reports import run_context
+from kernelgraph.client.reports import run_context, save_report
 from kernelgraph.client.settings import get_settings
 from kernelgraph.service import migrate, namespaces
 from kernelgraph.service.bench.service_bench import TARGETS, BenchOptions, generate, local_neo4j_pid
@@ -115,17 +115,13 @@ def main(measurements: int, results_dir: Path) -> dict[str, Any]:
         "measurements": data.measurements, "attempts": len(data.attempts), "seconds": round(seconds, 1),
         "attempts_per_s": round(len(data.attempts) / seconds, 1), **summarize(jfr_file),
     }  # fmt: skip
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    results_dir.mkdir(parents=True, exist_ok=True)
-    (results_dir / f"neo4j-profile-{stamp}.json").write_text(json.dumps(result, indent=1) + "\n")
+    save_report(result, results_dir, "neo4j-profile")
     return result
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    out = Path("results")
-    if "--results-dir" in args:
-        at = args.index("--results-dir")
-        out = Path(args[at + 1])
-        del args[at : at + 2]
-    print(json.dumps(main(int(args[0]) if args else 30_000, out), indent=1))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("measurements", type=int, nargs="?", default=30_000)
+    parser.add_argument("--results-dir", type=Path, default=Path("results"))
+    options = parser.parse_args()
+    print(json.dumps(main(options.measurements, options.results_dir), indent=1))
