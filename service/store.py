@@ -51,6 +51,10 @@ TERMINATED_TRANSACTION_CODES = frozenset(
 # writers. The transaction was rolled back whole and every write function here is idempotent, so
 # write_transaction retries it like a transient error, and it is a 503 once the retries run out.
 COMMIT_FAILED_CODES = frozenset({"Neo.DatabaseError.Transaction.TransactionCommitFailed"})
+# How long the driver retries a transaction that failed transiently (Neo4j unreachable, a leader
+# change, a deadlock): a service should answer 503 within seconds when Neo4j is down, not after the
+# driver's default 30 s. An outage shorter than this is invisible to callers.
+DRIVER_RETRY_SECONDS = 10.0
 WRITE_RETRY_SECONDS = 10.0  # how long write_transaction retries a failed commit (as the driver does)
 # The longest one try of a request's write transaction may run, lock waits included, before Neo4j ends
 # it and the caller gets a 503 to retry: Neo4j's own default is no limit, and under 64 concurrent
@@ -73,8 +77,7 @@ def open_driver(settings: Settings) -> Driver:
         max_connection_pool_size=64,
         connection_acquisition_timeout=30.0,
         connection_timeout=5.0,
-        # A service should answer 503 within seconds when Neo4j is down, not after the default 30 s of retries.
-        max_transaction_retry_time=10.0,
+        max_transaction_retry_time=DRIVER_RETRY_SECONDS,
         # "label does not exist" and similar hints are noise for a schema that fills up over time.
         notifications_min_severity="OFF",
     )

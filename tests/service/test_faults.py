@@ -27,7 +27,7 @@ from kernelgraph.service import migrate
 from kernelgraph.service.api.app import create_app
 from kernelgraph.service.auth import create_key
 from kernelgraph.service.knowledge import KnowledgeService
-from kernelgraph.service.store import GraphStore, open_driver
+from kernelgraph.service.store import DRIVER_RETRY_SECONDS, GraphStore, open_driver
 from tests import factories
 from tests.prerequisites import unavailable
 from tests.service.conftest import free_port, serve
@@ -217,7 +217,9 @@ def test_neo4j_killed_mid_load_loses_no_acknowledged_attempt(own_server: Setting
             deadline = time.monotonic() + 30
             while server.status().running and time.monotonic() < deadline:
                 time.sleep(0.1)
-            time.sleep(2)  # requests meanwhile find no server: 503
+            # Down for longer than the driver retries a transaction, so requests meanwhile must end as
+            # 503 (a shorter outage is retried away inside the driver and the test would prove nothing).
+            time.sleep(DRIVER_RETRY_SECONDS + 2)
             server.start()
 
         before = load.run_with(kill_and_restart)
