@@ -195,10 +195,15 @@ class KnowledgeService:
                     field=f"attempts[{index}].target" if len(models) > 1 else "target",
                 )
         rows = [self._attempt_row(m, known[m.target]) for m in models]
-        references = _stored_parent_references(models, rows)
+        # Taken before resolving fills in parents: a retried transaction resolves again, and must
+        # not take a parent it filled in for one this batch records in full.
+        in_batch = _measured_in_batch(rows)
+        references = frozenset({m.parent_measurement_id for m in models if m.parent_measurement_id}) - set(
+            in_batch
+        )
 
         def resolve(stored: Mapping[str, dict[str, Any]]) -> None:
-            self._resolve_parent_references(namespace, models, rows, stored)
+            self._resolve_parent_references(namespace, models, rows, in_batch, stored)
 
         if not references:
             resolve({})  # references within the batch only: bad ones fail now, before the queue
@@ -384,18 +389,19 @@ class KnowledgeService:
         namespace: str,
         models: Sequence[AttemptRecord],
         rows: list[dict[str, Any]],
+        in_batch: Mapping[str, tuple[dict[str, Any], dict[str, Any]]],
         stored: Mapping[str, dict[str, Any]],
     ) -> None:
         """Fill in the parent of each attempt that names it by `parent_measurement_id`.
 
-        The id may name a measurement already stored in `namespace` (`stored`: measurements_by_id's
-        rows for `_stored_parent_references`, read in the writing transaction) or one that another
-        attempt of this batch records in full; either way the stored result is what the full parent
-        would have written (the same Kernel, Measurement and FROM/FROM_STATE relationships). An
-        unknown id, or one measured on another target or of another task, raises InvalidInput or
-        NotFound, and nothing of the batch is written.
+        The id may name a measurement that another attempt of this batch records in full (`in_batch`,
+        from `_measured_in_batch` before any parent was filled in) or one already stored in
+        `namespace` (`stored`: measurements_by_id's rows, read in the writing transaction); either
+        way the stored result is what the full parent would have written (the same Kernel,
+        Measurement and FROM/FROM_STATE relationships). An unknown id, or one measured on another
+        target or of another task, raises InvalidInput or NotFound, and nothing of the batch is
+        written. Running it again (a retried transaction) fills in the same parents.
         """
-        in_batch = _measured_in_batch(rows)
         for index, (model, row) in enumerate(zip(models, rows, strict=True)):
             reference = model.parent_measurement_id
             if reference is None:
@@ -866,13 +872,6 @@ def _measured_in_batch(rows: list[dict[str, Any]]) -> dict[str, tuple[dict[str, 
         for side in ("parent", "child")
         for measured in row[f"{side}_measurements"]
     }
-
-
-def _stored_parent_references(models: Sequence[AttemptRecord], rows: list[dict[str, Any]]) -> frozenset[str]:
-    """The parent_measurement_ids that name a measurement not recorded in this batch: already stored."""
-    return frozenset({m.parent_measurement_id for m in models if m.parent_measurement_id}) - frozenset(
-        _measured_in_batch(rows)
-    )
 
 
 def _within_slots(rows: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:

@@ -272,3 +272,49 @@ def _wait_until(condition: Any, what: str, seconds: float = 15.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"not within {seconds:g} s: {what}"
         time.sleep(0.01)
+
+
+@pytest.mark.neo4j
+def test_a_retried_transaction_resolves_parent_references_again_the_same_way(
+    store: GraphStore, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver reruns a transaction that hit a deadlock; the rerun resolves each parent named by
+    measurement id as the first run did (it once took the parent the first run had filled in for one
+    recorded in the same batch, and answered 500 under 64 agents)."""
+    from kernelgraph.client.models import KernelVariant, Measurement, validate
+    from tests.service.test_store import _by_reference
+
+    knowledge = KnowledgeService(store)
+    knowledge.upsert_targets(namespace, [factories.target()])
+    stored_parent = knowledge.record_attempts(namespace, [factories.attempt("retry:0")])[
+        0
+    ].parent_measurement_id
+    assert stored_parent is not None
+    in_full = factories.attempt("retry:1", parent_source="/* recorded in full */", child_source="/* 1 */")
+    in_batch_parent = knowledge._measurement_row(
+        validate(Measurement, in_full["parent_measurement"]), validate(KernelVariant, in_full["parent"]),
+        factories.target(),
+    )["measurement_id"]  # fmt: skip
+    batch = [
+        in_full,
+        _by_reference(factories.attempt("retry:2", child_source="/* 2 */"), stored_parent),
+        _by_reference(factories.attempt("retry:3", parent_source="/* recorded in full */", child_source="/* 3 */"),
+                      in_batch_parent),
+    ]  # fmt: skip
+    run_in = store.run_in
+    failures = []
+
+    def deadlock_once(tx, name, /, **params):  # type: ignore[no-untyped-def]
+        if name == "record_attempts" and not failures:
+            failures.append(name)
+            raise Neo4jError._hydrate_neo4j(
+                code="Neo.TransientError.Transaction.DeadlockDetected", message="test"
+            )
+        return run_in(tx, name, **params)
+
+    monkeypatch.setattr(store, "run_in", deadlock_once)
+    results = knowledge.record_attempts(namespace, batch)
+    assert failures == ["record_attempts"], "the transaction ran twice"
+    assert [r.created for r in results] == [True, True, True]
+    assert results[1].parent_measurement_id == stored_parent
+    assert results[2].parent_measurement_id == results[0].parent_measurement_id == in_batch_parent
