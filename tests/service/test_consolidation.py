@@ -327,11 +327,16 @@ def _source_vectors(store: GraphStore, namespace: str) -> dict[str, dict[str, An
 
 
 def _in_index(store: GraphStore, namespace: str) -> set[str]:
+    """The namespace's measurements in the source's vector index. The index is shared by the whole test
+    session, so the query asks for as many neighbours as the index holds, not for a fixed number that
+    other tests' states could fill."""
     dims = source_dimensions(factories.SOURCE)
     records = store.driver.execute_query(
-        "CALL db.index.vector.queryNodes($index, 2000, $vector) YIELD node "
+        "MATCH (m:Measurement) WHERE m[$prop] IS NOT NULL WITH count(m) + 1 AS everything "
+        "CALL db.index.vector.queryNodes($index, everything, $vector) YIELD node "
         "WHERE node.namespace = $ns RETURN node.measurement_id AS id",
-        index=source_index(factories.SOURCE), vector=[0.5] * len(dims), ns=namespace, database_=store.database,
+        prop=source_property(factories.SOURCE), index=source_index(factories.SOURCE), vector=[0.5] * len(dims),
+        ns=namespace, database_=store.database,
     ).records  # fmt: skip
     return {r["id"] for r in records}
 

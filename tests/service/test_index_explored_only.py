@@ -5,11 +5,10 @@ and answers retrieval as before."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 
-from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions, source_index, source_property
+from kernelgraph.client.signature import source_dimensions, source_index, source_property
 from kernelgraph.service import migrate
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
@@ -31,27 +30,19 @@ def _vectors(store: GraphStore, namespace: str) -> dict[str, tuple[bool, bool]]:
     return {r["id"]: (r["explored"], r["indexed"]) for r in records}
 
 
-# This test's signature value: the index is shared by the whole session, and its other tests' states
-# sit at the factories' default 0.5, so a query at 0.5 can find a thousand of theirs before these.
-VALUE = 0.3137
-
-
-def _attempt(key: str, **overrides: Any) -> dict[str, Any]:
-    """factories.attempt with parent and child measured at VALUE."""
-    return factories.attempt(key, parent_signature=[VALUE] * SIGNATURE_DIM,
-                             child_measurement=factories.measurement(1e6 / 1.5, [VALUE] * SIGNATURE_DIM),
-                             **overrides)  # fmt: skip
-
-
 def _in_index(store: GraphStore, namespace: str, expected: set[str]) -> set[str]:
-    """The namespace's measurements the vector index returns, once it has caught up with `expected`."""
+    """The namespace's measurements the vector index returns, once it has caught up with `expected`.
+    The index is shared by the whole test session, whose other states mostly sit at the query's 0.5:
+    the query asks for as many neighbours as the index holds (a fixed thousand was once filled by
+    others' states)."""
     deadline = time.monotonic() + 30  # vector indexes take changes in shortly after the commit
     while True:
         records = store.driver.execute_query(
-            "CALL db.index.vector.queryNodes($index, 1000, $vector) YIELD node "
+            "MATCH (m:Measurement) WHERE m[$prop] IS NOT NULL WITH count(m) + 1 AS everything "
+            "CALL db.index.vector.queryNodes($index, everything, $vector) YIELD node "
             "WHERE node.namespace = $ns RETURN node.measurement_id AS id",
-            index=source_index(factories.SOURCE), vector=[VALUE] * len(source_dimensions(factories.SOURCE)),
-            ns=namespace, database_=store.database,
+            prop=source_property(factories.SOURCE), index=source_index(factories.SOURCE),
+            vector=[0.5] * len(source_dimensions(factories.SOURCE)), ns=namespace, database_=store.database,
         ).records  # fmt: skip
         found = {r["id"] for r in records}
         if found == expected or time.monotonic() > deadline:
@@ -65,8 +56,8 @@ def test_children_enter_the_index_when_explored_and_the_upgrade_takes_old_ones_o
     knowledge = KnowledgeService(store)
     knowledge.upsert_targets(namespace, [factories.target()])
     first, second = knowledge.record_attempts(namespace, [
-        _attempt("run:0", child_source="void kernel(void) { /* v1 */ }"),
-        _attempt("run:1", transform="tile", child_source="void kernel(void) { /* v2 */ }"),
+        factories.attempt("run:0", child_source="void kernel(void) { /* v1 */ }"),
+        factories.attempt("run:1", transform="tile", child_source="void kernel(void) { /* v2 */ }"),
     ])  # fmt: skip
     stored = _vectors(store, namespace)
     assert stored and all(explored == indexed for explored, indexed in stored.values())
@@ -74,13 +65,13 @@ def test_children_enter_the_index_when_explored_and_the_upgrade_takes_old_ones_o
     assert first.child_measurement_id not in explored and _in_index(store, namespace, explored) == explored
 
     # The loop goes on from a kept child: it becomes a state, and only now enters the index.
-    step = _attempt("run:2", transform="vectorize", child_source="void kernel(void) { /* v3 */ }")
+    step = factories.attempt("run:2", transform="vectorize", child_source="void kernel(void) { /* v3 */ }")
     step.pop("parent"), step.pop("parent_measurement")
     knowledge.record_attempts(namespace, [{**step, "parent_measurement_id": first.child_measurement_id}])
     assert _vectors(store, namespace)[first.child_measurement_id] == (True, True)
     explored.add(first.child_measurement_id)
     assert _in_index(store, namespace, explored) == explored
-    request = {"target": "cpu-test", "signature": factories.masked(VALUE), "k": 10}
+    request = {"target": "cpu-test", "signature": factories.masked(0.5), "k": 10}
     before = knowledge.retrieve([namespace], request)
 
     # The graph as the release before wrote it: every complete measurement carried its vector.
