@@ -9,7 +9,9 @@
   `kernelgraph_neo4j_pool_max_size`: the driver's connection pool, read at scrape time;
 - `kernelgraph_rate_limited_total`: requests refused with 429;
 - `kernelgraph_target_cache_hits_total` / `_misses_total`: target lookups served from the knowledge
-  service's short-lived target cache, and those that went to Neo4j.
+  service's short-lived target cache, and those that went to Neo4j;
+- `kernelgraph_group_commit_transactions_total` / `_requests_total`: write transactions of the
+  group-commit writer and the record requests they held (their ratio: the mean group size).
 
 Each app has its own registry, so several apps in one process (tests) never share counters.
 """

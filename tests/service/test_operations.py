@@ -122,6 +122,32 @@ def test_metrics_report_latency_per_route_neo4j_health_and_the_pool(http: httpx.
     assert "kernelgraph_target_cache_hits_total" in text and "kernelgraph_target_cache_misses_total" in text
 
 
+def test_metrics_count_group_commit_transactions_and_the_requests_they_held(
+    http: httpx.Client, keys: Keys
+) -> None:
+    def counters() -> dict[str, float]:
+        lines = http.get("/metrics").text.splitlines()
+        return {name: float(value) for name, _, value in (line.partition(" ") for line in lines)
+                if name.startswith("kernelgraph_group_commit_")}  # fmt: skip
+
+    response = http.post("/v1/targets", json={"targets": [factories.target()]}, headers=bearer(keys.writer))
+    assert response.status_code == 200, response.text
+    before = counters()
+    attempt = factories.attempt("metrics-gc:0", child_source="void kernel(void) { /* metrics */ }")
+    assert http.post("/v1/attempts", json=attempt, headers=bearer(keys.writer)).status_code == 201
+    after = counters()
+    # One request on its own: one transaction holding one request.
+    assert (
+        after["kernelgraph_group_commit_requests_total"] - before["kernelgraph_group_commit_requests_total"]
+        == 1
+    )
+    assert (
+        after["kernelgraph_group_commit_transactions_total"]
+        - before["kernelgraph_group_commit_transactions_total"]
+        == 1
+    )
+
+
 def test_pool_stats_is_none_for_a_driver_without_a_readable_pool() -> None:
     assert pool_stats(object()) is None
 
