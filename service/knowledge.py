@@ -205,12 +205,11 @@ class KnowledgeService:
         def resolve(stored: Mapping[str, dict[str, Any]]) -> None:
             self._resolve_parent_references(namespace, models, rows, in_batch, stored)
 
-        if not references:
-            resolve({})  # references within the batch only: bad ones fail now, before the queue
         # Concurrent callers share transactions (service/writer.py), which look up the parents that
-        # their attempts name by measurement id (one query per transaction, not per request);
-        # each caller is answered once its transaction committed.
-        created = self.writer.submit(namespace, rows, references, resolve if references else None)
+        # their attempts name by measurement id (one query per transaction, not per request) and
+        # resolve each caller's references there; each caller is answered once its transaction
+        # committed, or with its own error when a reference does not resolve.
+        created = self.writer.submit(namespace, rows, references, resolve)
         return [
             RecordResult(
                 attempt_key=row["attempt_key"],
