@@ -110,6 +110,14 @@ def mapped_errors() -> Iterator[None]:
         raise
 
 
+def _row(record: neo4j.Record) -> dict[str, Any]:
+    """A record of a named query as a dict. Named queries return maps, lists and scalars only (the
+    Browser's *_graph files, which return paths, are run by the Browser, not here), so the values are
+    taken as they are: Record.data() would walk every nested value looking for nodes to convert, 1.3 ms
+    of a 10 ms retrieval (docs/scaling.md)."""
+    return dict(record.items())
+
+
 class Reader(Protocol):
     """Runs named read queries: the store itself (a transaction each) or one read transaction."""
 
@@ -145,7 +153,7 @@ class GraphStore:
             records, _, _ = self.driver.execute_query(
                 query.cypher, params, database_=self.database, routing_=RoutingControl.READ
             )
-        return [record.data() for record in records]
+        return [_row(record) for record in records]
 
     def read_transaction(self, work: Callable[[Reader], T]) -> T:
         """Run `work`'s named read queries in one read transaction: one BEGIN and COMMIT for all of them
@@ -165,7 +173,7 @@ class GraphStore:
         query = self._query(name, params)
 
         def work(tx: ManagedTransaction) -> list[dict[str, Any]]:
-            return [record.data() for record in tx.run(query.cypher, params)]
+            return [_row(record) for record in tx.run(query.cypher, params)]
 
         return self.write_transaction(work, timeout_s=timeout_s)
 
@@ -206,7 +214,7 @@ class GraphStore:
     def run_in(self, tx: ManagedTransaction, name: str, /, **params: Any) -> list[dict[str, Any]]:
         """Run a named query inside a transaction function."""
         query = self._query(name, params)
-        return [record.data() for record in tx.run(query.cypher, params)]
+        return [_row(record) for record in tx.run(query.cypher, params)]
 
     def ping(self) -> bool:
         try:

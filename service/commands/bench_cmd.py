@@ -16,12 +16,17 @@ def service(
     ),
     threads: int = typer.Option(2, "--threads", min=1, max=16, help="ingestion threads"),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+    cold: bool = typer.Option(
+        False,
+        "--cold",
+        help="skip warming Neo4j's read path first (a fresh server's first retrievals are slower)",
+    ),
 ) -> None:
     """Benchmark the knowledge service: ingestion, retrieval latency (in-process and HTTP), ANN recall@10."""
     from kernelgraph.service.bench.service_bench import main
 
     raise typer.Exit(
-        main(measurements, as_json=as_json, quick=quick, threads=threads, results_dir=results_dir)
+        main(measurements, as_json=as_json, quick=quick, threads=threads, results_dir=results_dir, cold=cold)
     )
 
 

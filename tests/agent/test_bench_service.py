@@ -38,6 +38,10 @@ def test_bench_service_cli_json(
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(data) >= KEYS, KEYS - set(data)
     assert data["measurements"] >= 300
+    # The read path is warmed on a namespace of its own before ingestion, with the quick query count.
+    assert data["warmup"]["retrievals"] == 25
+    assert data["warmup"]["namespace"] == f"{data['namespace']}-warmup"
+    assert 0 < data["warmup"]["first_100_p50_ms"] <= data["warmup"]["first_100_p95_ms"]
     assert data["attempts_created"] == data["attempts"]
     # 64 agents recording one attempt per request at once: every one stored, none refused.
     assert data["single_writes_64_agents"]["statuses"] == {"201": 640}
