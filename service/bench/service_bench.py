@@ -363,8 +363,6 @@ def _warm_up(knowledge: Any, namespace: str, options: BenchOptions, console: Con
     retrievals = WARMUP_RETRIEVALS if not options.quick else options.query_count
     data = generate(BenchOptions(measurements=measurements, seed=options.seed + 11))
     knowledge.upsert_targets(namespace, list(TARGETS))
-    targets = [t["name"] for t in TARGETS]
-    latencies: list[float] = []
     t0 = time.perf_counter()
     with console.status(
         f"warming Neo4j's read path: {retrievals} retrievals on {measurements:,} measurements..."
@@ -372,17 +370,24 @@ def _warm_up(knowledge: Any, namespace: str, options: BenchOptions, console: Con
         for start in range(0, len(data.attempts), options.batch_size):
             knowledge.record_attempts(namespace, data.attempts[start : start + options.batch_size])
         signatures = _query_signatures(random.Random(options.seed + 13), retrievals)
-        for i, signature in enumerate(signatures):
-            request = RetrieveRequest(target=targets[i % len(targets)], signature=signature, k=20, limit=10)
-            t1 = time.perf_counter()
-            knowledge.retrieve([namespace], request)
-            latencies.append((time.perf_counter() - t1) * 1e3)
-    first = percentiles(latencies[:100])
+        first = percentiles(_retrieval_ms(knowledge, namespace, signatures)[:100])
     return {
         "namespace": namespace, "measurements": data.measurements, "retrievals": retrievals,
         "seconds": round(time.perf_counter() - t0, 1),
         "first_100_p50_ms": round(first["p50"], 3), "first_100_p95_ms": round(first["p95"], 3),
     }  # fmt: skip
+
+
+def _retrieval_ms(knowledge: Any, namespace: str, signatures: Sequence[list[float | None]]) -> list[float]:
+    """Milliseconds of one in-process retrieval per signature, in order (the targets taken in turn)."""
+    targets = [t["name"] for t in TARGETS]
+    latencies: list[float] = []
+    for i, signature in enumerate(signatures):
+        request = RetrieveRequest(target=targets[i % len(targets)], signature=signature, k=20, limit=10)
+        t0 = time.perf_counter()
+        knowledge.retrieve([namespace], request)
+        latencies.append((time.perf_counter() - t0) * 1e3)
+    return latencies
 
 
 def _progress(console: Console) -> Progress:
@@ -469,16 +474,8 @@ def run_service_bench(
         queries = options.query_count
         signatures = _query_signatures(rng, queries + 5)
         targets = [t["name"] for t in TARGETS]
-        server_ms: list[float] = []
         with console.status("retrieval, server side..."):
-            for i, signature in enumerate(signatures):
-                request = RetrieveRequest(
-                    target=targets[i % len(targets)], signature=signature, k=20, limit=10
-                )
-                t0 = time.perf_counter()
-                knowledge.retrieve([namespace], request)
-                if i >= 5:  # the first few warm the query caches
-                    server_ms.append((time.perf_counter() - t0) * 1e3)
+            server_ms = _retrieval_ms(knowledge, namespace, signatures)[5:]  # the first few plan the queries
         server = percentiles(server_ms)
         result.update(retrieve_p50_ms=round(server["p50"], 3), retrieve_p95_ms=round(server["p95"], 3),
                       retrieve_p99_ms=round(server["p99"], 3), retrieve_queries=len(server_ms))  # fmt: skip

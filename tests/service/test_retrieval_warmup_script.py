@@ -1,0 +1,43 @@
+"""scripts/retrieval_warmup.py, the diagnostic behind bench service's warm-up, still runs and breaks
+retrieval down by query (on a small graph: the exact-search path)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from kernelgraph.client.settings import Settings
+
+pytestmark = pytest.mark.neo4j
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_retrieval_warmup_reports_each_query_of_the_slowest_and_the_median(
+    monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings, tmp_path: Path
+) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "retrieval_warmup", REPO / "scripts" / "retrieval_warmup.py"
+    )
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(script, "get_settings", lambda: neo4j_settings)
+
+    report = script.main(300, warm=False, results_dir=tmp_path)
+
+    saved = json.loads((tmp_path / "retrieval-warmup-latest.json").read_text())
+    assert saved["namespace"] == report["namespace"]
+    assert not report["warm"] and "warmup" not in report
+    assert report["first_200"]["p50"] > 0 and report["next_200"]["p50"] > 0
+    slowest, median = report["slowest_5_percent"], report["around_median"]
+    assert slowest["retrievals"] == script.RETRIEVALS // 20 and median["retrievals"] == 20
+    assert slowest["mean_ms"] >= median["mean_ms"]
+    # Every retrieval runs the search and the aggregation; each is timed in the client and by Neo4j.
+    assert {"nearest_states_by_signature_exact", "aggregate_transforms"} <= set(median["queries"])
+    for times in median["queries"].values():
+        assert times["client_ms"] >= times["neo4j_ms"] >= 0
+    assert len(report["slowest_5_percent_at"]) == slowest["retrievals"]
