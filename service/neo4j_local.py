@@ -47,8 +47,8 @@ JVM_FLAGS = (
     "-Dlog4j2.disable.jmx=true",
 )
 # Lucene merges a vector index's segments once this many of one size exist (Neo4j's default: 50). A
-# search visits every segment, so after a burst of writes 50 small segments made each neighbour search
-# about 3 ms slower at 10^5 measurements; at 4, what the extra merging costs ingestion stayed within
+# search visits every segment, so after a burst of writes the many small segments made retrieval about
+# 3 ms slower at p50 at 10^5 measurements; at 4, what the extra merging costs ingestion stayed within
 # this machine's run-to-run spread (docs/scaling.md, "Vector index segments"). An internal setting:
 # present in 5.26, not promised by Neo4j beyond it.
 VECTOR_INDEX_MERGE_FACTOR = 4

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
-from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions
+from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions, source_index, source_property
+
+if TYPE_CHECKING:
+    from kernelgraph.service.store import GraphStore
 
 SOURCE = "cpu_cachegrind"  # the counter source of the factories' measurements
 
@@ -58,3 +62,23 @@ def attempt(key: str = "run-1:0", transform: str = "unroll", speedup: float | No
         "speedup": speedup,
         **overrides,
     }
+
+
+def in_source_index(store: GraphStore, namespace: str, expected: set[str]) -> set[str]:
+    """The namespace's measurements that SOURCE's vector index returns, once it holds `expected` (it takes
+    changes in shortly after a commit; after 30 s, whatever it returns). The index is shared by the whole
+    test session, whose states mostly sit at the query's 0.5, so the query asks for as many neighbours as
+    the index holds: a fixed number was once filled by other tests' states."""
+    deadline = time.monotonic() + 30
+    while True:
+        records = store.driver.execute_query(
+            "MATCH (m:Measurement) WHERE m[$prop] IS NOT NULL WITH count(m) + 1 AS everything "
+            "CALL db.index.vector.queryNodes($index, everything, $vector) YIELD node "
+            "WHERE node.namespace = $ns RETURN node.measurement_id AS id",
+            prop=source_property(SOURCE), index=source_index(SOURCE), vector=[0.5] * len(source_dimensions(SOURCE)),
+            ns=namespace, database_=store.database,
+        ).records  # fmt: skip
+        found = {r["id"] for r in records}
+        if found == expected or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)

@@ -66,7 +66,7 @@ LARGE_GRAPH = 1_000_000  # from this many measurements the retrieval goal is 50 
 LARGE_RETRIEVE_P95_MS = 50.0
 # Before ingesting, retrieve this many times from a graph of this many measurements (above the exact-search
 # size, so the vector-index path runs): a freshly started Neo4j compiles its read path (the JIT) during the
-# first hundred or so retrievals, which then take 2-3 times as long. A server in service has long done that;
+# first hundred or so retrievals, the slowest of which take up to three times as long. A server in service has long done that;
 # `--cold` measures without it (docs/scaling.md, "A fresh server's first retrievals").
 WARMUP_MEASUREMENTS = 5_000
 WARMUP_RETRIEVALS = 300

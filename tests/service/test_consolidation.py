@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions, source_index, source_property
+from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions, source_property
 from kernelgraph.service.consolidation import ConsolidationSchedule, consolidate
 from kernelgraph.service.consolidation_rules import SUPERSEDED_EVALUATOR_WEIGHT
 from kernelgraph.service.knowledge import KnowledgeService
@@ -326,21 +326,6 @@ def _source_vectors(store: GraphStore, namespace: str) -> dict[str, dict[str, An
     return {r["id"]: dict(r) for r in records}
 
 
-def _in_index(store: GraphStore, namespace: str) -> set[str]:
-    """The namespace's measurements in the source's vector index. The index is shared by the whole test
-    session, so the query asks for as many neighbours as the index holds, not for a fixed number that
-    other tests' states could fill."""
-    dims = source_dimensions(factories.SOURCE)
-    records = store.driver.execute_query(
-        "MATCH (m:Measurement) WHERE m[$prop] IS NOT NULL WITH count(m) + 1 AS everything "
-        "CALL db.index.vector.queryNodes($index, everything, $vector) YIELD node "
-        "WHERE node.namespace = $ns RETURN node.measurement_id AS id",
-        prop=source_property(factories.SOURCE), index=source_index(factories.SOURCE), vector=[0.5] * len(dims),
-        ns=namespace, database_=store.database,
-    ).records  # fmt: skip
-    return {r["id"] for r in records}
-
-
 def test_merged_and_parked_measurements_leave_the_per_source_index(
     knowledge: KnowledgeService, store: GraphStore, namespace: str
 ) -> None:
@@ -361,10 +346,7 @@ def test_merged_and_parked_measurements_leave_the_per_source_index(
             assert m["vector"] == [m["signature"][d] for d in m["dims"]]
         else:
             assert m["signature"] is None and m["kept"] is not None and m["dims"]
-    deadline = time.monotonic() + 30  # vector indexes take nodes in shortly after the commit
-    while _in_index(store, namespace) != states and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert _in_index(store, namespace) == states
+    assert factories.in_source_index(store, namespace, states) == states
 
     # An attempt from a parked child (the loop continuing from its kept child) restores it.
     child = last.child_measurement_id
@@ -377,10 +359,7 @@ def test_merged_and_parked_measurements_leave_the_per_source_index(
     assert restored["explored"] and restored["vector"] == [restored["signature"][d] for d in restored["dims"]]
     # Its own new child is stored out of the index (no attempt started from it); consolidation parks it.
     fresh = {continued.child_measurement_id}
-    deadline = time.monotonic() + 30
-    while _in_index(store, namespace) != states | {child} and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert _in_index(store, namespace) == states | {child}
+    assert factories.in_source_index(store, namespace, states | {child}) == states | {child}
     assert _source_vectors(store, namespace)[continued.child_measurement_id]["vector"] is None
     assert consolidate(store, namespace).parked == 1
 
@@ -400,10 +379,7 @@ def test_merged_and_parked_measurements_leave_the_per_source_index(
         assert m["kept"] is not None and len(m["dims"]) == len(source_dimensions(factories.SOURCE)), i
         assert (m["signature"] is not None) == (i in explored), i
         assert (m["vector"] is not None) == (i in explored), i
-    deadline = time.monotonic() + 30
-    while _in_index(store, namespace) != explored and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert _in_index(store, namespace) == explored
+    assert factories.in_source_index(store, namespace, explored) == explored
 
 
 # Rollups (schema 0010): a merged state is read through one aggregate per (state, transform, setting).

@@ -4,11 +4,9 @@ and answers retrieval as before."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from kernelgraph.client.signature import source_dimensions, source_index, source_property
+from kernelgraph.client.signature import source_dimensions, source_property
 from kernelgraph.service import migrate
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
@@ -30,26 +28,6 @@ def _vectors(store: GraphStore, namespace: str) -> dict[str, tuple[bool, bool]]:
     return {r["id"]: (r["explored"], r["indexed"]) for r in records}
 
 
-def _in_index(store: GraphStore, namespace: str, expected: set[str]) -> set[str]:
-    """The namespace's measurements the vector index returns, once it has caught up with `expected`.
-    The index is shared by the whole test session, whose other states mostly sit at the query's 0.5:
-    the query asks for as many neighbours as the index holds (a fixed thousand was once filled by
-    others' states)."""
-    deadline = time.monotonic() + 30  # vector indexes take changes in shortly after the commit
-    while True:
-        records = store.driver.execute_query(
-            "MATCH (m:Measurement) WHERE m[$prop] IS NOT NULL WITH count(m) + 1 AS everything "
-            "CALL db.index.vector.queryNodes($index, everything, $vector) YIELD node "
-            "WHERE node.namespace = $ns RETURN node.measurement_id AS id",
-            prop=source_property(factories.SOURCE), index=source_index(factories.SOURCE),
-            vector=[0.5] * len(source_dimensions(factories.SOURCE)), ns=namespace, database_=store.database,
-        ).records  # fmt: skip
-        found = {r["id"] for r in records}
-        if found == expected or time.monotonic() > deadline:
-            return found
-        time.sleep(0.5)
-
-
 def test_children_enter_the_index_when_explored_and_the_upgrade_takes_old_ones_out(
     store: GraphStore, namespace: str
 ) -> None:
@@ -62,7 +40,10 @@ def test_children_enter_the_index_when_explored_and_the_upgrade_takes_old_ones_o
     stored = _vectors(store, namespace)
     assert stored and all(explored == indexed for explored, indexed in stored.values())
     explored = {i for i, (e, _) in stored.items() if e}
-    assert first.child_measurement_id not in explored and _in_index(store, namespace, explored) == explored
+    assert (
+        first.child_measurement_id not in explored
+        and factories.in_source_index(store, namespace, explored) == explored
+    )
 
     # The loop goes on from a kept child: it becomes a state, and only now enters the index.
     step = factories.attempt("run:2", transform="vectorize", child_source="void kernel(void) { /* v3 */ }")
@@ -70,7 +51,7 @@ def test_children_enter_the_index_when_explored_and_the_upgrade_takes_old_ones_o
     knowledge.record_attempts(namespace, [{**step, "parent_measurement_id": first.child_measurement_id}])
     assert _vectors(store, namespace)[first.child_measurement_id] == (True, True)
     explored.add(first.child_measurement_id)
-    assert _in_index(store, namespace, explored) == explored
+    assert factories.in_source_index(store, namespace, explored) == explored
     request = {"target": "cpu-test", "signature": factories.masked(0.5), "k": 10}
     before = knowledge.retrieve([namespace], request)
 
@@ -82,13 +63,13 @@ def test_children_enter_the_index_when_explored_and_the_upgrade_takes_old_ones_o
     )  # fmt: skip
     everything = set(_vectors(store, namespace))
     assert second.child_measurement_id in everything - explored
-    assert _in_index(store, namespace, everything) == everything
+    assert factories.in_source_index(store, namespace, everything) == everything
     store.driver.execute_query(
         "MATCH (m:SchemaMigration {version: $v}) DELETE m", v=MIGRATION, database_=store.database
     )
     assert MIGRATION in [m.version for m in migrate.apply(store)]
     assert all(explored == indexed for explored, indexed in _vectors(store, namespace).values())
-    assert _in_index(store, namespace, explored) == explored
+    assert factories.in_source_index(store, namespace, explored) == explored
     after = knowledge.retrieve([namespace], request)
     assert after.neighbour_ids == before.neighbour_ids and after.transforms == before.transforms
     assert migrate.apply(store) == []
