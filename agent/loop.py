@@ -73,6 +73,7 @@ class StepReport:
     speedup_so_far: float  # baseline / best after this step
     diagnosis: str
     rationale: str
+    attempt_key: str  # the key it was recorded (or tried to be recorded) under
     recorded: bool
 
 
@@ -424,7 +425,7 @@ def _attempt(
         step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome, speedup=speedup,
         median_ns=profile.median_ns if profile is not None and not profile.static else None, best_ns=result.best_ns,
         speedup_so_far=result.chained_speedup, diagnosis=diagnosis, rationale=proposal.rationale,
-        recorded=recorded,
+        attempt_key=record.attempt_key, recorded=recorded,
     )  # fmt: skip
     entry = HistoryEntry(step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome,
                          speedup=speedup, config=proposal.config, diagnosis=diagnosis)  # fmt: skip

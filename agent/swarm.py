@@ -219,7 +219,7 @@ def run_agent(config: AgentConfig, emit: Emit) -> dict[str, Any]:
         "kept_first_seen_elsewhere": sum(1 for s in kept if s.transform in proposer.first_seen_elsewhere),
         "first_seen_elsewhere": proposer.first_seen_elsewhere, "unrecorded": result.unrecorded,
         "retrievals": proposer.retrievals, "retrievals_with_others": proposer.retrievals_with_others,
-        "attempt_keys": [f"{config.run_id}:{s.step}" for s in result.steps if s.recorded],
+        "attempt_keys": [s.attempt_key for s in result.steps if s.recorded],
         "curve": result.curve, "at": time.time(),
     }  # fmt: skip
 

@@ -4,11 +4,20 @@
 
 A diagnostic, not a product path: every variant but `full` writes an incomplete graph (into its own
 throw-away namespace on the configured Neo4j, deleted afterwards). Each variant records the same
-`kernelgraph bench service` attempts as that benchmark does (batches of 1,000 from 2 threads);
-variants run in the order A..Z then Z..A so that the database's growth favours none, and each rate
-is the mean of its two runs. `python only` is the service's own work per attempt (validation and
-row building, one thread, no write): the floor under any database work. Saves
-results/ingest-ablation-<UTC time>.json.
+`kernelgraph bench service` attempts as that benchmark does (batches of 1,000 from 2 threads).
+Variants run in the order A..Z then Z..A, after one uncounted run of `full` that warms the server,
+so that neither the database's growth nor a fresh JVM's compiling favours any. Each rate is the mean
+of its two runs, with the CPU that the service and Neo4j spent per attempt.
+
+- `python only`: the service's own work per attempt (validation and row building, one thread, no
+  write), the floor under any database work.
+- `floor: plain CREATE of what each attempt adds`: the elements that are new with each attempt (the
+  attempt, its child kernel and measurement, an aggregate, their relationships), by CREATE: no
+  MERGE, no parents, no read-modify-write. No write of this graph can be cheaper, so its rate bounds
+  what any rewrite of record_attempts could reach.
+- `floor: the attempt node alone`: one node per attempt and nothing else, below any graph.
+
+Saves results/ingest-ablation-<UTC time>.json.
 """
 
 from __future__ import annotations
@@ -27,19 +36,57 @@ from typing import Any
 from kernelgraph.client.reports import run_context, save_report
 from kernelgraph.client.settings import get_settings
 from kernelgraph.service import migrate, namespaces
-from kernelgraph.service.bench.service_bench import TARGETS, BenchOptions, generate
+from kernelgraph.service.bench.service_bench import (
+    TARGETS,
+    BenchOptions,
+    cpu_seconds,
+    generate,
+    local_neo4j_pid,
+)
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.queries import QueryRegistry, registry
 from kernelgraph.service.store import GraphStore, open_driver
 
 FULL = registry()["record_attempts"]
 
+# Only what each attempt adds to the graph, by CREATE (the constraints still check each key).
+FLOOR = """
+UNWIND $rows AS row
+MATCH (h:HardwareTarget {namespace: $namespace, name: row.target})
+MATCH (t:Transform {namespace: $namespace, name: row.transform})
+CREATE (a:Attempt {namespace: $namespace, attempt_key: row.attempt_key})
+SET a += row.attempt, a.write_token = $write_token, a.created_at = datetime()
+CREATE (c:Kernel {namespace: $namespace, kernel_id: row.child.kernel_id})
+SET c += row.child.props, c.created_at = datetime(), c.write_token = $write_token
+CREATE (a)-[:APPLIED]->(t), (a)-[:ON_TARGET]->(h), (a)-[:PRODUCED]->(c)
+CREATE (e:StateEvidence {namespace: $namespace, measurement_id: row.attempt_key, transform: row.transform,
+                         params_json: row.attempt.params_json})
+SET e.attempts = 1, e.successes = 0, e.runtime_attempts = 1, e.sum_log_speedup = 0.0,
+    e.sum_sq_log_speedup = 0.0, e.attempt_keys = [row.attempt_key], e.target = row.target,
+    e.created_at = datetime(), e.updated_at = datetime()
+CREATE (a)-[:COUNTED_IN]->(e)
+FOREACH (m IN row.child_measurements |
+  CREATE (cm:Measurement {namespace: $namespace, measurement_id: m.measurement_id})
+  SET cm += m.props, cm.recorded_at = datetime(), cm.write_token = $write_token
+  CREATE (a)-[:RESULTED_IN]->(cm), (cm)-[:OF]->(c), (cm)-[:ON]->(h))
+RETURN row.attempt_key AS attempt_key, true AS created
+"""
+# Below any graph: one node per attempt, with the attempt's own properties, and nothing else.
+ATTEMPT_NODE_ONLY = """
+UNWIND $rows AS row
+CREATE (a:Attempt {namespace: $namespace, attempt_key: row.attempt_key})
+SET a += row.attempt, a.write_token = $write_token, a.created_at = datetime()
+RETURN row.attempt_key AS attempt_key, true AS created
+"""
+
 
 def _cut(text: str, start: str, end: str) -> str:
     """`text` without the span from `start` through `end` (both must be there: the query changed?)."""
-    i = text.index(start)
-    j = text.index(end, i) + len(end)
-    return text[:i] + text[j:]
+    i = text.find(start)
+    j = text.find(end, i)
+    if i < 0 or j < 0:
+        raise ValueError(f"record_attempts.cypher changed: the cut {start!r}..{end!r} no longer applies")
+    return text[:i] + text[j + len(end) :]
 
 
 def variants() -> dict[str, str]:
@@ -63,6 +110,8 @@ def variants() -> dict[str, str]:
             text, "    // The per-state aggregate of", "agg.updated_at = datetime()\n"
         ),
     }
+    out["floor: plain CREATE of what each attempt adds"] = FLOOR
+    out["floor: the attempt node alone"] = ATTEMPT_NODE_ONLY
     unchanged = [name for name, variant in out.items() if name != "full" and variant == text]
     if unchanged:
         raise ValueError(f"record_attempts.cypher changed: these cuts no longer apply: {unchanged}")
@@ -78,6 +127,11 @@ def main(measurements: int, results_dir: Path) -> dict[str, Any]:
     batches = [data.attempts[i : i + 1000] for i in range(0, len(data.attempts), 1000)]
     texts = variants()
     created: list[str] = []
+    neo4j_pid = local_neo4j_pid(settings)
+    cpu_ms: dict[str, list[dict[str, float]]] = {}
+
+    def neo4j_cpu() -> float:
+        return (cpu_seconds(neo4j_pid, tree=True) or 0.0) if neo4j_pid else 0.0
 
     def rate(name: str) -> float:
         variant = GraphStore(driver, settings.neo4j_database)
@@ -88,10 +142,16 @@ def main(measurements: int, results_dir: Path) -> dict[str, Any]:
         namespace = f"ablation-{uuid.uuid4().hex[:8]}"
         created.append(namespace)
         knowledge.upsert_targets(namespace, list(TARGETS))
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), (time.process_time(), neo4j_cpu())
         with ThreadPoolExecutor(2) as pool:
             list(pool.map(lambda batch: knowledge.record_attempts(namespace, batch), batches))
-        return len(data.attempts) / (time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        # CPU per attempt shows whether a variant was bound by the 2 cores or by waiting.
+        cpu_ms.setdefault(name, []).append({
+            "service": round((time.process_time() - started_cpu[0]) * 1e3 / len(data.attempts), 3),
+            "neo4j": round((neo4j_cpu() - started_cpu[1]) * 1e3 / len(data.attempts), 3),
+        })  # fmt: skip
+        return len(data.attempts) / seconds
 
     def python_only() -> float:
         knowledge = KnowledgeService(store)
@@ -111,6 +171,9 @@ def main(measurements: int, results_dir: Path) -> dict[str, Any]:
         "batch_size": 1000, "threads": 2, "runs": {},
     }  # fmt: skip
     try:
+        # A fresh server's first writes also compile its write path; that run is not counted.
+        result["warmup_attempts_per_s"] = round(rate("full"), 1)
+        cpu_ms.pop("full")
         for name in [*texts, *reversed(texts)]:
             result["runs"].setdefault(name, []).append(round(rate(name), 1))
             print(f"{name:42s} {result['runs'][name][-1]:8.0f} attempts/s", file=sys.stderr, flush=True)
@@ -126,6 +189,8 @@ def main(measurements: int, results_dir: Path) -> dict[str, Any]:
         name: round(full_ms - 1000 / r, 3) for name, r in mean.items() if name != "full"
     }
     result["python_only_ms_per_attempt"] = round(1000 / result["python_only_attempts_per_s"], 3)
+    result["cpu_ms_per_attempt"] = cpu_ms
+    result["neo4j_pid_found"] = neo4j_pid is not None
     save_report(result, results_dir, "ingest-ablation")
     return result
 

@@ -51,7 +51,8 @@ def test_padding_keeps_a_run_that_stopped_early_at_its_last_value() -> None:
     result = OptimizeResult(task="t", target="x", proposer="p", run_id="r", budget=4, baseline_ns=10.0, best_ns=5.0,
                             best_source="", best_config=None)  # fmt: skip
     result.steps = [StepReport(step=0, transform="tile", params={}, outcome=Outcome.KEPT, speedup=2.0, median_ns=5.0,
-                               best_ns=5.0, speedup_so_far=2.0, diagnosis="", rationale="", recorded=True)]  # fmt: skip
+                               best_ns=5.0, speedup_so_far=2.0, diagnosis="", rationale="", attempt_key="r:0",
+                               recorded=True)]  # fmt: skip
     arm = ArmRuns(4)
     arm.add("t", result)
     assert arm.curves["t"] == [[2.0, 2.0, 2.0, 2.0]]
