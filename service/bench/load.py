@@ -114,15 +114,21 @@ def service_env(settings: Settings) -> dict[str, str]:
     return env
 
 
+SERVE = (sys.executable, "-c", "from kernelgraph.cli import main; main()", "serve", "--host", "127.0.0.1",
+         "--no-access-log")  # fmt: skip
+
+
 @contextmanager
-def served(settings: Settings, workdir: Path) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
-    """`kernelgraph serve` in its own process on a free port, until the block ends; (port, process)."""
+def served(
+    settings: Settings, workdir: Path, command: Sequence[str] = SERVE
+) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """`kernelgraph serve` (or `command`, which takes `--port N`) in its own process on a free port,
+    until the block ends; (port, process)."""
     port = _free_port()
     log_path = workdir / "service.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-c", "from kernelgraph.cli import main; main()", "serve", "--host", "127.0.0.1",
-             "--port", str(port), "--no-access-log"],
+            [*command, "--port", str(port)],
             env=service_env(settings), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     try:
