@@ -55,12 +55,13 @@ def record_without_writing(
     self.targets([namespace], [m.target for m in models])
     return [
         RecordResult(
-            attempt_key=m.attempt_key, created=True,
+            attempt_key=m.attempt_key,
+            created=True,
             parent_kernel_id=m.parent.kernel_id if m.parent is not None else "by-reference",
             child_kernel_id=m.child.kernel_id,
             parent_measurement_id=m.parent_measurement_id or _made_up_id(f"{m.attempt_key}:parent"),
             child_measurement_id=_made_up_id(f"{m.attempt_key}:child") if m.child_measurement else None,
-        )  # fmt: skip
+        )
         for m in models
     ]
 
@@ -71,7 +72,7 @@ def serve_floor(port: int) -> None:
 
     from kernelgraph.service.api.app import create_app
 
-    KnowledgeService.record_attempts = record_without_writing  # type: ignore[method-assign,assignment]
+    KnowledgeService.record_attempts = record_without_writing  # type: ignore[method-assign]
     settings = get_settings()
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="info", access_log=False)
 
@@ -102,7 +103,9 @@ def main(agents: int, seconds: float, results_dir: Path, order: Sequence[str] = 
                 with served(settings, workdir, command) as (port, process), Progress(
                     TextColumn(f"{kind} {{task.description}}"), BarColumn(), TimeElapsedColumn(), console=console
                 ) as progress:  # fmt: skip
-                    phase = run_phase("write", port, keys, run_options, workdir, process.pid, neo4j_pid, progress)
+                    phase = run_phase(
+                        "write", port, keys, run_options, workdir, process.pid, neo4j_pid, progress
+                    )
                 acknowledged = phase.pop("acknowledged_keys")
                 cpu = phase["cpu_seconds"]
                 requests = max(1, phase["requests"])
