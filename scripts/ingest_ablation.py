@@ -1,10 +1,12 @@
 """Where batch ingestion's time goes: the same attempts recorded with parts of record_attempts left out.
 
-    python scripts/ingest_ablation.py [MEASUREMENTS] [--results-dir results]
+    python scripts/ingest_ablation.py [MEASUREMENTS] [--batch-size 1000] [--results-dir results]
 
 A diagnostic, not a product path: every variant but `full` writes an incomplete graph (into its own
 throw-away namespace on the configured Neo4j, deleted afterwards). Each variant records the same
-`kernelgraph bench service` attempts as that benchmark does (batches of 1,000 from 2 threads).
+`kernelgraph bench service` attempts as that benchmark does (batches of 1,000 from 2 threads; with
+`--batch-size 12`, the transactions of about a dozen attempts that group commit makes of concurrent
+single writes).
 Variants run in the order A..Z then Z..A, after one uncounted run of `full` that warms the server,
 so that neither the database's growth nor a fresh JVM's compiling favours any. Each rate is the mean
 of its two runs, with the CPU that the service and Neo4j spent per attempt.
@@ -118,17 +120,18 @@ def variants() -> dict[str, str]:
     return out
 
 
-def main(measurements: int, results_dir: Path) -> dict[str, Any]:
+def main(measurements: int, results_dir: Path, batch_size: int = 1000) -> dict[str, Any]:
     settings = get_settings()
     driver = open_driver(settings)
     store = GraphStore(driver, settings.neo4j_database)
     migrate.apply(store)
     data = generate(BenchOptions(measurements=measurements))
-    batches = [data.attempts[i : i + 1000] for i in range(0, len(data.attempts), 1000)]
+    batches = [data.attempts[i : i + batch_size] for i in range(0, len(data.attempts), batch_size)]
     texts = variants()
     created: list[str] = []
     neo4j_pid = local_neo4j_pid(settings)
     cpu_ms: dict[str, list[dict[str, float]]] = {}
+    group_sizes: dict[str, list[float]] = {}  # attempts per transaction, per run
 
     def neo4j_cpu() -> float:
         return (cpu_seconds(neo4j_pid, tree=True) or 0.0) if neo4j_pid else 0.0
@@ -151,6 +154,9 @@ def main(measurements: int, results_dir: Path) -> dict[str, Any]:
             "service": round((time.process_time() - started_cpu[0]) * 1e3 / len(data.attempts), 3),
             "neo4j": round((neo4j_cpu() - started_cpu[1]) * 1e3 / len(data.attempts), 3),
         })  # fmt: skip
+        group_sizes.setdefault(name, []).append(
+            round(len(data.attempts) / max(1, knowledge.writer.transactions), 1)
+        )
         return len(data.attempts) / seconds
 
     def python_only() -> float:
@@ -168,12 +174,13 @@ def main(measurements: int, results_dir: Path) -> dict[str, Any]:
     result: dict[str, Any] = {
         "benchmark": "ingest-ablation", "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         **run_context(), "measurements": data.measurements, "attempts": len(data.attempts),
-        "batch_size": 1000, "threads": 2, "runs": {},
+        "batch_size": batch_size, "threads": 2, "runs": {},
     }  # fmt: skip
     try:
         # A fresh server's first writes also compile its write path; that run is not counted.
         result["warmup_attempts_per_s"] = round(rate("full"), 1)
         cpu_ms.pop("full")
+        group_sizes.pop("full")
         for name in [*texts, *reversed(texts)]:
             result["runs"].setdefault(name, []).append(round(rate(name), 1))
             print(f"{name:42s} {result['runs'][name][-1]:8.0f} attempts/s", file=sys.stderr, flush=True)
@@ -190,6 +197,7 @@ def main(measurements: int, results_dir: Path) -> dict[str, Any]:
     }
     result["python_only_ms_per_attempt"] = round(1000 / result["python_only_attempts_per_s"], 3)
     result["cpu_ms_per_attempt"] = cpu_ms
+    result["attempts_per_transaction"] = group_sizes
     result["neo4j_pid_found"] = neo4j_pid is not None
     save_report(result, results_dir, "ingest-ablation")
     return result
@@ -198,6 +206,7 @@ def main(measurements: int, results_dir: Path) -> dict[str, Any]:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("measurements", type=int, nargs="?", default=20_000)
+    parser.add_argument("--batch-size", type=int, default=1000, help="attempts per record call")
     parser.add_argument("--results-dir", type=Path, default=Path("results"))
     options = parser.parse_args()
-    print(json.dumps(main(options.measurements, options.results_dir), indent=1))
+    print(json.dumps(main(options.measurements, options.results_dir, options.batch_size), indent=1))

@@ -9,6 +9,10 @@ writer key per agent, and runs phases of `seconds` each, every agent its own pro
 - `loop`: every agent does what `optimize` does: per run one POST /v1/targets, then per step a
   POST /v1/retrieve and a POST /v1/attempts (retrieve:record 1:1, as in agent/loop.py).
 
+Before the measured phases it runs the loop's mix for `WARMUP_SECONDS` in a namespace of its own
+(not counted; reported under `warmup`): on a fresh server the JVM is still compiling Neo4j's paths,
+which halved the first run's throughput (`--warmup-seconds 0` skips it).
+
 It reports per phase: throughput (requests/s and recorded attempts/s), p50/p95/p99 per route,
 answers by status (429 and 503 are retried by the agents as KernelGraphClient does; any other 5xx is
 unexpected), the retrieve:record ratio reached, and the CPU seconds the service, Neo4j and the agents
@@ -39,7 +43,7 @@ import uuid
 from collections import Counter as Tally
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +66,10 @@ GOALS = {
     "loop: retrieve p95 <= 100 ms": ("loop", "retrieve_p95_ms", "<=", 100.0),
 }
 RECORD, RETRIEVE, TARGETS = "POST /v1/attempts", "POST /v1/retrieve", "POST /v1/targets"
+# On a freshly started Neo4j, the first 64-agent run wrote at 147 attempts/s with 10.3 ms of Neo4j CPU
+# per request, the next at 309/s (3.5 ms) and the third at 377/s (1.8 ms): about a minute and a half
+# of traffic before the JVM has compiled Neo4j's hot paths on 2 shared cores (docs/scaling.md).
+WARMUP_SECONDS = 90.0
 TARGET = {"name": "load-cpu", "kind": "cpu", "arch": "x86-64-v3", "peak_gflops": 150.0, "peak_gbps": 18.0,
           "cores": 2, "isa": "x86-64-v3"}  # fmt: skip
 TASKS = ("matmul", "softmax", "rmsnorm", "layernorm", "conv2d", "stencil2d", "reduce-sum", "scan",
@@ -91,6 +99,9 @@ class LoadOptions:
     profile: bool = False
     keep: bool = False  # keep the namespace afterwards (default: delete it)
     seed: int = 11
+    # Seconds of the loop's mix, in a namespace of its own, before the measured phases: a fresh
+    # server's JVM has not compiled Neo4j's write and read paths yet (docs/scaling.md). 0: cold.
+    warmup_seconds: float = WARMUP_SECONDS
 
 
 def _free_port() -> int:
@@ -308,6 +319,25 @@ def run_phase(
     return result
 
 
+def warm_up(
+    port: int, keys: Sequence[str], options: LoadOptions, workdir: Path, service_pid: int,
+    neo4j_pid: int | None, progress: Progress,
+) -> dict[str, Any]:  # fmt: skip
+    """The loop's mix for `warmup_seconds`, not counted: what a fresh server's first traffic got."""
+    warm_dir = workdir / "warmup"
+    warm_dir.mkdir()
+    warm = replace(options, seconds=options.warmup_seconds, profile=False)
+    phase = run_phase("loop", port, keys, warm, warm_dir, service_pid, neo4j_pid, progress)
+    cpu, requests = phase["cpu_seconds"], max(1, phase["requests"])
+    return {
+        "seconds": options.warmup_seconds, "requests": phase["requests"],
+        "recorded_attempts_per_s": phase["recorded_attempts_per_s"], "record_p95_ms": phase["record_p95_ms"],
+        "retrieve_p95_ms": phase["retrieve_p95_ms"], "unexpected_5xx": phase["unexpected_5xx"],
+        "cpu_ms_per_request": {name: round(cpu[name] * 1e3 / requests, 2)
+                               for name in ("service", "neo4j") if cpu[name] is not None},
+    }  # fmt: skip
+
+
 def _delta(before: float | None, after: float | None) -> float | None:
     return round(after - before, 2) if before is not None and after is not None else None
 
@@ -425,7 +455,10 @@ def run_load_bench(
         "phases": {},
     }  # fmt: skip
     workdir = Path(tempfile.mkdtemp(prefix="kernelgraph-load-"))
+    warmup_namespace = f"{namespace}-warmup"
     labels = {namespace: [f"load agent {i}" for i in range(options.agents)]}
+    if options.warmup_seconds > 0:
+        labels[warmup_namespace] = [f"warm-up agent {i}" for i in range(options.agents)]
     try:
         with prepared(settings, labels, console) as ready:
             if ready.neo4j_started:
@@ -438,6 +471,11 @@ def run_load_bench(
                 TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console
             ) as progress:  # fmt: skip
                 neo4j_pid = local_neo4j_pid(settings)
+                if options.warmup_seconds > 0:
+                    result["warmup"] = warm_up(
+                        port, ready.keys[warmup_namespace], options, workdir, process.pid, neo4j_pid, progress
+                    )
+                    result["warmup"]["namespace"] = warmup_namespace
                 for phase in options.phases:
                     outcome = run_phase(phase, port, keys, options, workdir, process.pid, neo4j_pid, progress)
                     acknowledged.extend(outcome.pop("acknowledged_keys"))
@@ -455,6 +493,8 @@ def run_load_bench(
             if not options.keep:
                 with console.status(f"deleting namespace {namespace}..."):
                     namespaces.delete(store, namespace)
+                    if options.warmup_seconds > 0:
+                        namespaces.delete(store, warmup_namespace)
                 result["namespace_deleted"] = True
     finally:
         if not os.environ.get("KERNELGRAPH_LOAD_KEEP_WORKDIR"):  # agents' raw files, for debugging
@@ -481,6 +521,15 @@ def goals(result: dict[str, Any]) -> dict[str, bool | None]:
 def render(result: dict[str, Any], console: Console) -> None:
     from rich.table import Table
 
+    warm = result.get("warmup")
+    if warm:
+        console.print(f"warm-up (not counted): {warm['seconds']:g} s of the loop's mix, {warm['recorded_attempts_per_s']:,} "
+                      f"recorded attempts/s, record p95 {warm['record_p95_ms']:.0f} ms, retrieve p95 "
+                      f"{warm['retrieve_p95_ms']:.0f} ms", highlight=False)  # fmt: skip
+    else:
+        console.print(
+            "no warm-up (--warmup-seconds 0): the first phase may measure a fresh server's compiling"
+        )
     for phase, data in result["phases"].items():
         table = Table("route", "requests", "p50 ms", "p95 ms", "p99 ms", "statuses",
                       title=f"{phase}: {data['agents']} agents, {data['duration_s']} s, "

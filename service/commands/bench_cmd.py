@@ -41,6 +41,14 @@ def load(
     budget: int = typer.Option(8, "--budget", min=1, max=1000, help="steps per optimize run (loop phase)"),
     profile: bool = typer.Option(False, "--profile", help="sample the service with py-spy during each phase"),
     keep: bool = typer.Option(False, "--keep", help="keep the benchmark's namespace (default: delete it)"),
+    warmup_seconds: float | None = typer.Option(
+        None,
+        "--warmup-seconds",
+        min=0.0,
+        max=3600.0,
+        help="seconds of the loop's mix, not counted, before the phases, while a fresh server compiles "
+        "(default: WARMUP_SECONDS, service/bench/load.py); 0: none",
+    ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
 ) -> None:
@@ -49,6 +57,8 @@ def load(
     Reports throughput, p50/p95/p99 per route, answers by status, the retrieve:record ratio, CPU per
     process, and whether every acknowledged attempt is stored (service/bench/load.py).
     """
+    from dataclasses import replace
+
     from kernelgraph.service.bench.load import PHASES, LoadOptions, main
 
     unknown = [p for p in phase if p not in PHASES]
@@ -58,6 +68,8 @@ def load(
         )
     options = LoadOptions(agents=agents, seconds=seconds, phases=tuple(phase), budget=budget, profile=profile,
                           keep=keep)  # fmt: skip
+    if warmup_seconds is not None:
+        options = replace(options, warmup_seconds=warmup_seconds)
     raise typer.Exit(main(options, as_json=as_json, results_dir=results_dir))
 
 

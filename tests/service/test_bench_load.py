@@ -20,10 +20,13 @@ def test_bench_load_cli_json(
 ) -> None:
     monkeypatch.setattr("kernelgraph.client.settings.get_settings", lambda: neo4j_settings)
     result = CliRunner().invoke(app, ["bench", "load", "--agents", "3", "--seconds", "3", "--budget", "3",
-                                      "--json", "--results-dir", str(tmp_path)])  # fmt: skip
+                                      "--warmup-seconds", "2", "--json", "--results-dir", str(tmp_path)])  # fmt: skip
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout.strip().splitlines()[-1])
     assert set(data["phases"]) == {"write", "loop"}
+    # The warm-up ran the loop's mix in a namespace of its own, not counted in the phases or the graph check.
+    warmup = data["warmup"]
+    assert warmup["namespace"] == f"{data['namespace']}-warmup" and warmup["requests"] > 0
     write, loop = data["phases"]["write"], data["phases"]["loop"]
     assert write["agents"] == loop["agents"] == 3
     assert write["recorded_attempts"] > 0 and set(write["routes"]) == {"POST /v1/attempts"}

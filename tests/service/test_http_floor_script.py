@@ -25,7 +25,7 @@ def test_the_floor_answers_every_agent_and_stores_nothing_while_the_service_stor
     spec.loader.exec_module(script)
     monkeypatch.setattr(script, "get_settings", lambda: neo4j_settings)
 
-    report = script.main(3, 2.0, tmp_path, order=("floor", "service"))
+    report = script.main(3, 2.0, tmp_path, order=("floor", "service"), warmup_seconds=2.0)
 
     assert json.loads((tmp_path / "http-floor-latest.json").read_text())["runs"] == report["runs"]
     floor, service = report["runs"]
@@ -34,3 +34,4 @@ def test_the_floor_answers_every_agent_and_stores_nothing_while_the_service_stor
     assert service["acknowledged"] > 0 and set(service["statuses"]) == {"201"}
     assert report["stored"] == {"floor": 0, "service": service["acknowledged"]}
     assert floor["cpu_ms_per_request"]["service"] > 0
+    assert report["warmup"]["requests"] > 0 and report["warmup"]["unexpected_5xx"] == 0

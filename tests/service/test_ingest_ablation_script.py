@@ -70,7 +70,7 @@ def test_the_floors_write_only_what_they_name_and_every_namespace_is_deleted(
     assert json.loads((tmp_path / "ingest-ablation-latest.json").read_text())["runs"] == report["runs"]
     variants = script.variants()
     assert set(report["runs"]) == set(variants) and all(len(r) == 2 for r in report["runs"].values())
-    assert set(report["cpu_ms_per_attempt"]) == set(variants)
+    assert set(report["cpu_ms_per_attempt"]) == set(report["attempts_per_transaction"]) == set(variants)
     assert all(r["service"] > 0 for runs in report["cpu_ms_per_attempt"].values() for r in runs)
     # Namespaces in the order they were made: the warm-up, the variants A..Z then Z..A, python only.
     order = ["full", *variants, *reversed(variants)]
