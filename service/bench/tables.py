@@ -96,8 +96,11 @@ def _load_row(name: str, r: dict[str, Any]) -> list[str]:
     write, loop = phases.get("write") or {}, phases.get("loop") or {}
     unexpected = sum(p.get("unexpected_5xx", 0) for p in phases.values())
     stored = f"{_number(r.get('acknowledged'))} / {_number(r.get('stored'))}"
+    warmup = r.get("warmup")
+    warmed = (f"{_number(warmup['seconds'])} s ({_number(warmup['recorded_attempts_per_s'])}/s)"
+              if warmup else "no")  # fmt: skip
     return [
-        f"`{name}`", commit, load, f"{r.get('agents')} x {r.get('seconds')} s",
+        f"`{name}`", commit, load, f"{r.get('agents')} x {r.get('seconds')} s", warmed,
         f"{_number(write.get('recorded_attempts_per_s'))}/s, p95 {_number(write.get('record_p95_ms'))} ms",
         _cpu_per_attempt(_phase_cpu_ms(write)),
         f"{_number(loop.get('recorded_attempts_per_s'))}/s, p95 {_number(loop.get('record_p95_ms'))} ms",
@@ -109,7 +112,8 @@ SERVICE_HEADER = ["run", "code", "load at start", "measurements", "ingestion (at
                   "ingestion CPU ms per attempt, service / Neo4j",
                   "Neo4j's read path warmed first (its first 100 retrievals, p50 / p95)", "retrieval p50 / p95 / p99, in process", "p50 / p95 over HTTP", "index search p50 / p95",
                   "recall@10", "single writes over HTTP, 1 agent; 64 agents", "goals, as the run judged them"]  # fmt: skip
-LOAD_HEADER = ["run", "code", "load at start", "agents x phase", "write phase: recorded, record p95",
+LOAD_HEADER = ["run", "code", "load at start", "agents x phase",
+               "warmed first (the warm-up's recorded attempts/s)", "write phase: recorded, record p95",
                "write phase: CPU ms per attempt, service / Neo4j", "loop phase: recorded, record p95", "loop phase: retrieve", "unexpected 5xx", "acknowledged / stored",
                "goals, as the run judged them"]  # fmt: skip
 # (report name, title, header, row of one report)
