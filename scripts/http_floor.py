@@ -8,9 +8,10 @@ rate limiting, metrics, validation, the thread pool that a sync route runs in) i
 own, as `kernelgraph serve` does, except that `KnowledgeService.record_attempts` answers without
 writing: it keeps the target lookup (from the service's cache) and returns made-up ids. The agents
 are bench load's write-phase agents, one writer key each. First the real service gets bench load's
-warm-up (not counted), so that a fresh Neo4j is not still compiling; then runs alternate, floor /
-service / service / floor, on the same Neo4j, so that the machine's state favours neither; each is
-one write phase.
+warm-up (`WARMUP_SECONDS`, not counted), so that a fresh Neo4j is not still compiling; then runs
+alternate, floor / service / service / floor, on the same Neo4j, so that the machine's state
+favours neither; each is one write phase.
+
 No write path can serve more than the floor, so it bounds the goal of 1,000 single writes a second
 with p95 <= 100 ms on this machine. Saves results/http-floor-<UTC time>.json.
 """

@@ -6,10 +6,9 @@ A diagnostic, not a product path: every variant but `full` writes an incomplete 
 throw-away namespace on the configured Neo4j, deleted afterwards). Each variant records the same
 `kernelgraph bench service` attempts as that benchmark does (batches of 1,000 from 2 threads; with
 `--batch-size 12`, the transactions of about a dozen attempts that group commit makes of concurrent
-single writes).
-Variants run in the order A..Z then Z..A, after one uncounted run of `full` that warms the server,
-so that neither the database's growth nor a fresh JVM's compiling favours any. Each rate is the mean
-of its two runs, with the CPU that the service and Neo4j spent per attempt.
+single writes). Variants run in the order A..Z then Z..A, after one uncounted run of `full` that
+warms the server, so that neither the database's growth nor a fresh JVM's compiling favours any.
+Each rate is the mean of its two runs, with the CPU that the service and Neo4j spent per attempt.
 
 - `python only`: the service's own work per attempt (validation and row building, one thread, no
   write), the floor under any database work.
