@@ -129,11 +129,11 @@ def main(measurements: int, results_dir: Path, batch_size: int = 1000) -> dict[s
     texts = variants()
     created: list[str] = []
     neo4j_pid = local_neo4j_pid(settings)
-    cpu_ms: dict[str, list[dict[str, float]]] = {}
+    cpu_ms: dict[str, list[dict[str, float | None]]] = {}
     group_sizes: dict[str, list[float]] = {}  # attempts per transaction, per run
 
-    def neo4j_cpu() -> float:
-        return (cpu_seconds(neo4j_pid, tree=True) or 0.0) if neo4j_pid else 0.0
+    def neo4j_cpu() -> float | None:  # None: not a local server whose process this machine can read
+        return cpu_seconds(neo4j_pid, tree=True) if neo4j_pid else None
 
     def rate(name: str) -> float:
         variant = GraphStore(driver, settings.neo4j_database)
@@ -144,14 +144,15 @@ def main(measurements: int, results_dir: Path, batch_size: int = 1000) -> dict[s
         namespace = f"ablation-{uuid.uuid4().hex[:8]}"
         created.append(namespace)
         knowledge.upsert_targets(namespace, list(TARGETS))
-        started, started_cpu = time.perf_counter(), (time.process_time(), neo4j_cpu())
+        started, service_started, neo4j_started = time.perf_counter(), time.process_time(), neo4j_cpu()
         with ThreadPoolExecutor(2) as pool:
             list(pool.map(lambda batch: knowledge.record_attempts(namespace, batch), batches))
-        seconds = time.perf_counter() - started
+        seconds, service_ended, neo4j_ended = time.perf_counter() - started, time.process_time(), neo4j_cpu()
         # CPU per attempt shows whether a variant was bound by the 2 cores or by waiting.
+        neo4j_seconds = None if neo4j_started is None or neo4j_ended is None else neo4j_ended - neo4j_started
         cpu_ms.setdefault(name, []).append({
-            "service": round((time.process_time() - started_cpu[0]) * 1e3 / len(data.attempts), 3),
-            "neo4j": round((neo4j_cpu() - started_cpu[1]) * 1e3 / len(data.attempts), 3),
+            "service": round((service_ended - service_started) * 1e3 / len(data.attempts), 3),
+            "neo4j": None if neo4j_seconds is None else round(neo4j_seconds * 1e3 / len(data.attempts), 3),
         })  # fmt: skip
         group_sizes.setdefault(name, []).append(
             round(len(data.attempts) / max(1, knowledge.writer.transactions), 1)

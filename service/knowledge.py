@@ -67,7 +67,7 @@ log = logging.getLogger(__name__)
 
 # Retrieval knobs; docs/retrieval.md explains each.
 # Up to this many explored states, every one is scored exactly: exact answers for small namespaces,
-# at about 13 us a state (<= ~13 ms), though the index (about 5 ms) is faster from about 400 states.
+# for a few ms more than the index above a few hundred states (docs/retrieval.md estimates it).
 EXACT_SEARCH_MAX_STATES = 1_000
 OVERFETCH = 5  # index candidates fetched per wanted neighbour, before namespace/task filtering
 MAX_FETCH_K = 2_000

@@ -73,7 +73,7 @@ class GroupCommitWriter:
         self._pending: deque[WriteJob] = deque()
         self._lock = threading.Lock()
         self.transactions = 0  # committed shared transactions (for tests and metrics)
-        self.jobs = 0  # jobs those transactions stored
+        self.jobs = 0  # jobs those transactions answered without an error of their own
 
     def submit(
         self,
@@ -141,7 +141,7 @@ class GroupCommitWriter:
         else:
             with self._lock:
                 self.transactions += 1
-                # A job whose references did not resolve wrote nothing: it is not counted.
+                # A job whose references did not resolve is answered with its error: not counted.
                 self.jobs += sum(not isinstance(result, Exception) for result in results)
             for job, result in zip(batch, results, strict=True):
                 if isinstance(result, Exception):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import time
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions, source_index, source_property
@@ -82,3 +85,13 @@ def in_source_index(store: GraphStore, namespace: str, expected: set[str]) -> se
         if found == expected or time.monotonic() > deadline:
             return found
         time.sleep(0.5)
+
+
+def script(name: str) -> ModuleType:
+    """scripts/<name>.py, imported as a module (the diagnostics are scripts, not a package)."""
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

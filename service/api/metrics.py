@@ -81,7 +81,7 @@ class _Neo4jCollector(Collector):
         if writer is not None:  # group commit (service/writer.py): how many requests share a transaction
             for name, value, help_text in (
                 ("transactions", writer.transactions, "Write transactions committed by the group-commit writer."),
-                ("requests", writer.jobs, "Record requests those transactions stored (requests / transactions: "
+                ("requests", writer.jobs, "Record requests those transactions answered without an error of their own (requests / transactions: "
                  "the mean group size)."),
             ):  # fmt: skip
                 counter = CounterMetricFamily(f"kernelgraph_group_commit_{name}", help_text)

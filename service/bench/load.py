@@ -66,9 +66,9 @@ GOALS = {
     "loop: retrieve p95 <= 100 ms": ("loop", "retrieve_p95_ms", "<=", 100.0),
 }
 RECORD, RETRIEVE, TARGETS = "POST /v1/attempts", "POST /v1/retrieve", "POST /v1/targets"
-# On a freshly started Neo4j, the first 64-agent run wrote at 147 attempts/s with 10.3 ms of Neo4j CPU
-# per request, the next at 309/s (3.5 ms) and the third at 377/s (1.8 ms): about a minute and a half
-# of traffic before the JVM has compiled Neo4j's hot paths on 2 shared cores (docs/scaling.md).
+# On a freshly started Neo4j, the first 64-agent run wrote at less than half the rate of the third:
+# a minute or two of traffic before the JVM has compiled Neo4j's hot paths on 2 shared cores
+# (docs/scaling.md, "A fresh server's first minutes").
 WARMUP_SECONDS = 90.0
 TARGET = {"name": "load-cpu", "kind": "cpu", "arch": "x86-64-v3", "peak_gflops": 150.0, "peak_gbps": 18.0,
           "cores": 2, "isa": "x86-64-v3"}  # fmt: skip
@@ -326,7 +326,8 @@ def warm_up(
     """The loop's mix for `warmup_seconds`, not counted: what a fresh server's first traffic got."""
     warm_dir = workdir / "warmup"
     warm_dir.mkdir()
-    warm = replace(options, seconds=options.warmup_seconds, profile=False)
+    # Its own seed: the measured loop phase must not send the very requests the warm-up sent.
+    warm = replace(options, seconds=options.warmup_seconds, profile=False, seed=options.seed + 1)
     phase = run_phase("loop", port, keys, warm, warm_dir, service_pid, neo4j_pid, progress)
     cpu, requests = phase["cpu_seconds"], max(1, phase["requests"])
     return {

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from kernelgraph.cli import app
 from kernelgraph.client.settings import Settings
 from kernelgraph.service.bench.load import GOALS, LoadOptions, summarize_phase, summarize_profile
+from kernelgraph.service.store import open_driver
 
 pytestmark = pytest.mark.neo4j
 
@@ -27,6 +28,11 @@ def test_bench_load_cli_json(
     # The warm-up ran the loop's mix in a namespace of its own, not counted in the phases or the graph check.
     warmup = data["warmup"]
     assert warmup["namespace"] == f"{data['namespace']}-warmup" and warmup["requests"] > 0
+    with open_driver(neo4j_settings) as driver:
+        left = driver.execute_query("MATCH (n) WHERE n.namespace IN $spaces RETURN count(n) AS n",
+                                    spaces=[data["namespace"], warmup["namespace"]],
+                                    database_=neo4j_settings.neo4j_database).records[0]["n"]  # fmt: skip
+    assert left == 0, "both namespaces are deleted"
     write, loop = data["phases"]["write"], data["phases"]["loop"]
     assert write["agents"] == loop["agents"] == 3
     assert write["recorded_attempts"] > 0 and set(write["routes"]) == {"POST /v1/attempts"}

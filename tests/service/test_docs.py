@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from typing import Any
@@ -10,17 +9,15 @@ from typing import Any
 import pytest
 import typer
 
+from tests import factories
+
 REPO = Path(__file__).resolve().parents[2]
 _FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.S)
 _COMMAND = re.compile(r"(?:^|[\s;&|(`/])kernelgraph((?:[ \t]+[a-z][a-z0-9_-]*){0,2})", re.M)
 
 
 def _gen_config_docs():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("gen_config_docs", REPO / "scripts" / "gen_config_docs.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return factories.script("gen_config_docs")
 
 
 def test_configuration_md_matches_settings() -> None:

@@ -4,27 +4,14 @@ its cuts to record_attempts.cypher, writes what each floor says it writes, and l
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from kernelgraph.client.settings import Settings
 from kernelgraph.service.store import GraphStore
-
-pytestmark = pytest.mark.neo4j
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ingest_ablation", REPO / "scripts" / "ingest_ablation.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
+from tests import factories
 
 
 def _ablation_labels(store: GraphStore) -> dict[str, int]:
@@ -36,7 +23,7 @@ def _ablation_labels(store: GraphStore) -> dict[str, int]:
 
 
 def test_every_variant_is_a_real_cut_and_a_changed_query_is_reported() -> None:
-    script = _script()
+    script = factories.script("ingest_ablation")
     texts = script.variants()
     assert texts["full"] == script.FULL.text
     assert len(set(texts.values())) == len(texts), "each variant leaves out something different"
@@ -45,13 +32,19 @@ def test_every_variant_is_a_real_cut_and_a_changed_query_is_reported() -> None:
         script.variants()
 
 
+@pytest.mark.neo4j
 def test_the_floors_write_only_what_they_name_and_every_namespace_is_deleted(
     monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings, store: GraphStore, tmp_path: Path
 ) -> None:
-    script = _script()
+    script = factories.script("ingest_ablation")
     monkeypatch.setattr(script, "get_settings", lambda: neo4j_settings)
-    written: dict[str, dict[str, int]] = {}
-    delete = script.namespaces.delete
+    made: list[str] = []  # namespaces in the order the script made them
+    written: dict[str, dict[str, int]] = {}  # namespace -> label -> nodes, just before its deletion
+    upsert, delete = script.KnowledgeService.upsert_targets, script.namespaces.delete
+
+    def note_namespace(knowledge: object, namespace: str, targets: object) -> object:
+        made.append(namespace)
+        return upsert(knowledge, namespace, targets)  # type: ignore[arg-type]
 
     def delete_after_counting(graph: GraphStore, namespace: str) -> object:
         rows = graph.driver.execute_query(
@@ -61,24 +54,33 @@ def test_the_floors_write_only_what_they_name_and_every_namespace_is_deleted(
         written[namespace] = {r["label"]: r["n"] for r in rows}
         return delete(graph, namespace)
 
+    monkeypatch.setattr(script.KnowledgeService, "upsert_targets", note_namespace)
     monkeypatch.setattr(script.namespaces, "delete", delete_after_counting)
     before = _ablation_labels(store)
 
     report = script.main(300, tmp_path)
 
     assert _ablation_labels(store) == before, "every throw-away namespace is deleted"
+    assert set(written) == set(made)
     assert json.loads((tmp_path / "ingest-ablation-latest.json").read_text())["runs"] == report["runs"]
     variants = script.variants()
     assert set(report["runs"]) == set(variants) and all(len(r) == 2 for r in report["runs"].values())
     assert set(report["cpu_ms_per_attempt"]) == set(report["attempts_per_transaction"]) == set(variants)
     assert all(r["service"] > 0 for runs in report["cpu_ms_per_attempt"].values() for r in runs)
-    # Namespaces in the order they were made: the warm-up, the variants A..Z then Z..A, python only.
-    order = ["full", *variants, *reversed(variants)]
-    graphs = dict(zip(order, written.values(), strict=False))
+    # The warm-up, the variants A..Z then Z..A, then python only: each run its own namespace.
+    order = ["full", *variants, *reversed(variants), "python only"]
+    assert len(made) == len(order)
     attempts = report["attempts"]
-    assert graphs["full"]["Attempt"] == attempts
-    alone = graphs["floor: the attempt node alone"]
-    assert alone["Attempt"] == attempts and not {"Kernel", "Measurement", "StateEvidence"} & set(alone)
-    floor = graphs["floor: plain CREATE of what each attempt adds"]
-    assert floor["Attempt"] == floor["StateEvidence"] == floor["Kernel"] == attempts
-    assert floor["Measurement"] < graphs["full"]["Measurement"], "no parent states in the floor"
+    for name, namespace in zip(order, made, strict=True):
+        graph = written[namespace]
+        if name == "python only":
+            assert "Attempt" not in graph
+        elif name == "floor: the attempt node alone":
+            assert graph["Attempt"] == attempts and not {"Kernel", "Measurement", "StateEvidence"} & set(
+                graph
+            )
+        elif name == "floor: plain CREATE of what each attempt adds":
+            assert graph["Attempt"] == graph["StateEvidence"] == graph["Kernel"] == attempts
+            assert graph["Measurement"] < written[made[0]]["Measurement"], "no parent states in the floor"
+        else:
+            assert graph["Attempt"] == attempts, name

@@ -3,28 +3,21 @@ retrieval down by query (on a small graph: the exact-search path)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from kernelgraph.client.settings import Settings
+from tests import factories
 
 pytestmark = pytest.mark.neo4j
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_retrieval_warmup_reports_each_query_of_the_slowest_and_the_median(
     monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings, tmp_path: Path
 ) -> None:
-    spec = importlib.util.spec_from_file_location(
-        "retrieval_warmup", REPO / "scripts" / "retrieval_warmup.py"
-    )
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = factories.script("retrieval_warmup")
     monkeypatch.setattr(script, "get_settings", lambda: neo4j_settings)
 
     report = script.main(300, warm=False, results_dir=tmp_path)
