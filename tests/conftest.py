@@ -8,8 +8,9 @@ import os
 import shutil
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -113,3 +114,19 @@ def cli_on_test_neo4j(
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
+
+
+@pytest.fixture
+def script_on_test_neo4j(
+    neo4j_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[str], ModuleType]:
+    """scripts/<name>.py as a module whose settings are this session's Neo4j (the diagnostics call
+    `get_settings()` themselves)."""
+    from tests import factories
+
+    def load(name: str) -> ModuleType:
+        module = factories.script(name)
+        monkeypatch.setattr(module, "get_settings", lambda: neo4j_settings)
+        return module
+
+    return load

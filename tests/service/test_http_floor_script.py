@@ -4,21 +4,19 @@ serves the agents without writing anything, and its service runs are the real wr
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-
-from kernelgraph.client.settings import Settings
-from tests import factories
 
 pytestmark = pytest.mark.neo4j
 
 
 def test_the_floor_answers_every_agent_and_stores_nothing_while_the_service_stores_all(
-    monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings, tmp_path: Path
+    script_on_test_neo4j: Callable[[str], ModuleType], tmp_path: Path
 ) -> None:
-    script = factories.script("http_floor")
-    monkeypatch.setattr(script, "get_settings", lambda: neo4j_settings)
+    script = script_on_test_neo4j("http_floor")
 
     report = script.main(3, 2.0, tmp_path, order=("floor", "service"), warmup_seconds=2.0)
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from kernelgraph.client.settings import Settings
 from kernelgraph.service.store import GraphStore
 from tests import factories
 
@@ -34,10 +35,10 @@ def test_every_variant_is_a_real_cut_and_a_changed_query_is_reported() -> None:
 
 @pytest.mark.neo4j
 def test_the_floors_write_only_what_they_name_and_every_namespace_is_deleted(
-    monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings, store: GraphStore, tmp_path: Path
-) -> None:
-    script = factories.script("ingest_ablation")
-    monkeypatch.setattr(script, "get_settings", lambda: neo4j_settings)
+    script_on_test_neo4j: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch, store: GraphStore,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    script = script_on_test_neo4j("ingest_ablation")
     made: list[str] = []  # namespaces in the order the script made them
     written: dict[str, dict[str, int]] = {}  # namespace -> label -> nodes, just before its deletion
     upsert, delete = script.KnowledgeService.upsert_targets, script.namespaces.delete

@@ -4,21 +4,19 @@ retrieval down by query (on a small graph: the exact-search path)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-
-from kernelgraph.client.settings import Settings
-from tests import factories
 
 pytestmark = pytest.mark.neo4j
 
 
 def test_retrieval_warmup_reports_each_query_of_the_slowest_and_the_median(
-    monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings, tmp_path: Path
+    script_on_test_neo4j: Callable[[str], ModuleType], tmp_path: Path
 ) -> None:
-    script = factories.script("retrieval_warmup")
-    monkeypatch.setattr(script, "get_settings", lambda: neo4j_settings)
+    script = script_on_test_neo4j("retrieval_warmup")
 
     report = script.main(300, warm=False, results_dir=tmp_path)
 
