@@ -46,7 +46,7 @@ from kernelgraph.service.bench.load import (
     served,
     warm_up,
 )
-from kernelgraph.service.bench.service_bench import local_neo4j_pid
+from kernelgraph.service.bench.service_bench import cpu_ms_per, local_neo4j_pid
 from kernelgraph.service.knowledge import KnowledgeService
 
 ORDER = ("floor", "service", "service", "floor")
@@ -59,10 +59,9 @@ def _made_up_id(text: str) -> str:
 
 
 def record_without_writing(
-    self: KnowledgeService, namespace: str, attempts: Sequence[AttemptRecord | dict[str, Any]]
+    self: KnowledgeService, namespace: str, models: Sequence[AttemptRecord]
 ) -> list[RecordResult]:
-    """What the route gets back from record_attempts, without the write (the body is already a model)."""
-    models = [a if isinstance(a, AttemptRecord) else AttemptRecord.model_validate(a) for a in attempts]
+    """What the route gets back from record_attempts, without the write (the route's body is a model)."""
     self.targets([namespace], [m.target for m in models])
     return [
         RecordResult(
@@ -135,14 +134,11 @@ def main(
                         "write", port, keys, run_options, workdir, process.pid, neo4j_pid, progress
                     )
                 acknowledged = phase.pop("acknowledged_keys")
-                cpu = phase["cpu_seconds"]
-                requests = max(1, phase["requests"])
                 result["runs"].append({
                     "kind": kind, "acknowledged": len(acknowledged),
                     **{k: phase[k] for k in ("requests_per_s", "recorded_attempts_per_s", "statuses", "unexpected_5xx")},
-                    "record": phase["routes"].get("POST /v1/attempts"), "cpu_seconds": cpu,
-                    "cpu_ms_per_request": {process: round(cpu[process] * 1e3 / requests, 3)
-                                           for process in ("service", "neo4j", "agents") if cpu[process] is not None},
+                    "record": phase["routes"].get("POST /v1/attempts"), "cpu_seconds": phase["cpu_seconds"],
+                    "cpu_ms_per_request": cpu_ms_per(phase["cpu_seconds"], phase["requests"]),
                 })  # fmt: skip
                 run = result["runs"][-1]
                 console.print(

@@ -26,7 +26,6 @@ from typing import Any
 
 from rich.console import Console
 
-from kernelgraph.client.models import RetrieveRequest
 from kernelgraph.client.reports import run_context, save_report
 from kernelgraph.client.settings import get_settings
 from kernelgraph.service.bench.service_bench import (
@@ -36,6 +35,7 @@ from kernelgraph.service.bench.service_bench import (
     _warm_up,
     generate,
     percentiles,
+    retrieve_request,
 )
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore, _row, open_driver
@@ -95,14 +95,11 @@ def main(measurements: int, warm: bool, results_dir: Path) -> dict[str, Any]:
         return rows
 
     store.run_in = timed_run_in  # type: ignore[method-assign]
-    targets = [t["name"] for t in TARGETS]
     timed: list[dict[str, Any]] = []
     for i, signature in enumerate(_query_signatures(random.Random(1), RETRIEVALS + 5)):
         timings.clear()
         t0 = time.perf_counter()
-        knowledge.retrieve(
-            [namespace], RetrieveRequest(target=targets[i % 4], signature=signature, k=20, limit=10)
-        )
+        knowledge.retrieve([namespace], retrieve_request(i, signature))
         if i >= 5:  # as the benchmark: the first few plan the queries
             timed.append({"index": i, "ms": (time.perf_counter() - t0) * 1e3, "queries": list(timings)})
     driver.close()

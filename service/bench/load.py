@@ -53,7 +53,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kernelgraph.client.reports import run_context
 from kernelgraph.client.settings import Settings
-from kernelgraph.service.bench.service_bench import cpu_seconds, local_neo4j_pid, percentiles
+from kernelgraph.service.bench.service_bench import cpu_ms_per, cpu_seconds, local_neo4j_pid, percentiles
 
 if TYPE_CHECKING:
     from kernelgraph.service.store import GraphStore
@@ -329,13 +329,11 @@ def warm_up(
     # Its own seed: the measured loop phase must not send the very requests the warm-up sent.
     warm = replace(options, seconds=options.warmup_seconds, profile=False, seed=options.seed + 1)
     phase = run_phase("loop", port, keys, warm, warm_dir, service_pid, neo4j_pid, progress)
-    cpu, requests = phase["cpu_seconds"], max(1, phase["requests"])
     return {
         "seconds": options.warmup_seconds, "requests": phase["requests"],
         "recorded_attempts_per_s": phase["recorded_attempts_per_s"], "record_p95_ms": phase["record_p95_ms"],
         "retrieve_p95_ms": phase["retrieve_p95_ms"], "unexpected_5xx": phase["unexpected_5xx"],
-        "cpu_ms_per_request": {name: round(cpu[name] * 1e3 / requests, 2)
-                               for name in ("service", "neo4j") if cpu[name] is not None},
+        "cpu_ms_per_request": cpu_ms_per(phase["cpu_seconds"], phase["requests"], ("service", "neo4j")),
     }  # fmt: skip
 
 

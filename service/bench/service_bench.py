@@ -32,7 +32,7 @@ import statistics
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -66,8 +66,8 @@ LARGE_GRAPH = 1_000_000  # from this many measurements the retrieval goal is 50 
 LARGE_RETRIEVE_P95_MS = 50.0
 # Before ingesting, retrieve this many times from a graph of this many measurements (above the exact-search
 # size, so the vector-index path runs): a freshly started Neo4j compiles its read path (the JIT) during the
-# first hundred or so retrievals, the slowest of which take up to three times as long. A server in service has long done that;
-# `--cold` measures without it (docs/scaling.md, "A fresh server's first retrievals").
+# first hundred or so retrievals (their p95 was 40-51 ms against 12.5-16.6 ms later). A server in service
+# has long done that; `--cold` measures without it (docs/scaling.md, "A fresh server's first retrievals").
 WARMUP_MEASUREMENTS = 5_000
 WARMUP_RETRIEVALS = 300
 
@@ -261,6 +261,18 @@ def cpu_seconds(pid: int, tree: bool = False) -> float | None:
     return total
 
 
+def cpu_ms_per(
+    cpu: Mapping[str, float | None],
+    count: int,
+    processes: Sequence[str] = ("service", "neo4j", "agents"),
+    digits: int | None = 3,
+) -> dict[str, float]:
+    """CPU milliseconds per unit of work (an attempt, a request), by process, rounded to `digits` (None:
+    not rounded); a process whose CPU was not measured (None, or not there) is left out."""
+    per = {p: s * 1e3 / max(1, count) for p in processes if (s := cpu.get(p)) is not None}
+    return per if digits is None else {p: round(ms, digits) for p, ms in per.items()}
+
+
 def local_neo4j_pid(settings: Settings) -> int | None:
     """The local Neo4j's process id (None when the configured server is not the local one)."""
     from kernelgraph.service.neo4j_local import LocalNeo4j
@@ -378,12 +390,16 @@ def _warm_up(knowledge: Any, namespace: str, options: BenchOptions, console: Con
     }  # fmt: skip
 
 
+def retrieve_request(index: int, signature: list[float | None]) -> RetrieveRequest:
+    """The benchmark's `index`-th retrieval: its signature, on the targets taken in turn."""
+    return RetrieveRequest(target=TARGETS[index % len(TARGETS)]["name"], signature=signature, k=20, limit=10)
+
+
 def _retrieval_ms(knowledge: Any, namespace: str, signatures: Sequence[list[float | None]]) -> list[float]:
-    """Milliseconds of one in-process retrieval per signature, in order (the targets taken in turn)."""
-    targets = [t["name"] for t in TARGETS]
+    """Milliseconds of one in-process retrieval per signature, in order."""
     latencies: list[float] = []
     for i, signature in enumerate(signatures):
-        request = RetrieveRequest(target=targets[i % len(targets)], signature=signature, k=20, limit=10)
+        request = retrieve_request(i, signature)
         t0 = time.perf_counter()
         knowledge.retrieve([namespace], request)
         latencies.append((time.perf_counter() - t0) * 1e3)
@@ -462,8 +478,7 @@ def run_service_bench(
             ingest_seconds=round(ingest_s, 3), ingest_attempts_per_s=round(len(data.attempts) / ingest_s, 1),
             ingest_measurements_per_s=round(data.measurements / ingest_s, 1),
             ingest_transactions=knowledge.writer.transactions, ingest_cpu_seconds=ingest_cpu,
-            ingest_cpu_ms_per_attempt={process: round(seconds * 1e3 / len(data.attempts), 3)
-                                       for process, seconds in ingest_cpu.items() if seconds is not None},
+            ingest_cpu_ms_per_attempt=cpu_ms_per(ingest_cpu, len(data.attempts)),
         )  # fmt: skip
         del data, batches
 
@@ -473,14 +488,13 @@ def run_service_bench(
         result["retrieve_search"] = "exact" if states <= EXACT_SEARCH_MAX_STATES else "vector index"
         queries = options.query_count
         signatures = _query_signatures(rng, queries + 5)
-        targets = [t["name"] for t in TARGETS]
         with console.status("retrieval, server side..."):
             server_ms = _retrieval_ms(knowledge, namespace, signatures)[5:]  # the first few plan the queries
         server = percentiles(server_ms)
         result.update(retrieve_p50_ms=round(server["p50"], 3), retrieve_p95_ms=round(server["p95"], 3),
                       retrieve_p99_ms=round(server["p99"], 3), retrieve_queries=len(server_ms))  # fmt: skip
 
-        result.update(_http_latency(settings, driver, store, namespace, signatures, targets, console, create_key,
+        result.update(_http_latency(settings, driver, store, namespace, signatures, console, create_key,
                                     Role.WRITER))  # fmt: skip
         result.update(
             _single_writes(settings, driver, store, namespace, options, console, create_key, Role.WRITER)
@@ -509,7 +523,7 @@ def run_service_bench(
 
 def _http_latency(
     settings: Settings, driver: Any, store: Any, namespace: str, signatures: Sequence[list[float | None]],
-    targets: Sequence[str], console: Console, create_key: Any, role: Any,
+    console: Console, create_key: Any, role: Any,
 ) -> dict[str, Any]:  # fmt: skip
     """POST /v1/retrieve latencies end to end; in-process timings instead when the API cannot start."""
     import httpx
@@ -526,7 +540,7 @@ def _http_latency(
         with httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {key}"}) as http, \
                 console.status("retrieval over HTTP..."):  # fmt: skip
             for i, signature in enumerate(signatures):
-                body = {"target": targets[i % len(targets)], "signature": signature, "k": 20, "limit": 10}
+                body = retrieve_request(i, signature).model_dump(mode="json", exclude_unset=True)
                 t0 = time.perf_counter()
                 response = http.post("/v1/retrieve", json=body)
                 elapsed = (time.perf_counter() - t0) * 1e3
