@@ -268,6 +268,8 @@ class CBackend:
         cand = np.asarray(times[0], dtype=float)
         q1, median, q3 = (float(v) for v in np.percentile(cand, [25, 50, 75]))
         parent_median = float(np.median(times[1])) if parent_artifact else None
+        pairs = zip(times[0], times[1], strict=True) if parent_artifact else ()
+        paired = tuple(float(p) / float(c) for c, p in pairs if c > 0)
         judged = judge_timing(
             task, sets[0], median, parent_median,
             peak_gflops=target.peak_gflops, peak_gbps=target.peak_gbps,
@@ -311,6 +313,7 @@ class CBackend:
             reason=judged.reason,
             evaluator_version=EVALUATOR_VERSION,
             sandbox=self.sandbox.label,
+            paired_ratios=paired,
         )
 
     def _failed(self, outcome: Outcome, reason: str) -> ProfileResult:

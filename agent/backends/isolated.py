@@ -134,7 +134,9 @@ class KernelServer:
         limits: SandboxLimits, work: Path,
     ) -> None:  # fmt: skip
         layout, offset = [], 0
-        for shape, dtype in [(a.shape, a.dtype) for a in base.values()] + [(s.shape, np.dtype(s.dtype)) for s in specs]:
+        for shape, dtype in [(a.shape, a.dtype) for a in base.values()] + [
+            (s.shape, np.dtype(s.dtype)) for s in specs
+        ]:
             layout.append((offset, tuple(int(d) for d in shape), np.dtype(dtype).str))
             offset += -(-int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize // _ALIGN) * _ALIGN
         self.size = max(offset, _ALIGN)
@@ -184,11 +186,13 @@ class KernelServer:
             except OSError:
                 continue
             for tid in tids:
-                with contextlib.suppress(OSError, ValueError):
+                try:
                     with open(f"/proc/{pid}/task/{tid}/children") as f:
                         kids = [int(c) for c in f.read().split()]
-                    found.extend(kids)
-                    todo.extend(kids)
+                except (OSError, ValueError):
+                    continue
+                found.extend(kids)
+                todo.extend(kids)
         return found
 
     def kernel_pid(self) -> int | None:
@@ -230,9 +234,11 @@ class KernelServer:
         for pid in self.tree():
             with contextlib.suppress(OSError):
                 for tid in os.listdir(f"/proc/{pid}/task"):
-                    with contextlib.suppress(OSError, ValueError, IndexError):
-                        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                            total += int(f.read().split()[0])
+                    with (
+                        contextlib.suppress(OSError, ValueError, IndexError),
+                        open(f"/proc/{pid}/task/{tid}/schedstat") as f,
+                    ):
+                        total += int(f.read().split()[0])
         return total
 
     def threads(self) -> int:

@@ -44,6 +44,24 @@ def sandbox(
         typer.echo(f"saved to {path}")
 
 
+def keep(
+    decisions: int = typer.Option(300, "--decisions", min=10, help="decisions per cell"),
+    target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build and time for"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+) -> None:
+    """How often noise fools the keep decision: false keeps (a kernel against itself) and false
+    discards (against one 1.3x slower), quiet and with a core burnt by another process."""
+    from pathlib import Path
+
+    from kernelgraph.agent.bench.keep_bench import render, run_keep_bench
+    from kernelgraph.client.reports import save_report
+
+    result = run_keep_bench(decisions, target)
+    path = save_report(result, Path(results_dir), "keep-bench")
+    typer.echo(render(result))
+    typer.echo(f"saved to {path}")
+
+
 STUDY_TASKS = "layernorm,matmul,softmax,elementwise_chain,transpose,matvec,reduction"
 
 
@@ -83,3 +101,4 @@ def register(bench_app: typer.Typer) -> None:
     bench_app.command("gpu")(gpu)
     bench_app.command("sandbox")(sandbox)
     bench_app.command("landscape")(landscape)
+    bench_app.command("keep")(keep)

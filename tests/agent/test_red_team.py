@@ -438,7 +438,9 @@ def test_the_isolated_timer_is_not_fooled(
     kernel: str, world: World, isolated_timer: CBackend, cpu_target: Target
 ) -> None:
     task = get_task("rmsnorm")
-    verdict = evaluate(task, isolated_timer, _no_peaks(cpu_target), world.render(kernel), (CHEATS / "correct.c").read_text())
+    verdict = evaluate(
+        task, isolated_timer, _no_peaks(cpu_target), world.render(kernel), (CHEATS / "correct.c").read_text()
+    )
     caught = TIMER_ATTACKS[kernel]
     if caught is not None:
         assert verdict.outcome == Outcome.INCORRECT, verdict.reason
@@ -457,7 +459,13 @@ def test_timer_attacks_work_against_the_in_process_protocol(
 ) -> None:
     """Control: with the defence off (the old protocol) each attack is kept with a fake speedup."""
     task = get_task("rmsnorm")
-    verdict = evaluate(task, in_process_timer, _no_peaks(cpu_target), world.render(kernel), (CHEATS / "correct.c").read_text())
+    verdict = evaluate(
+        task,
+        in_process_timer,
+        _no_peaks(cpu_target),
+        world.render(kernel),
+        (CHEATS / "correct.c").read_text(),
+    )
     assert verdict.outcome == Outcome.KEPT, verdict.reason
     assert verdict.speedup is not None and verdict.speedup > 1.5, verdict.speedup
 
