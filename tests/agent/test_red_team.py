@@ -478,3 +478,26 @@ def test_an_early_answer_stops_no_clock(world: World, isolated_timer: CBackend, 
                        (CHEATS / "correct.c").read_text())  # fmt: skip
     assert verdict.outcome == Outcome.INCORRECT, verdict.reason
     assert "NaN" in verdict.reason, verdict.reason
+
+
+def test_skipped_rows_are_found_by_the_rows_drawn_after_each_call(
+    world: World, isolated_timer: CBackend, cpu_target: Target
+) -> None:
+    """Found attacking the isolated protocol: finite garbage in 1/16 of the rows escapes the NaN scan;
+    64 rows drawn after every call find it (each call misses it with probability (15/16)^64 < 2%)."""
+    verdict = evaluate(get_task("rmsnorm"), isolated_timer, _no_peaks(cpu_target), world.render("skip_rows.c"),
+                       (CHEATS / "correct.c").read_text())  # fmt: skip
+    assert verdict.outcome == Outcome.INCORRECT, verdict.reason
+    assert "while timed: timed call" in verdict.reason and "outside rtol" in verdict.reason, verdict.reason
+
+
+def test_a_truncated_shared_buffer_crashes_only_the_kernel(
+    world: World, isolated_timer: CBackend, cpu_target: Target
+) -> None:
+    """Found attacking the isolated protocol: the kernel truncates the file its buffers are mapped
+    from; the evaluator checks the size once the child is frozen, before it touches the mapping."""
+    task = get_task("rmsnorm")
+    profile = isolated_timer.profile(task, world.render("truncate_shared.c"), _no_peaks(cpu_target))
+    assert profile.outcome == Outcome.CRASHED, profile.reason
+    assert "resized the shared buffers" in profile.reason or "exited" in profile.reason, profile.reason
+    _honest_still_passes(isolated_timer, cpu_target)
