@@ -176,7 +176,7 @@ def run_protocol_bench(task_names: list[str], target_name: str, repeats: int) ->
                     p: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for p, rows in runs.items()
                 }
                 old, new = med[IN_PROCESS], med[ISOLATED]
-                cell = {
+                cell: dict[str, Any] = {
                     "task": name, "config": label, "repeats": repeats, "medians": med,
                     "wall_ratio": new["wall_s"] / old["wall_s"],
                     "rel_iqr_increase": new["rel_iqr"] - old["rel_iqr"],
