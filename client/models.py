@@ -757,12 +757,12 @@ def invalid_from(exc: ValidationError) -> InvalidInput:
 
 
 def _field_of(error: Any) -> str:
-    """The dotted field of one pydantic error: a counter out of its range names the counter too, and a
-    rule across fields (AttemptRecord._consistent) the field it is about."""
-    loc = [str(part) for part in error["loc"]]
+    return ".".join(str(part) for part in error_location(error))
+
+
+def error_location(error: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The location of one pydantic error: a counter out of its range names the counter too, and a
+    rule across fields (AttemptRecord._consistent, AppliedTransform params) the field it is about."""
     ctx = error.get("ctx") or {}
-    if ctx.get("counter"):
-        loc.append(str(ctx["counter"]))
-    if ctx.get("field"):
-        loc.append(str(ctx["field"]))
-    return ".".join(loc)
+    extra = [str(ctx[name]) for name in ("counter", "field") if ctx.get(name)]
+    return (*error.get("loc", ()), *".".join(extra).split(".")) if extra else tuple(error.get("loc", ()))
