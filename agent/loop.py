@@ -406,8 +406,12 @@ def _attempt(
         transform=AppliedTransform(name=proposal.transform, params=_params(proposal.params)),
         child=child,
         # The service checks `speedup` against this pair (evaluate's: the interleaved parent when timed).
-        child_measurement=measurement(profile, (profile.parent_median_ns or best.profile.median_ns)
-                                      if speedup is not None else profile.parent_median_ns)
+        child_measurement=measurement(
+            profile,
+            (profile.parent_median_ns or best.profile.median_ns)
+            if speedup is not None
+            else profile.parent_median_ns,
+        )
         if profile is not None
         else None,
         outcome=outcome,

@@ -206,7 +206,9 @@ class AppliedTransform(Strict):
             for name, value in params.items():
                 if isinstance(value, float) and not math.isfinite(value):
                     raise PydanticCustomError(
-                        "finite_number", "must be finite, not {value}", {"value": str(value), "field": str(name)}
+                        "finite_number",
+                        "must be finite, not {value}",
+                        {"value": str(value), "field": str(name)},
                     )
         return params
 
@@ -668,7 +670,9 @@ class TransferMatrixRequest(Strict):
     """Ask for the transfer matrix over every target (optionally of one transform)."""
 
     transform: Name | None = None  # only this transform's effects; None: all, pooled
-    resamples: Annotated[int, Field(ge=0, le=10_000, strict=True)] = 1_000  # bootstrap resamples for the CIs (0: none)
+    resamples: Annotated[int, Field(ge=0, le=10_000, strict=True)] = (
+        1_000  # bootstrap resamples for the CIs (0: none)
+    )
 
 
 class TransferTarget(BaseModel):

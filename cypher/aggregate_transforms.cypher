@@ -76,7 +76,8 @@ WITH e.transform AS transform, e.params_json AS params, voice,
      sum(e.sum_log_speedup) AS run_sum,
      sum(e.sum_sq_log_speedup) AS run_sum_sq,
      max(CASE WHEN e.disputed THEN 1 ELSE 0 END) AS disputed
-// ...then per (transform, voice): the voice's score...
+// ...then per (transform, voice): the voice's score (its settings best first, as the evidence lists are)...
+ORDER BY transform, voice, weighted_gain / total_weight DESC
 WITH transform, voice, sum(weighted_gain) / (sum(total_weight) + $prior_weight) AS voice_score,
      collect({params: params, attempts: attempts, successes: successes, verified_attempts: verified_attempts,
               keys: keys, weighted_gain: weighted_gain, total_weight: total_weight,

@@ -175,14 +175,13 @@ class KnowledgeService:
                         "target %s/%s: %s changed from %s to %s by key %s", namespace, model.name, peak,
                         old.get(peak), getattr(model, peak), recorder.key_id,
                     )  # fmt: skip
-        rows = [
-            {"name": t.name, "props": t.model_dump(mode="json", exclude={"name"}, exclude_none=True)}
-            for t in models
-        ]
-        for row in rows:
-            old = before.get(row["name"])
-            if old is not None and any(row["props"].get(p) != old.get(p) for p in PEAK_FIELDS):
-                row["props"].update(peaks_changed_by=recorder.key_id)
+        rows: list[dict[str, Any]] = []
+        for t in models:
+            props = t.model_dump(mode="json", exclude={"name"}, exclude_none=True)
+            old = before.get(t.name)
+            if old is not None and any(props.get(p) != old.get(p) for p in PEAK_FIELDS):
+                props["peaks_changed_by"] = recorder.key_id  # who, besides the log line above
+            rows.append({"name": t.name, "props": props})
         names = [
             r["name"]
             for r in self.store.write(
@@ -519,7 +518,9 @@ class KnowledgeService:
             row["parent"] = row["parent"] or kernel
             row["parent_measurements"] = [measured]
 
-    def _attempt_row(self, attempt: AttemptRecord, target: dict[str, Any], recorder: Recorder) -> dict[str, Any]:
+    def _attempt_row(
+        self, attempt: AttemptRecord, target: dict[str, Any], recorder: Recorder
+    ) -> dict[str, Any]:
         """The write row of one attempt; a parent named by id is filled in by _resolve_parent_references."""
         speedup = attempt.speedup
         parent_measurements = (
@@ -1038,7 +1039,10 @@ def _implausibility(attempt: AttemptRecord, target: Mapping[str, Any]) -> tuple[
         if least is None:
             continue
         floor = least if floor is None else max(floor, least)
-        for field, value in (("median_ns", measured.median_ns), ("parent_median_ns", measured.parent_median_ns)):
+        for field, value in (
+            ("median_ns", measured.median_ns),
+            ("parent_median_ns", measured.parent_median_ns),
+        ):
             if value is not None and value < least:
                 reasons.append(f"{name}.{field} {value:g} ns is below the {least:.4g} ns its declared work "
                                "takes at the target's peaks")  # fmt: skip

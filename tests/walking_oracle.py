@@ -18,7 +18,15 @@ def walking_store(store: GraphStore) -> GraphStore:
     walking = parse_query(WALKING_QUERY)
     # It takes (and ignores) the parameters of per-key evidence (schema 0015): the graphs it judges have
     # one recording key, on which the voices of aggregate_transforms.cypher change nothing.
+    # It also answers the columns those added, as the one key of such a graph: the service's (verified).
     trust = {"own_keys", "influence_bound", "verified_only"}
-    query = dataclasses.replace(walking, name="aggregate_transforms", params=walking.params | trust)
+    text = walking.text.replace(
+        "       disputed\nORDER BY",
+        "       disputed, attempts AS verified_attempts, ['service'] AS keys\nORDER BY",
+    )
+    assert text != walking.text, "the oracle's RETURN clause moved"
+    query = dataclasses.replace(
+        walking, name="aggregate_transforms", text=text, params=walking.params | trust
+    )
     old.queries = QueryRegistry({**old.queries.queries, "aggregate_transforms": query})
     return old

@@ -51,7 +51,9 @@ PrincipalDep = Annotated[Principal, Depends(get_principal)]
 
 def get_recorder(principal: PrincipalDep) -> Recorder:
     """Who the caller's writes are recorded as: its key, verified only for a verifier key."""
-    return Recorder(principal.key_id, verified=principal.role is Role.VERIFIER, admin=principal.role is Role.ADMIN)
+    return Recorder(
+        principal.key_id, verified=principal.role is Role.VERIFIER, admin=principal.role is Role.ADMIN
+    )
 
 
 RecorderDep = Annotated[Recorder, Depends(get_recorder)]

@@ -200,7 +200,9 @@ def main(*, states: int, repeats: int, as_json: bool, results_dir: str | Path) -
         store = GraphStore(driver, settings.neo4j_database)
         migrate.apply(store)
         t0 = time.perf_counter()
-        report = run_poisoning(KnowledgeService(store), namespace, states=states, repeats=repeats, console=err)
+        report = run_poisoning(
+            KnowledgeService(store), namespace, states=states, repeats=repeats, console=err
+        )
         duration = time.perf_counter() - t0
         namespaces.delete(store, namespace)
     finally:

@@ -187,8 +187,12 @@ def tables(
 
 
 def poisoning(
-    states: int = typer.Option(2, "--states", min=1, max=50, help="measured states the honest key works from"),
-    repeats: int = typer.Option(2, "--repeats", min=1, max=20, help="honest attempts per state and transform"),
+    states: int = typer.Option(
+        2, "--states", min=1, max=50, help="measured states the honest key works from"
+    ),
+    repeats: int = typer.Option(
+        2, "--repeats", min=1, max=20, help="honest attempts per state and transform"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
 ) -> None:

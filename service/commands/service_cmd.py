@@ -95,7 +95,9 @@ def keys_list() -> None:
 
 
 @keys_app.command("revoke")
-def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id, as `keys list` shows it.")]) -> None:
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key's id, as `keys list` shows it.")],
+) -> None:
     """Revoke an API key: every replica refuses it within its key cache's 5 s (POST /v1/keys/{id}/revoke
     makes it immediate on the replica that serves it). The key stays listed, as revoked."""
     from kernelgraph.client.errors import KernelGraphError
@@ -128,7 +130,11 @@ def keys_quarantine(
     except KernelGraphError as exc:
         err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
         raise typer.Exit(2) from None
-    verb = ("released" if release else "quarantined") if apply else ("would release" if release else "would quarantine")
+    verb = (
+        ("released" if release else "quarantined")
+        if apply
+        else ("would release" if release else "would quarantine")
+    )
     err.print(f"{verb} key {key_id}'s evidence in {namespace!r}: {report['aggregates']} aggregates, "
               f"{report['rollups']} rollups, {report['attempts']} attempts "
               f"({', '.join(report['transforms']) or 'no transforms'})"
@@ -195,11 +201,17 @@ def mcp(
     It talks to KERNELGRAPH_SERVICE_URL when set (with KERNELGRAPH_API_KEY), else to Neo4j in-process
     (namespace KERNELGRAPH_NAMESPACE).
     """
-    from kernelgraph.client import connect
+    from kernelgraph.client import ExperienceClient, connect
     from kernelgraph.client.settings import get_settings
+    from kernelgraph.service.inprocess import InProcessClient
     from kernelgraph.service.mcp import build_server
 
-    server = build_server(lambda: connect(get_settings()))
+    def client() -> ExperienceClient:
+        # In process, what an MCP host records is an LLM agent's claim, not the service's measurement.
+        opened = connect(get_settings())
+        return opened.relaying("mcp") if isinstance(opened, InProcessClient) else opened
+
+    server = build_server(client)
     if transport is Transport.stdio:
         server.run("stdio")
     else:

@@ -68,7 +68,9 @@ def test_inconsistent_or_coerced_attempts_are_422_naming_the_field_and_store_not
     assert counts(store, keys.namespace) == before
 
 
-def test_nan_in_params_and_duplicate_targets_are_422(http: httpx.Client, keys: Keys, store: GraphStore) -> None:
+def test_nan_in_params_and_duplicate_targets_are_422(
+    http: httpx.Client, keys: Keys, store: GraphStore
+) -> None:
     setup_target(http, keys.writer)
     before = counts(store, keys.namespace)
     raw = json.dumps(_attempt(transform="tile")).replace('"factor": 4', '"tile": NaN')
@@ -107,7 +109,9 @@ def test_times_beyond_the_peaks_are_stored_flagged_and_never_evidence(
     http: httpx.Client, keys: Keys, store: GraphStore, repo_root: Path
 ) -> None:
     setup_target(http, keys.writer)
-    assert _post(http, keys.writer, _attempt(key="honest:0", transform="unroll", speedup=1.5)).status_code == 201
+    assert (
+        _post(http, keys.writer, _attempt(key="honest:0", transform="unroll", speedup=1.5)).status_code == 201
+    )
     # 1 ns for 2 MFLOP on a 200 GFLOP/s target: self-consistent, impossible.
     cheat = _with_child(_attempt(key="cheat:0", transform="magic", speedup=1e6), median_ns=1.0,
                         counters={"time_ns": 1.0, "flops": 2e6, "bytes": 1e6})  # fmt: skip
@@ -136,13 +140,23 @@ def test_only_a_verifier_key_records_verified_evidence_and_retrieval_says_so(
     claimed = _attempt(key="w:0", transform="unroll", speedup=1.5)
     claimed["child_measurement"].update(evaluator_version=2, sandboxed=True)  # claims, nothing more
     assert _post(http, keys.writer, claimed).status_code == 201
-    assert _post(http, verifier, _attempt(key="v:0", transform="tile", speedup=1.2,
-                                          child_source="void kernel(void) { /* tiled */ }")).status_code == 201
+    assert (
+        _post(
+            http,
+            verifier,
+            _attempt(
+                key="v:0", transform="tile", speedup=1.2, child_source="void kernel(void) { /* tiled */ }"
+            ),
+        ).status_code
+        == 201
+    )
     query = {"target": "cpu-test", "signature": factories.masked(0.5)}
     every = http.post("/v1/retrieve", json=query, headers=bearer(keys.reader)).json()
     assert (every["evidence_attempts"], every["verified_attempts"], every["evidence_keys"]) == (2, 1, 2)
     assert {t["transform"]: t["verified_attempts"] for t in every["transforms"]} == {"unroll": 0, "tile": 1}
-    verified = http.post("/v1/retrieve", json={**query, "verified_only": True}, headers=bearer(keys.reader)).json()
+    verified = http.post(
+        "/v1/retrieve", json={**query, "verified_only": True}, headers=bearer(keys.reader)
+    ).json()
     assert [t["transform"] for t in verified["transforms"]] == ["tile"] and verified["verified_only"]
     flags = dict(store.driver.execute_query(
         "MATCH (a:Attempt {namespace: $ns}) RETURN a.attempt_key AS k, a.verified AS v", ns=keys.namespace,
@@ -155,7 +169,9 @@ def test_changing_a_stored_targets_peaks_is_admin_only(http: httpx.Client, keys:
     same = http.post("/v1/targets", json={"targets": [factories.target()]}, headers=bearer(keys.writer))
     assert same.status_code == 200  # re-registering unchanged peaks is fine
     faster = {"targets": [factories.target(peak_gflops=1e9)]}
-    assert_error(http.post("/v1/targets", json=faster, headers=bearer(keys.writer)), 403, "targets[0].peak_gflops")
+    assert_error(
+        http.post("/v1/targets", json=faster, headers=bearer(keys.writer)), 403, "targets[0].peak_gflops"
+    )
     assert http.get("/v1/targets", headers=bearer(keys.reader)).json()["targets"][0]["peak_gflops"] == 200.0
     assert http.post("/v1/targets", json=faster, headers=bearer(keys.admin)).status_code == 200
     assert http.get("/v1/targets", headers=bearer(keys.reader)).json()["targets"][0]["peak_gflops"] == 1e9
@@ -167,8 +183,14 @@ def test_quarantine_is_admin_only_a_dry_run_first_and_reversible(
     poisoner = create_key(store, Role.WRITER, keys.namespace, "poisoner")
     setup_target(http, keys.writer)
     assert _post(http, keys.writer, _attempt(key="h:0", transform="unroll", speedup=1.5)).status_code == 201
-    assert _post(http, poisoner.key, _attempt(key="p:0", transform="magic", speedup=3.0,
-                                              child_source="void kernel(void) { /* p */ }")).status_code == 201
+    assert (
+        _post(
+            http,
+            poisoner.key,
+            _attempt(key="p:0", transform="magic", speedup=3.0, child_source="void kernel(void) { /* p */ }"),
+        ).status_code
+        == 201
+    )
     query = {"target": "cpu-test", "signature": factories.masked(0.5)}
 
     def transforms() -> set[str]:
@@ -184,14 +206,18 @@ def test_quarantine_is_admin_only_a_dry_run_first_and_reversible(
     done = http.post("/v1/quarantine", json={**body, "dry_run": False}, headers=bearer(keys.admin)).json()
     assert (done["dry_run"], done["aggregates"]) == (False, 1)
     assert transforms() == {"unroll"}
-    again = http.post("/v1/quarantine", json={**body, "dry_run": False, "release": True}, headers=bearer(keys.admin))
+    again = http.post(
+        "/v1/quarantine", json={**body, "dry_run": False, "release": True}, headers=bearer(keys.admin)
+    )
     assert again.json()["aggregates"] == 1 and transforms() == {"unroll", "magic"}
 
 
 def test_a_revoked_key_stops_working_at_once(http: httpx.Client, keys: Keys, store: GraphStore) -> None:
     doomed = create_key(store, Role.WRITER, keys.namespace, "doomed")
     assert http.get("/v1/targets", headers=bearer(doomed.key)).status_code == 200  # now cached
-    assert_error(http.post(f"/v1/keys/{doomed.key_id}/revoke", headers=bearer(keys.writer)), 403, "authorization")
+    assert_error(
+        http.post(f"/v1/keys/{doomed.key_id}/revoke", headers=bearer(keys.writer)), 403, "authorization"
+    )
     revoked = http.post(f"/v1/keys/{doomed.key_id}/revoke", headers=bearer(keys.admin))
     assert revoked.status_code == 200 and revoked.json()["revoked_at"]
     assert_error(http.get("/v1/targets", headers=bearer(doomed.key)), 401, "authorization")

@@ -50,7 +50,9 @@ def test_the_upgrade_marks_every_aggregate_and_attempt_legacy_and_unverified(
     attempts = _one(store, "MATCH (a:Attempt) RETURN collect(DISTINCT a.recorded_by) AS by, "
                            "count(a.content_hash) AS hashed")  # fmt: skip
     assert attempts == {"by": [LEGACY_KEY], "hashed": 0}
-    _, constraints = store.run_text("SHOW CONSTRAINTS YIELD name RETURN collect(name) AS names", {}, write=False)
+    _, constraints = store.run_text(
+        "SHOW CONSTRAINTS YIELD name RETURN collect(name) AS names", {}, write=False
+    )
     names = set(constraints[0]["names"])
     assert {"state_evidence_key_per_recorder", "evidence_rollup_key_per_recorder"} <= names
     assert not {"state_evidence_key", "evidence_rollup_key"} & names

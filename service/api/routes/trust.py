@@ -15,7 +15,9 @@ from kernelgraph.service.auth import Principal, revoke_key
 
 router = APIRouter(tags=["operators"])
 
-KeyId = Annotated[str, Path(pattern=r"^[0-9a-f]{12}$", description="A key id, as `kernelgraph keys list` shows.")]
+KeyId = Annotated[
+    str, Path(pattern=r"^[0-9a-f]{12}$", description="A key id, as `kernelgraph keys list` shows.")
+]
 
 
 def _admin(principal: Principal, what: str) -> None:
