@@ -125,6 +125,8 @@ def test_times_beyond_the_peaks_are_stored_flagged_and_never_evidence(
     answer = http.post("/v1/retrieve", json={"target": "cpu-test", "signature": factories.masked(0.5)},
                        headers=bearer(keys.reader)).json()  # fmt: skip
     assert [t["transform"] for t in answer["transforms"]] == ["unroll"]
+    board = http.get("/v1/leaderboard", headers=bearer(keys.reader)).json()["rows"]
+    assert {row["transform"] for row in board} == {"unroll"}  # no geomean of 1e6 either
     suspicious = store.driver.execute_query(
         (repo_root / "cypher" / "suspicious_evidence.cypher").read_text(),
         namespace=keys.namespace, outlier_speedup=10.0, limit=10, database_=store.database).records  # fmt: skip
