@@ -78,13 +78,16 @@ WITH e.transform AS transform, e.params_json AS params, voice,
      max(CASE WHEN e.disputed THEN 1 ELSE 0 END) AS disputed
 // ...then per (transform, voice): the voice's score (its settings best first, as the evidence lists are)...
 ORDER BY transform, voice, weighted_gain / total_weight DESC
-WITH transform, voice, sum(weighted_gain) / (sum(total_weight) + $prior_weight) AS voice_score,
+// (As weighted_log_speedup x confidence, in that order: with one voice, the very float of the score below.)
+WITH transform, voice, sum(weighted_gain) AS voice_gain, sum(total_weight) AS voice_weight,
      collect({params: params, attempts: attempts, successes: successes, verified_attempts: verified_attempts,
               keys: keys, weighted_gain: weighted_gain, total_weight: total_weight,
               similarity_sum: similarity_sum, same_target_attempts: same_target_attempts,
               best_speedup: best_speedup, measurement_ids: measurement_ids, attempt_keys: attempt_keys,
               examples: examples, runs: runs, run_sum: run_sum, run_sum_sq: run_sum_sq,
               disputed: disputed}) AS parts
+WITH transform, voice, parts,
+     (voice_gain / voice_weight) * (voice_weight / (voice_weight + $prior_weight)) AS voice_score
 // ...then per transform: the caller's voice in full, every other one bounded.
 WITH transform,
      sum(CASE WHEN voice = '' THEN voice_score
