@@ -25,6 +25,7 @@ import numpy as np
 
 from kernelgraph.agent.results import CheckResult, Outcome
 from kernelgraph.agent.tasks.base import Arrays, Task
+from kernelgraph.client.signature import MAX_COMPUTE_FRACTION, MAX_MEMORY_FRACTION
 
 # Bumped whenever what a measurement means changes, so consolidation can tell old from new.
 # 1: the evaluator before it was sandboxed (measurements without `evaluator_version`).
@@ -36,8 +37,7 @@ EVALUATOR_VERSION = 3
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.
-MAX_COMPUTE_FRACTION = 1.1  # of the measured FMA peak
-MAX_MEMORY_FRACTION = 8.0  # of DRAM triad bandwidth: cache-resident data legitimately beats DRAM
+# MAX_COMPUTE_FRACTION and MAX_MEMORY_FRACTION (client/signature.py), which the service checks too.
 # Beyond this the result is possible but suspicious: re-verify on fresh inputs, as KernelBench flags.
 MAX_SPEEDUP = 10.0
 

@@ -175,10 +175,12 @@ def hardware_target(target: Target) -> HardwareTarget:
     )
 
 
-def measurement(profile: ProfileResult) -> Measurement:
-    """The service's Measurement of a successful profile, raw counters included."""
+def measurement(profile: ProfileResult, parent_median_ns: float | None = None) -> Measurement:
+    """The service's Measurement of a successful profile, raw counters included; `parent_median_ns`:
+    the parent's time the speedup was computed against (the same run's, when timed interleaved)."""
     timed = not profile.static
     return Measurement(
+        parent_median_ns=parent_median_ns if timed else None,
         median_ns=profile.median_ns if timed else None,
         iqr_ns=profile.iqr_ns if timed and math.isfinite(profile.iqr_ns) and profile.iqr_ns >= 0 else None,
         trials=profile.trials,
@@ -480,7 +482,15 @@ def _attempt(
         parent_measurement=None if best.measurement_id else measurement(best.profile),
         transform=AppliedTransform(name=proposal.transform, params=_params(proposal.params)),
         child=child,
-        child_measurement=measurement(profile) if profile is not None else None,
+        # The service checks `speedup` against this pair (evaluate's: the interleaved parent when timed).
+        child_measurement=measurement(
+            profile,
+            (profile.parent_median_ns or best.profile.median_ns)
+            if speedup is not None
+            else profile.parent_median_ns,
+        )
+        if profile is not None
+        else None,
         outcome=outcome,
         speedup=speedup,
         diagnosis=diagnosis[:8000],
