@@ -274,11 +274,13 @@ class CBackend:
             del derived[CounterName.THREADS]
         counter_source, tool_versions = CounterSource.CPU_TIMING, {"gcc": gcc_version()}
         if self.counters:
-            # On the very inputs that were timed, with the threads the timed run used.
+            # Of the admitted object that was timed, on the very inputs timed, with its threads.
             measured = counters_mod.cachegrind_counters(
-                task, source, target, sandbox=self.sandbox, inputs=sets[0], threads=int(threads),
+                task, built.artifact, sandbox=self.sandbox, inputs=sets[0], threads=int(threads),
                 cpu_ns_per_call=parallel.get(CounterName.CPU_TIME_NS),
             )  # fmt: skip
+            if measured.incorrect:
+                return self._failed(Outcome.INCORRECT, measured.incorrect)
             derived.update(measured.counters)
             counter_source = measured.source
             tool_versions.update(measured.tool_versions)
