@@ -40,6 +40,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
+from kernelgraph.agent.backends.seccomp import KERNEL_FILTER
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus, compare, conforming, digest
 from kernelgraph.agent.results import CheckResult, Outcome
@@ -94,7 +95,9 @@ def run_request(
     with scratch_dir("kg-sandbox-") as tmp:
         req_path = tmp / "request.pkl"  # pickled by us, for the child: the trusted direction
         with req_path.open("wb") as f:
-            pickle.dump({**request, "memory_bytes": limits.memory_bytes}, f, protocol=5)
+            sandbox = limits.sandbox
+            seccomp = KERNEL_FILTER if sandbox.enabled and sandbox.seccomp else b""
+            pickle.dump({**request, "memory_bytes": limits.memory_bytes, "seccomp": seccomp}, f, protocol=5)
         mounts = [Mount(tmp, writable=True), *python_mounts(), *(Mount(Path(a)) for a in artifacts)]
         # The log is read back through our own descriptor: the child may replace the path with a
         # symlink to a secret, and the log's tail goes into the diagnosis.
