@@ -182,7 +182,7 @@ def elf_sections(data: bytes) -> list[tuple[str, int, bytes]]:
     if data[:6] != b"\x7fELF\x02\x01":
         raise ValueError("not a 64-bit little-endian ELF")
     try:
-        shoff, = struct.unpack_from("<Q", data, 0x28)
+        (shoff,) = struct.unpack_from("<Q", data, 0x28)
         shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
         headers = []
         for k in range(shnum):

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -48,7 +47,9 @@ log = logging.getLogger(__name__)
 CACHE_MODEL = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64")
 # The signature dimensions only cache counters give: what a `cpu_timing` measurement leaves unmeasured.
 CACHE_DIMENSIONS = tuple(
-    d for d in SOURCE_DIMENSIONS[CounterSource.CPU_CACHEGRIND] if d not in SOURCE_DIMENSIONS[CounterSource.CPU_TIMING]
+    d
+    for d in SOURCE_DIMENSIONS[CounterSource.CPU_CACHEGRIND]
+    if d not in SOURCE_DIMENSIONS[CounterSource.CPU_TIMING]
 )
 LINE_BYTES = 64  # the model's line: a last-level miss moves one line
 # Cachegrind with cache simulation, build included, took 30-70x a timed call on this project's

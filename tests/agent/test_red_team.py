@@ -413,7 +413,9 @@ def test_a_syscall_hidden_inside_another_instruction_is_found(
     source = world.render("hidden_syscall.c")
     rejected = guarded.check(task, source, cpu_target)
     assert rejected.outcome == Outcome.REJECTED, rejected.reason
-    assert "`syscall` instruction" in rejected.reason and "hidden inside another instruction" in rejected.reason
+    assert (
+        "`syscall` instruction" in rejected.reason and "hidden inside another instruction" in rejected.reason
+    )
     # Control: a scan of decoded instructions, the check before, sees no syscall in this object ...
     built = unguarded.compile(task, source, cpu_target)
     assert built.ok and built.artifact, built.diagnosis
