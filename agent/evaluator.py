@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from kernelgraph.agent.results import CheckResult, Outcome
-from kernelgraph.agent.tasks.base import Arrays, Task
+from kernelgraph.agent.tasks.base import Arrays, Task, rms_scale
 
 # Bumped whenever what a measurement means changes, so consolidation can tell old from new.
 # 1: the evaluator before it was sandboxed (measurements without `evaluator_version`).
@@ -98,8 +98,11 @@ def digest(array: np.ndarray) -> str:
 
 
 def make_input_sets(task: Task, seeds: Sequence[int], small: bool) -> list[Arrays]:
-    """Independent input sets: same shapes, different values; checked to really differ."""
+    """Independent input sets: same shapes, different values; checked to really differ. The task's
+    edge-of-domain set (made from the first) comes last."""
     sets = [task.make_inputs(seed, small) for seed in seeds]
+    if task.edge_inputs is not None:
+        sets.append(task.edge_inputs(sets[0]))
     for a, b in itertools.pairwise(sets):
         if all(np.array_equal(a[k], b[k]) for k in a):
             raise ValueError(
@@ -108,8 +111,11 @@ def make_input_sets(task: Task, seeds: Sequence[int], small: bool) -> list[Array
     return sets
 
 
-def compare(task: Task, name: str, got: np.ndarray, want: np.ndarray) -> tuple[bool, str, float]:
-    """(ok, reason, max_abs_error) for one output; exact for integer outputs."""
+def compare(
+    task: Task, name: str, got: np.ndarray, want: np.ndarray, inputs: Arrays | None = None
+) -> tuple[bool, str, float]:
+    """(ok, reason, max_abs_error) for one output; exact for integer outputs. `inputs` (those `want`
+    was computed from) give the task's `error_scale`; without them the output's RMS is the scale."""
     if got.shape != want.shape:
         return False, f"output {name!r} has shape {got.shape}, expected {want.shape}", float("inf")
     want = want.astype(got.dtype, copy=False)
@@ -133,7 +139,8 @@ def compare(task: Task, name: str, got: np.ndarray, want: np.ndarray) -> tuple[b
         )
     tol = task.tolerance
     err = np.abs(got.astype("f8") - want.astype("f8"))
-    limit = tol.atol + tol.rtol * np.abs(want.astype("f8"))
+    scale = task.error_scale(inputs)[name] if task.error_scale and inputs is not None else rms_scale(want)
+    limit = tol.floor * np.asarray(scale, dtype="f8") + tol.rtol * np.abs(want.astype("f8"))
     max_err = float(err.max()) if err.size else 0.0
     over = np.flatnonzero((err > limit).ravel())
     if over.size:
@@ -141,7 +148,8 @@ def compare(task: Task, name: str, got: np.ndarray, want: np.ndarray) -> tuple[b
         return (
             False,
             (
-                f"output {name!r}: {over.size} of {err.size} values outside rtol={tol.rtol:g} atol={tol.atol:g} "
+                f"output {name!r}: {over.size} of {err.size} values outside rtol={tol.rtol:g} "
+                f"floor={tol.floor:g} x scale "
                 f"(first at flat index {i}: got {got.ravel()[i]:.6g}, expected {want.ravel()[i]:.6g}; max abs error {max_err:.3g})"
             ),
             max_err,
@@ -172,7 +180,7 @@ def verify(
         for name, want in expected.items():
             if name not in outputs:
                 return CheckResult(Outcome.INCORRECT, f"input set {k}: output {name!r} missing")
-            ok, reason, err = compare(task, name, np.asarray(outputs[name]), np.asarray(want))
+            ok, reason, err = compare(task, name, np.asarray(outputs[name]), np.asarray(want), inputs)
             if not ok:
                 return CheckResult(
                     Outcome.INCORRECT, f"input set {k}: {reason}", None if np.isnan(err) else err

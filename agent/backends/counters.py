@@ -249,7 +249,7 @@ def _check_counted_outputs(task: Task, inputs: Arrays, directory: Path) -> str:
         got = np.frombuffer(data, dtype=dtype)
         if got.size != int(np.prod(shape)):
             return f"the counted call left output {name!r} incomplete"
-        ok, reason, _ = compare(task, name, got.reshape(shape), np.asarray(want[name]))
+        ok, reason, _ = compare(task, name, got.reshape(shape), np.asarray(want[name]), inputs)
         if not ok:
             return f"the call counted under cachegrind is incorrect: {reason}"
     return ""

@@ -274,7 +274,7 @@ def _verify_timed_calls(
             spec = OutputSpec(name, tuple(int(d) for d in shapes[name]), task.output_dtype(name))
             conforming(out, spec)
         for name, want in expected.items():
-            ok, reason, err = compare(task, name, np.asarray(outputs[name]), np.asarray(want))
+            ok, reason, err = compare(task, name, np.asarray(outputs[name]), np.asarray(want), inputs)
             if not ok:
                 return CheckResult(Outcome.INCORRECT, f"timed call {call}: {reason}")
             worst = max(worst, err)
