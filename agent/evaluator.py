@@ -30,7 +30,9 @@ from kernelgraph.agent.tasks.base import Arrays, Task, rms_scale
 # 1: the evaluator before it was sandboxed (measurements without `evaluator_version`).
 # 2: bubblewrap sandbox, admission checks, a distinct input variant per timed call with the timed
 #    outputs verified, and times beyond the target's peak an IMPLAUSIBLE outcome.
-EVALUATOR_VERSION = 2
+# 3: cache counters of the admitted, timed object (never a rebuild: schema 0014 marks the older ones
+#    `counters_separate_build`), seccomp and capped filesystems, relative tolerances with an edge set.
+EVALUATOR_VERSION = 3
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.
