@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -498,3 +499,55 @@ def test_exploding_sources_run_on_without_the_compile_limits(kernel: str) -> Non
         done = Sandbox().run(["gcc", "-O2", "-c", "kernel.c"], mounts=[Mount(work, writable=True)], env={},
                              cwd=work, limits=Rlimits(address_space_bytes=4 << 30), timeout_s=6)  # fmt: skip
     assert done.timed_out, done
+
+
+def test_counters_come_from_the_admitted_object(
+    guarded: CBackend, cpu_target: Target, tmp_path: Path
+) -> None:
+    """A kernel that works only when it is not a PIE build is counted doing its work: cachegrind runs
+    the admitted kernel.so. Control: a separate PIE build of the source, what was counted before,
+    executes almost nothing."""
+    from kernelgraph.agent.backends.counters import cachegrind_counters, valgrind_version
+
+    if not valgrind_version():
+        unavailable("valgrind is not installed")
+    task = get_task("rmsnorm")
+    inputs = task.make_inputs(7, True)
+    counted = {}
+    for name, source in (("gated", (RED_TEAM / "pie_gated.c").read_text()),
+                         ("honest", (CHEATS / "correct.c").read_text())):  # fmt: skip
+        built = guarded.compile(task, source, cpu_target)
+        assert built.ok and built.artifact, built.diagnosis
+        report = cachegrind_counters(task, built.artifact, sandbox=Sandbox(), inputs=inputs)
+        assert report.source == "cpu_cachegrind", report.note
+        counted[name] = report.counters["instructions"]
+    assert counted["gated"] >= 0.5 * counted["honest"] > 0, counted
+    # The control: the old way, each source rebuilt as its own PIE program with the harness.
+    assert counted["honest"] - counted["gated"] < 0.1 * counted["honest"]
+    separate = {name: _separate_build_instructions(task, inputs, source)
+                for name, source in (("gated", (RED_TEAM / "pie_gated.c").read_text()),
+                                     ("honest", (CHEATS / "correct.c").read_text()))}  # fmt: skip
+    assert separate["honest"] - separate["gated"] > 0.5 * counted["honest"], (separate, counted)
+
+
+def _separate_build_instructions(task: Any, inputs: dict[str, Any], source: str) -> float:
+    """Instructions of the whole program the evaluator before counted: harness and source built
+    together as one (PIE) program."""
+    from kernelgraph.agent.backends.counters import harness_source, parse_cachegrind_summary
+
+    with scratch_dir("kg-rt-pie-") as work:
+        (work / "kernel.c").write_text(source)
+        (work / "harness.c").write_text(harness_source(task, inputs))
+        files = []
+        for k, array in enumerate(inputs.values()):
+            array.tofile(work / f"in{k}.bin")
+            files.append(str(work / f"in{k}.bin"))
+        steps = [
+            ["gcc", "-O2", "harness.c", "kernel.c", "-o", "harness", "-lm"],
+            ["valgrind", "--tool=cachegrind", "--cachegrind-out-file=cg.out", "./harness", "call", *files],
+        ]
+        for argv in steps:
+            done = Sandbox().run(argv, mounts=[Mount(work, writable=True)], env={}, cwd=work, limits=Rlimits(),
+                                 timeout_s=120)  # fmt: skip
+            assert done.returncode == 0, done.stderr[-500:]
+        return parse_cachegrind_summary((work / "cg.out").read_text())["Ir"]
