@@ -121,7 +121,7 @@ def plan_merges(states: Sequence[State]) -> tuple[dict[str, str], list[dict[str,
     matches within noise (same_state): representatives are the states earlier runs merged others into
     (so runs agree over time), then the rest by id. Earlier merges are kept as they are.
     """
-    groups: dict[tuple[str, str, str, int, int], list[State]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, int, int, bool], list[State]] = defaultdict(list)
     for state in states:
         key = state.merge_key
         if key is not None:

@@ -230,9 +230,10 @@ def install_seccomp(program: bytes) -> None:
     buf = ctypes.create_string_buffer(program, len(program))
     prog = SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
     pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
-    if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0 or libc.prctl(
-        pr_set_seccomp, seccomp_mode_filter, ctypes.byref(prog), 0, 0
-    ) != 0:
+    if (
+        libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0
+        or libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(prog), 0, 0) != 0
+    ):
         raise OSError(ctypes.get_errno(), "cannot install the seccomp filter")
 
 

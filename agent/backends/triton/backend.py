@@ -246,14 +246,16 @@ class TritonBackend:
         """Time the source (and the parent, interleaved) on `inputs` in a worker on `device` ("cuda", or
         "interpreter" for tests without a GPU); (the worker's response, the verdict on EVERY timed
         launch's outputs against the reference of that launch's own input variant)."""
-        request = {
+        plan = self.timing.request()
+        seed = random.SystemRandom().randrange(1 << 31)  # drawn here, per run
+        request: dict[str, Any] = {
             "op": "profile",
             "source": source,
             "parent_source": parent_source,
             "inputs": inputs,
             "output_shapes": dict(task.output_shapes(inputs)),
-            **self.timing.request(),
-            "variant_seed": random.SystemRandom().randrange(1 << 31),  # drawn here, per run
+            **plan,
+            "variant_seed": seed,
             "device": "cuda" if device == "cuda" else "cpu",
             "ncu": device == "cuda" and shutil.which("ncu") is not None,
         }
@@ -263,15 +265,15 @@ class TritonBackend:
             return response, CheckResult(Outcome.CRASHED, str(response["error"]))
         kept = response.get("timed_calls")
         trials = response.get("trials")
-        warmup = int(request["warmup"])
+        warmup = int(plan["warmup"])
         if (
             not isinstance(kept, dict)
             or not isinstance(trials, int)
             or sorted(kept) != list(range(warmup, warmup + trials))
         ):
             return response, CheckResult(Outcome.CRASHED, "the timing run did not keep every timed launch")
-        extra = {"timed_calls": kept, "sampled_calls": sorted(kept), "variant_seed": request["variant_seed"],
-                 "calls": warmup + int(request["max_trials"])}  # fmt: skip
+        extra = {"timed_calls": kept, "sampled_calls": sorted(kept), "variant_seed": seed,
+                 "calls": warmup + int(plan["max_trials"])}  # fmt: skip
         return response, verify_timed_calls(task, inputs, extra)
 
     def _admit(self, source: str) -> list[admission.Rejection]:
