@@ -118,9 +118,43 @@ def landscape(
             progress.console.print(f"{task.name}: {path}")
 
 
+def tolerances(
+    target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build for"),
+    tasks: str = typer.Option("", "--tasks", help="comma-separated C tasks (default: all)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON report is saved"),
+) -> None:
+    """Every landscape config of every C task on 100 seeds and its edge set: the tolerances pass honest
+    kernels (exit 1 when a config fails)."""
+    import tempfile
+    from pathlib import Path
+
+    from rich.progress import Progress
+
+    from kernelgraph.agent.bench.tolerance_sweep import run_sweep
+    from kernelgraph.client.reports import save_report
+
+    with Progress() as bar, tempfile.TemporaryDirectory(prefix="kg-tol-") as cache:
+        job = bar.add_task("configs", total=None)
+
+        def progress(task: str, total: int) -> None:
+            bar.update(job, advance=1, description=task)
+
+        report = run_sweep(target, [t for t in tasks.split(",") if t], Path(cache), progress)
+    path = save_report(report, Path(results_dir), "tolerance-sweep")
+    for row in report["tasks"]:
+        typer.echo(
+            f"{row['task']:>20}: {row['configs']:4d} configs, {row['failed']} failed, {row['seconds']} s"
+        )
+    for failure in report["failures"]:
+        typer.echo(f"FAILED {failure['task']} {failure['config']}: {failure['reason'][:300]}")
+    typer.echo(f"saved {path}")
+    raise typer.Exit(1 if report["failed"] else 0)
+
+
 def register(bench_app: typer.Typer) -> None:
     """Add the agent's benchmarks to the `bench` group (kernelgraph/cli.py owns it)."""
     bench_app.command("gpu")(gpu)
     bench_app.command("sandbox")(sandbox)
+    bench_app.command("tolerances")(tolerances)
     bench_app.command("landscape")(landscape)
     bench_app.command("keep")(keep)

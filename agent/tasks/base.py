@@ -22,15 +22,27 @@ Arrays = dict[str, np.ndarray]
 
 @dataclass(frozen=True)
 class Tolerance:
+    """An output value is correct when |got - want| <= rtol * |want| + floor * scale, where `scale` is
+    the output's magnitude (`Task.error_scale`; by default the RMS of the whole output). The floor is
+    relative, so it sits far below the values themselves: writing 0 where the true value is small is
+    an error of the whole value, far above it (an absolute 1e-4 accepted zeros for softmax outputs
+    below 1e-4, 55% of them)."""
+
     rtol: float
-    atol: float
+    floor: float
 
 
 DEFAULT_TOLERANCES: Mapping[str, Tolerance] = {
-    "float32": Tolerance(rtol=1e-4, atol=1e-4),
-    "float16": Tolerance(rtol=1e-2, atol=1e-2),
-    "bfloat16": Tolerance(rtol=1e-2, atol=1e-2),
+    "float32": Tolerance(rtol=1e-4, floor=1e-5),
+    "float16": Tolerance(rtol=1e-2, floor=1e-3),
+    "bfloat16": Tolerance(rtol=1e-2, floor=1e-3),
 }
+
+
+def rms_scale(want: np.ndarray) -> np.ndarray:
+    """The default magnitude of an output: the RMS of all its values (a scalar array)."""
+    w = np.asarray(want, dtype="f8")
+    return np.asarray(np.sqrt(np.mean(w * w)) if w.size else 0.0)
 
 
 @dataclass(frozen=True)
@@ -116,6 +128,14 @@ class Task:
     transforms: tuple[TransformSpec, ...]
     render: Mapping[str, Callable[[Config], str]]  # backend name -> config -> source
     tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
+    # Per output, the magnitude an element's absolute error is measured against (broadcastable to
+    # the output): for sums, the sum of the terms' absolute values, so that an honest reordered sum
+    # that lands near zero still passes. None: `rms_scale` of the reference output.
+    error_scale: Callable[[Arrays], Mapping[str, np.ndarray]] | None = None
+    # An input set at the edge of the task's domain, made from a regular set (same shapes): every
+    # check verifies it beside the random sets (softmax logits around +-80 catch a missing
+    # max-subtraction).
+    edge_inputs: Callable[[Arrays], Arrays] | None = None
     # The C ABI's trailing `int` arguments, in order (docs/adding-a-task.md); empty when none.
     sizes: Callable[[Arrays], Mapping[str, int]] = field(default=lambda inputs: {})
     # Output dtypes that differ from `dtype` (e.g. a histogram's int32 counts); others use `dtype`.

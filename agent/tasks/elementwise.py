@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernelgraph.agent.tasks._common import (
+    EDGE_SEED,
     f32,
     nt_fence,
     nt_store,
@@ -86,8 +87,18 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """On the kink of max(1.5x + z, 0): z = -1.5x exactly for half the elements (dyadic x)."""
+    g = rng(EDGE_SEED)
+    shape = inputs["x"].shape
+    x = g.integers(-64, 65, shape) / 8.0
+    z = np.where(g.random(shape) < 0.5, -1.5 * x, g.standard_normal(shape))
+    return {"x": f32(x), "z": f32(z)}
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="elementwise_chain",
         family="elementwise",
         patterns=("contiguous-stream", "elementwise", "multi-pass"),

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelgraph.agent.tasks._common import C_PRELUDE, SCHEDULES, f32, rng, schedule_of, set_knob, turn_on
+from kernelgraph.agent.tasks._common import (
+    C_PRELUDE,
+    EDGE_SEED,
+    SCHEDULES,
+    f32,
+    rng,
+    schedule_of,
+    set_knob,
+    turn_on,
+)
 from kernelgraph.agent.tasks.base import Arrays, Config, Task
 from kernelgraph.agent.transforms import Transform
 
@@ -98,8 +107,17 @@ def render_c(config: Config) -> str:
     )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Values exactly on bin edges (k / BINS), 0 and the largest value below 1."""
+    g = rng(EDGE_SEED)
+    shape = inputs["x"].shape
+    edges = g.integers(0, BINS, shape) / BINS
+    return {"x": f32(np.where(g.random(shape) < 0.1, 0.999999, edges))}
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="histogram",
         family="scatter",
         patterns=("scatter", "data-dependent-index", "contention"),

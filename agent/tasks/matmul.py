@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
+    EDGE_SEED,
+    abs_products,
     f32,
     omp_for,
     parallelize,
     rng,
     schedule,
     set_knob,
+    signed_wide,
     simd,
     turn_on,
     unroll,
@@ -127,8 +132,19 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Signs random, magnitudes 2^-10..2^10: many outputs are sums that cancel to near zero."""
+    return {"a": signed_wide(inputs["a"].shape), "b": signed_wide(inputs["b"].shape, EDGE_SEED + 1)}
+
+
+def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
+    return {"c": abs_products(inputs["a"], inputs["b"])}
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
+        error_scale=error_scale,
         name="matmul",
         family="dense-matmul",
         patterns=("dense-2d", "reuse-blocked", "row-major-stream", "column-stride"),

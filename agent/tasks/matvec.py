@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
+    EDGE_SEED,
+    abs_products,
     f32,
     omp_for,
     par_simd,
@@ -11,6 +15,7 @@ from kernelgraph.agent.tasks._common import (
     rng,
     schedule,
     set_knob,
+    signed_wide,
     simd,
     turn_on,
     vloop,
@@ -106,8 +111,19 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Signs random, magnitudes 2^-10..2^10: many outputs are sums that cancel to near zero."""
+    return {"a": signed_wide(inputs["a"].shape), "x": signed_wide(inputs["x"].shape, EDGE_SEED + 1)}
+
+
+def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
+    return {"y": abs_products(inputs["a"], inputs["x"])}
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
+        error_scale=error_scale,
         name="matvec",
         family="dense-matvec",
         patterns=("row-major-stream", "row-reduction", "broadcast-vector"),

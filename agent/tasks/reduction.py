@@ -12,6 +12,7 @@ from kernelgraph.agent.tasks._common import (
     rng,
     schedule,
     set_knob,
+    signed_wide,
     turn_on,
     vloop,
 )
@@ -64,8 +65,19 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Signs random, magnitudes 2^-10..2^10: a sum that cancels to near zero."""
+    return {"x": signed_wide(inputs["x"].shape)}
+
+
+def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
+    return {"out": np.abs(inputs["x"].astype("f8")).sum(keepdims=True)}
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
+        error_scale=error_scale,
         name="reduction",
         family="reduction",
         patterns=("full-reduction", "contiguous-stream"),

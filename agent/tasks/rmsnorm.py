@@ -6,6 +6,7 @@ import numpy as np
 
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
+    EDGE_SEED,
     f32,
     omp_for,
     parallelize,
@@ -83,8 +84,16 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Rows alternately of magnitude 1e4 (squares near 1e8) and 1e-4 (mean square far below EPS)."""
+    x = inputs["x"]
+    scale = np.where(np.arange(x.shape[0]) % 2 == 0, 1e4, 1e-4)[:, None]
+    return {**inputs, "x": f32(rng(EDGE_SEED).standard_normal(x.shape) * scale)}
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="rmsnorm",
         family="row-reduction",
         patterns=("row-reduction", "row-major-stream", "broadcast-vector"),

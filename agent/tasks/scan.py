@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelgraph.agent.tasks._common import C_PRELUDE, f32, parallelize, rng, set_knob, turn_on, unroll
+from kernelgraph.agent.tasks._common import (
+    C_PRELUDE,
+    f32,
+    parallelize,
+    rng,
+    set_knob,
+    signed_wide,
+    turn_on,
+    unroll,
+)
 from kernelgraph.agent.tasks.base import Arrays, Config, Task
 from kernelgraph.agent.transforms import Transform
 
@@ -82,8 +91,19 @@ def render_c(config: Config) -> str:
     )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Signs random, magnitudes 2^-10..2^10: prefix sums that cancel to near zero."""
+    return {"x": signed_wide(inputs["x"].shape)}
+
+
+def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
+    return {"y": np.cumsum(np.abs(inputs["x"].astype("f8")))}
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
+        error_scale=error_scale,
         name="prefix_scan",
         family="scan",
         patterns=("scan", "contiguous-stream", "loop-carried-dependency"),

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelgraph.agent.tasks._common import f32, rng
+from kernelgraph.agent.tasks._common import (
+    EDGE_SEED,
+    f32,
+    rng,
+)
 from kernelgraph.agent.tasks.base import Arrays, Task
 
 FULL, SMALL = 1 << 26, 5_003
@@ -25,8 +29,16 @@ def reference(inputs: Arrays) -> Arrays:
     return {"y": (t / (1.0 + np.exp(-t)) + x).astype(np.float32)}
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """x around +-80: exp(-t) overflows for the negative half, so t / (1 + exp(-t)) must give -0."""
+    g = rng(EDGE_SEED)
+    shape = inputs["x"].shape
+    return {"x": f32(g.choice([-80.0, 80.0], shape) + g.standard_normal(shape))}
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="elementwise",
         family="elementwise",
         patterns=("streaming",),

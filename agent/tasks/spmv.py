@@ -6,6 +6,7 @@ import numpy as np
 
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
+    EDGE_SEED,
     SCHEDULES,
     f32,
     parallelize,
@@ -13,6 +14,7 @@ from kernelgraph.agent.tasks._common import (
     schedule,
     schedule_of,
     set_knob,
+    signed_wide,
     simd,
     turn_on,
     vloop,
@@ -85,8 +87,21 @@ def render_c(config: Config) -> str:
     )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """The same structure; values and x of random sign, magnitudes 2^-10..2^10 (rows that cancel)."""
+    return {**inputs, "values": signed_wide(inputs["values"].shape),
+            "x": signed_wide(inputs["x"].shape, EDGE_SEED + 1)}  # fmt: skip
+
+
+def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
+    abs_values = {**inputs, "values": np.abs(inputs["values"]), "x": np.abs(inputs["x"])}
+    return {"y": reference(abs_values)["y"].astype("f8")}
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
+        error_scale=error_scale,
         name="spmv_csr",
         family="gather",
         patterns=("gather", "indirect-index", "load-imbalance", "row-reduction"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kernelgraph.agent.tasks._common import (
+    EDGE_SEED,
     f32,
     nt_fence,
     nt_store,
@@ -88,8 +89,16 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Positive values of magnitudes 1e-6 to 1e6 side by side."""
+    g = rng(EDGE_SEED)
+    shape = inputs["u"].shape
+    return {"u": f32(g.uniform(0.5, 1.0, shape) * 10.0 ** g.uniform(-6, 6, shape))}
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="stencil2d",
         family="stencil",
         patterns=("stencil-2d", "neighbor-reuse", "row-major-stream"),

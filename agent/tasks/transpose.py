@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernelgraph.agent.tasks._common import (
+    EDGE_SEED,
     f32,
     nt_fence,
     nt_store,
@@ -68,8 +69,17 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Denormals, negative zeros, the largest floats and ordinary values, each moved bit for bit."""
+    g = rng(EDGE_SEED)
+    shape = inputs["a"].shape
+    pool = np.array([1e-45, -1e-40, -0.0, 3.4e38, -3.4e38, 1.0, -2.5], dtype=np.float32)
+    return {"a": f32(pool[g.integers(0, pool.size, shape)])}
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="transpose",
         family="transpose",
         patterns=("row-major-stream", "column-stride", "data-movement"),
