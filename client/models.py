@@ -214,6 +214,18 @@ class Measurement(Strict):
     # None on measurements recorded before these were kept (evaluator 1, unsandboxed).
     evaluator_version: Annotated[int, Field(ge=1, le=1000)] | None = None
     sandboxed: bool | None = None
+    # The yardsticks (agent/library.py; schema 0016): the library call a user would make instead, timed
+    # beside this kernel ("torch 2.5.1, 2 threads"), the speedups over it and over the task's naive
+    # baseline, and the roofline: achieved FLOP/s and bytes/s, and the roofline's least time for this
+    # work on the target over `median_ns`. None where not measured, as on every measurement recorded
+    # before them.
+    library: Annotated[str, StringConstraints(max_length=200)] | None = None
+    library_median_ns: PositiveFinite | None = None
+    speedup_vs_library: PositiveFinite | None = None
+    speedup_vs_naive: PositiveFinite | None = None
+    achieved_gflops: NonNegativeFinite | None = None
+    achieved_gbps: NonNegativeFinite | None = None
+    roofline_fraction: NonNegativeFinite | None = None
 
     @field_validator("signature")
     @classmethod
@@ -245,6 +257,21 @@ class Measurement(Strict):
     def _runtime_unless_static(self) -> Measurement:
         if not self.static and self.median_ns is None:
             raise ValueError("median_ns is required unless the measurement is static (compile-only)")
+        return self
+
+    @model_validator(mode="after")
+    def _library_speedup_from_its_times(self) -> Measurement:
+        """speedup_vs_library is library_median_ns / median_ns, named with its library: a ratio quoted
+        without the times it comes from, or from other times, would be a figure nobody can check."""
+        if self.speedup_vs_library is None:
+            return self
+        if self.library is None or self.library_median_ns is None or self.median_ns is None:
+            raise ValueError("speedup_vs_library needs library, library_median_ns and median_ns")
+        ratio = self.library_median_ns / self.median_ns
+        if abs(self.speedup_vs_library - ratio) > 1e-3 * ratio:
+            raise ValueError(
+                f"speedup_vs_library {self.speedup_vs_library:g} is not library_median_ns / median_ns ({ratio:g})"
+            )
         return self
 
     def measurement_id(self, kernel_id: str, target: str) -> str:

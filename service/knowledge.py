@@ -79,6 +79,19 @@ MERGED_STATE_SHARE = 4  # a merged state takes at most k / 4 of the k neighbour 
 TARGET_CACHE_SECONDS = 5.0  # how long a replica reuses a target's stored facts (targets())
 
 
+# The yardsticks a measurement carries (client/models.py Measurement; schema 0016), stored as properties
+# of the same names; absent (null) where not measured.
+YARDSTICK_PROPERTIES: tuple[str, ...] = (
+    "library",
+    "library_median_ns",
+    "speedup_vs_library",
+    "speedup_vs_naive",
+    "achieved_gflops",
+    "achieved_gbps",
+    "roofline_fraction",
+)
+
+
 def peaks_of(target: dict[str, Any]) -> TargetPeaks:
     return TargetPeaks(
         kind=target.get("kind", "cpu"),
@@ -382,6 +395,7 @@ class KnowledgeService:
                 "tool_versions_json": json.dumps(measurement.tool_versions, sort_keys=True),
                 "evaluator_version": measurement.evaluator_version,
                 "sandboxed": measurement.sandboxed,
+                **{name: getattr(measurement, name) for name in YARDSTICK_PROPERTIES},
             },
         }
 

@@ -260,7 +260,7 @@ class CBackend:
         parent_median = float(np.median(times[1])) if parent_artifact else None
         judged = judge_timing(
             task, sets[0], median, parent_median,
-            peak_gflops=target.peak_gflops, peak_gbps=target.peak_gbps,
+            peak_gflops=target.peak_gflops, peak_gbps=target.max_gbps,
             reverify=lambda: self.check(task, source, target, seeds=REVERIFY_SEEDS),
         )  # fmt: skip
         if judged.outcome is not None:

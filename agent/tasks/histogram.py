@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernelgraph.agent.tasks._common import C_PRELUDE, SCHEDULES, f32, rng, schedule_of, set_knob, turn_on
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, LibraryCall, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL, BINS = 8 * 1024 * 1024, 40_009, 256
@@ -98,6 +98,14 @@ def render_c(config: Config) -> str:
     )
 
 
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"hist": np.bincount((x["x"] * np.float32(BINS)).astype(np.int64), minlength=BINS)},
+    numpy_call="np.bincount((x * bins).astype(np.int64), minlength=bins)",
+    torch=lambda torch, x: {"hist": torch.bincount((x["x"] * BINS).long(), minlength=BINS)},
+    torch_call="torch.bincount((x * bins).long(), minlength=bins)",
+)
+
+
 def task() -> Task:
     return Task(
         name="histogram",
@@ -108,6 +116,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"hist": (BINS,)},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: float(x["x"].size),
         bytes_moved=lambda x: 4.0 * x["x"].size,
         baseline_config={"parallel": "none", "schedule": "static", "copies": 1, "pad": False, "simd": False},

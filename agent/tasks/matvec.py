@@ -15,7 +15,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (6144, 2048), (67, 45)
@@ -106,6 +106,14 @@ INSTANCES = (
 )
 
 
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"y": x["a"] @ x["x"]},
+    numpy_call="a @ x",
+    torch=lambda torch, x: {"y": torch.mv(x["a"], x["x"])},
+    torch_call="torch.mv(a, x)",
+)
+
+
 def task() -> Task:
     return Task(
         name="matvec",
@@ -116,6 +124,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": (x["a"].shape[0],)},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 2.0 * x["a"].size,
         bytes_moved=lambda x: 4.0 * (x["a"].size + x["x"].size + x["a"].shape[0]),
         baseline_config={

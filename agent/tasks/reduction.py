@@ -15,7 +15,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = 8 * 1024 * 1024, 100_003
@@ -64,6 +64,14 @@ INSTANCES = (
 )
 
 
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"out": x["x"].sum()},
+    numpy_call="x.sum()",
+    torch=lambda torch, x: {"out": x["x"].sum()},
+    torch_call="x.sum()",
+)
+
+
 def task() -> Task:
     return Task(
         name="reduction",
@@ -74,6 +82,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"out": (1,)},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: float(x["x"].size),
         bytes_moved=lambda x: 4.0 * x["x"].size,
         baseline_config={"acc": 1, "unroll": 1, "simd": False, "parallel": False, "schedule": "static"},

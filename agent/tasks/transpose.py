@@ -16,7 +16,7 @@ from kernelgraph.agent.tasks._common import (
     set_knob,
     turn_on,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (1536, 1536), (70, 45)
@@ -68,6 +68,14 @@ INSTANCES = (
 )
 
 
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"b": np.ascontiguousarray(x["a"].T)},
+    numpy_call="np.ascontiguousarray(a.T)",
+    torch=lambda torch, x: {"b": x["a"].t().contiguous()},
+    torch_call="a.t().contiguous()",
+)
+
+
 def task() -> Task:
     return Task(
         name="transpose",
@@ -78,6 +86,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"b": x["a"].shape[::-1]},
         reference=lambda x: {"b": np.ascontiguousarray(x["a"].T)},
+        library=LIBRARY,
         flops=lambda x: 0.0,
         bytes_moved=lambda x: 8.0 * x["a"].size,
         baseline_config={

@@ -223,7 +223,7 @@ class TritonBackend:
             )  # fmt: skip
         judged = judge_timing(
             task, full, float(response["median_ns"]), response.get("parent_median_ns"),
-            peak_gflops=getattr(target, "peak_gflops", None), peak_gbps=getattr(target, "peak_gbps", None),
+            peak_gflops=getattr(target, "peak_gflops", None), peak_gbps=getattr(target, "max_gbps", None),
             reverify=lambda: self.check(task, source, target, seeds=REVERIFY_SEEDS),
         )  # fmt: skip
         if judged.outcome is not None:
