@@ -52,10 +52,17 @@ def list_tasks(
 @targets_app.command("list")
 def list_targets(
     measure: bool = typer.Option(True, help="Probe peaks if this host has none cached."),
+    refresh_peaks: bool = typer.Option(
+        False,
+        "--refresh-peaks",
+        help="Probe again, keeping the larger of each peak (run on a quiet machine).",
+    ),
 ) -> None:
-    """List every target with its availability on this host and its measured fp32 peaks."""
-    from kernelgraph.agent.targets import all_targets
+    """List every target with its availability on this host and its measured fp32 peaks (upper bounds)."""
+    from kernelgraph.agent.targets import all_targets, host_peaks
 
+    if refresh_peaks:
+        host_peaks(refresh=True)
     table = Table(title="Targets")
     columns = (
         "name",

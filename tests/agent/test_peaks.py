@@ -13,7 +13,7 @@ import pytest
 
 from kernelgraph.agent.evaluator import impossibility
 from kernelgraph.agent.target import Target
-from kernelgraph.agent.targets import MEMORY_LEVELS, get_target, host_caches, probe_working_sets
+from kernelgraph.agent.targets import MEMORY_LEVELS, get_target, host_caches, probe_working_sets, upper_bounds
 from kernelgraph.agent.tasks import get_task
 
 
@@ -111,3 +111,23 @@ def test_the_implausibility_bound_is_the_fastest_level() -> None:
     assert "fastest-level" in at(500.0)
     datasheet = Target(name="g", kind="cuda", arch="sm_90", peak_gbps=1000.0)
     assert datasheet.max_gbps == 8000.0  # only DRAM known: caches may beat it
+
+
+def test_measuring_again_keeps_the_larger_of_each_peak() -> None:
+    """A probe on a busy machine reads low: refreshing never lowers an upper bound."""
+    old = {
+        "gflops": {"cpu-native": 500.0},
+        "gbps_levels": {"L1": 900.0, "memory": 40.0},
+        "load_averages": [0.3],
+    }
+    new = {
+        "gflops": {"cpu-native": 450.0},
+        "gbps_levels": {"L1": 1000.0, "memory": 8.0},
+        "load_averages": [21.0],
+    }
+    merged = upper_bounds(old, new)
+    assert merged["gflops"] == {"cpu-native": 500.0} and merged["gbps_levels"] == {
+        "L1": 1000.0,
+        "memory": 40.0,
+    }
+    assert merged["gbps"] == 40.0 and merged["load_averages"] == [0.3, 21.0]
