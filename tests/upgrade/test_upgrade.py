@@ -190,13 +190,17 @@ YARDSTICKS = {"library": "torch 2.5.1, 2 threads", "library_median_ns": 2e4, "sp
               "roofline_fraction": 0.31}  # fmt: skip
 
 
-def test_upgraded_measurements_gain_no_invented_yardsticks_and_new_ones_carry_theirs(upgraded: Upgraded) -> None:
+def test_upgraded_measurements_gain_no_invented_yardsticks_and_new_ones_carry_theirs(
+    upgraded: Upgraded,
+) -> None:
     """Absent means not measured: the release's measurements stay without a library or roofline
     figure; the index fast_p queries use exists; a new attempt's measurement stores its yardsticks."""
     store = upgraded.knowledge.store
     assert 16 in upgraded.applied
     _, indexes = store.run_text(
-        "SHOW INDEXES YIELD name, properties WHERE name = 'measurement_vs_library' RETURN properties", {}, write=False
+        "SHOW INDEXES YIELD name, properties WHERE name = 'measurement_vs_library' RETURN properties",
+        {},
+        write=False,
     )
     assert indexes and indexes[0]["properties"] == ["namespace", "task", "speedup_vs_library"]
     _, old = store.run_text(
