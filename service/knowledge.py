@@ -80,10 +80,11 @@ TARGET_CACHE_SECONDS = 5.0  # how long a replica reuses a target's stored facts 
 
 
 # The yardsticks a measurement carries (client/models.py Measurement; schema 0016), stored as properties
-# of the same names; absent (null) where not measured.
+# of the same names, the two speedups computed from the times; absent (null) where not measured.
 YARDSTICK_PROPERTIES: tuple[str, ...] = (
     "library",
     "library_median_ns",
+    "naive_median_ns",
     "speedup_vs_library",
     "speedup_vs_naive",
     "achieved_gflops",
@@ -395,7 +396,7 @@ class KnowledgeService:
                 "tool_versions_json": json.dumps(measurement.tool_versions, sort_keys=True),
                 "evaluator_version": measurement.evaluator_version,
                 "sandboxed": measurement.sandboxed,
-                **{name: getattr(measurement, name) for name in YARDSTICK_PROPERTIES},
+                **{name: getattr(measurement, name) for name in YARDSTICK_PROPERTIES},  # speedups computed
             },
         }
 
