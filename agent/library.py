@@ -34,6 +34,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
+from kernelgraph.agent.backends.c import TIMING_SEED  # the seed of the inputs kernels are timed on
 from kernelgraph.agent.backends.sandbox import child_env
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import (
@@ -51,8 +52,6 @@ from kernelgraph.agent.target import Target
 from kernelgraph.agent.tasks.base import Task
 
 CHILD_MODULE = "kernelgraph.agent.backends._library_child"
-# The seed of the input set kernels are timed on (agent/backends/c.py TIMING_SEED): the same inputs.
-TIMING_SEED = 7
 LIBRARY_TIMEOUT_S = 300.0
 
 
@@ -181,7 +180,7 @@ def _timed(
     status, result, message = _run(request, threads, sandbox)
     if status is not RunStatus.OK:
         outcome = Outcome.TIMEOUT if status is RunStatus.TIMEOUT else Outcome.CRASHED
-        return _with(timing, outcome=outcome, reason=message)
+        return replace(timing, outcome=outcome, reason=message)
     versions = {str(k): str(v)[:128] for k, v in dict(result.get("versions", {})).items()}
     try:
         reports = [
@@ -189,23 +188,19 @@ def _timed(
             _report(result, range(len(small), len(sets)), specs[1]),
         ]
     except (KeyError, TypeError, ValueError) as exc:
-        return _with(
+        return replace(
             timing, reason=f"the library's process left a malformed result: {exc}", versions=versions
         )
     for group, report in zip((small, full), reports, strict=True):
         lo = 0 if group is small else len(small)
         verdict = verify(task, group, report, digests[lo : lo + len(group)])
         if not verdict.correct:
-            return _with(timing, outcome=verdict.outcome, versions=versions,
+            return replace(timing, outcome=verdict.outcome, versions=versions,
                          reason=f"{library} fails the task's correctness check: {verdict.reason}")  # fmt: skip
     times = np.asarray(result["times"], dtype=float)
     q1, median, q3 = (float(v) for v in np.percentile(times, [25, 50, 75]))
-    return _with(timing, outcome=Outcome.KEPT, reason="correct and timed", median_ns=median,
+    return replace(timing, outcome=Outcome.KEPT, reason="correct and timed", median_ns=median,
                  iqr_ns=q3 - q1, trials=len(times), versions=versions)  # fmt: skip
-
-
-def _with(timing: LibraryTiming, **changes: Any) -> LibraryTiming:
-    return replace(timing, **changes)
 
 
 def _report(result: Mapping[str, Any], indices: range, specs: Sequence[Any]) -> RunReport:
