@@ -181,14 +181,22 @@ class Measurement(Strict):
     """
 
     model_config = ConfigDict(
-        json_schema_extra={  # the rules of _runtime_unless_static and _signature_of_its_source, for
-            # OpenAPI readers and fuzzers
+        json_schema_extra={  # the rules of _runtime_unless_static, _signature_of_its_source and
+            # _library_time_names_its_library, for OpenAPI readers and fuzzers
             "anyOf": [
                 {"required": ["median_ns"], "properties": {"median_ns": {"type": "number"}}},
                 {"required": ["static"], "properties": {"static": {"const": True}}},
             ],
-            "allOf": [_signature_of_source(source) for source in CounterSource],
-            "dependentRequired": {"library_median_ns": ["library"]},  # _library_time_names_its_library
+            "allOf": [
+                *(_signature_of_source(source) for source in CounterSource),
+                {  # _library_time_names_its_library
+                    "if": {
+                        "required": ["library_median_ns"],
+                        "properties": {"library_median_ns": {"type": "number"}},
+                    },
+                    "then": {"required": ["library"], "properties": {"library": {"type": "string"}}},
+                },
+            ],
         }
     )
 
