@@ -181,22 +181,13 @@ class Measurement(Strict):
     """
 
     model_config = ConfigDict(
-        json_schema_extra={  # the rules of _runtime_unless_static, _signature_of_its_source and
-            # _library_time_names_its_library, for OpenAPI readers and fuzzers
+        json_schema_extra={  # the rules of _runtime_unless_static and _signature_of_its_source, for
+            # OpenAPI readers and fuzzers
             "anyOf": [
                 {"required": ["median_ns"], "properties": {"median_ns": {"type": "number"}}},
                 {"required": ["static"], "properties": {"static": {"const": True}}},
             ],
-            "allOf": [
-                *(_signature_of_source(source) for source in CounterSource),
-                {  # _library_time_names_its_library
-                    "if": {
-                        "required": ["library_median_ns"],
-                        "properties": {"library_median_ns": {"type": "number"}},
-                    },
-                    "then": {"required": ["library"], "properties": {"library": {"type": "string"}}},
-                },
-            ],
+            "allOf": [_signature_of_source(source) for source in CounterSource],
         }
     )
 
@@ -265,14 +256,6 @@ class Measurement(Strict):
     def _runtime_unless_static(self) -> Measurement:
         if not self.static and self.median_ns is None:
             raise ValueError("median_ns is required unless the measurement is static (compile-only)")
-        return self
-
-    @model_validator(mode="after")
-    def _library_time_names_its_library(self) -> Measurement:
-        if self.library_median_ns is not None and self.library is None:
-            raise ValueError(
-                "library_median_ns needs library: a time quoted without what was timed says nothing"
-            )
         return self
 
     @property
