@@ -100,3 +100,26 @@ def test_fast_p_counts_every_task_and_only_correct_faster_ones() -> None:
     assert fast_p([2.0, 0.5, None, 1.2], 1.0) == 0.5
     assert fast_p([2.0, 0.5, None, 1.2], 0.0) == 0.75
     assert fast_p([], 1.0) == 0.0
+
+
+def test_optimize_and_the_demo_lead_with_the_library(cpu: Target) -> None:
+    from rich.console import Console
+
+    from kernelgraph.agent.commands.agent_cmd import result_table
+    from kernelgraph.agent.loop import OptimizeResult
+    from kernelgraph.commands import _library_table
+
+    lib = LibraryTiming("matmul", "", "torch", "torch.mm(a, b)", 2, Outcome.KEPT, median_ns=1.5e5,
+                        versions={"torch": "2.5.1"})  # fmt: skip
+    task = get_task("matmul")
+    run = OptimizeResult(task="matmul", target="cpu-test", proposer="memoryless", run_id="r", budget=1,
+                         baseline_ns=2e7, best_ns=1e6, best_source="", best_config=None, library=lib,
+                         best_yardsticks=yardsticks(task, 1e6, cpu, naive_median_ns=2e7, library=lib))  # fmt: skip
+    table = result_table([run], "t")
+    rows = [table.columns[0]._cells, table.columns[1]._cells]
+    assert rows[0][:2] == ["library", "best vs library"] and "torch 2.5.1, 2 threads" in rows[1][0]
+    assert "0.15x" in rows[1][1]  # 1.5e5 / 1e6, before the speedup over naive
+    console = Console(record=True, width=200)
+    console.print(_library_table({"experience": [run], "memoryless": [run]}, 1, 0))
+    text = console.export_text()
+    assert "speedup over the library (torch 2.5.1, 2 threads: torch.mm(a, b))" in text and "0.15x" in text
