@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kernelgraph.agent.backends.base import Backend
 from kernelgraph.agent.backends.bubblewrap import UNSAFE_LABEL
+from kernelgraph.agent.library import LibraryTiming, Yardsticks, library_choice, time_library, yardsticks
 from kernelgraph.agent.proposers.base import (
     HistoryEntry,
     Proposal,
@@ -93,6 +94,8 @@ class OptimizeResult:
     unrecorded: int = 0
     chained_speedup: float = 1.0  # product of the kept steps' interleaved speedups
     final_interleaved: bool = False  # baseline_ns and best_ns come from one interleaved profile
+    library: LibraryTiming | None = None  # the task's library call, timed at the run's start
+    best_yardsticks: Yardsticks | None = None  # the best beside the library and the roofline, at the end
 
     @property
     def speedup(self) -> float:
@@ -135,6 +138,8 @@ class OptimizeResult:
             "curve": self.curve,
             "final_interleaved": self.final_interleaved,
             "best_config": dict(self.best_config) if self.best_config is not None else None,
+            "library": self.library.to_json() if self.library is not None else None,
+            "yardsticks": self.best_yardsticks.to_json() if self.best_yardsticks is not None else None,
             "unrecorded": self.unrecorded,
             "steps": [_step_json(s) for s in self.steps],
         }
@@ -175,10 +180,14 @@ def hardware_target(target: Target) -> HardwareTarget:
     )
 
 
-def measurement(profile: ProfileResult, parent_median_ns: float | None = None) -> Measurement:
+def measurement(
+    profile: ProfileResult, parent_median_ns: float | None = None, beside: Yardsticks | None = None
+) -> Measurement:
     """The service's Measurement of a successful profile, raw counters included; `parent_median_ns`:
-    the parent's time the speedup was computed against (the same run's, when timed interleaved)."""
+    the parent's time the speedup was computed against (the same run's, when timed interleaved);
+    its yardsticks `beside` it where they were measured."""
     timed = not profile.static
+    marks = beside if beside is not None and timed else None
     return Measurement(
         parent_median_ns=parent_median_ns if timed else None,
         median_ns=profile.median_ns if timed else None,
@@ -191,7 +200,31 @@ def measurement(profile: ProfileResult, parent_median_ns: float | None = None) -
         tool_versions={k: v[:128] for k, v in profile.tool_versions.items()},
         evaluator_version=profile.evaluator_version,
         sandboxed=(profile.sandbox != UNSAFE_LABEL) if profile.sandbox else None,
+        library=marks.library if marks else None,
+        library_median_ns=marks.library_median_ns if marks else None,
+        naive_median_ns=marks.naive_median_ns if marks else None,
+        achieved_gflops=marks.achieved_gflops if marks else None,
+        achieved_gbps=marks.achieved_gbps if marks else None,
+        roofline_fraction=marks.roofline_fraction if marks else None,
     )
+
+
+def library_baseline(task: Task, backend: Backend, target: Target) -> LibraryTiming | None:
+    """The task's library call timed at the target's thread count, with the backend's timing plan;
+    None where there is none to time (a GPU target, a task without a library call)."""
+    if target.kind != "cpu" or library_choice(task) is None:
+        return None
+    return time_library(task, None, target.cores or 1, target, plan=getattr(backend, "timing", None))
+
+
+def beside_yardsticks(
+    task: Task, target: Target, result: OptimizeResult, profile: ProfileResult | None
+) -> Yardsticks | None:
+    """A timed profile of this run beside its naive baseline, its library and the roofline."""
+    if profile is None or profile.static or not math.isfinite(profile.median_ns) or profile.median_ns <= 0:
+        return None
+    naive = result.baseline_ns if math.isfinite(result.baseline_ns) else None
+    return yardsticks(task, profile.median_ns, target, naive_median_ns=naive, library=result.library)
 
 
 def _variant(task: Task, backend: str, source: str, label: str) -> KernelVariant:
@@ -370,6 +403,8 @@ def optimize(
         baseline_ns=baseline.profile.median_ns, best_ns=baseline.profile.median_ns,
         best_source=baseline_source, best_config=task.baseline_config,
     )  # fmt: skip
+    if not baseline.profile.static:
+        result.library = library_baseline(task, backend, target)
     history: list[HistoryEntry] = []
     tried: set[str] = {config_key(task.baseline_config)}
     diagnosis, idle = "", 0
@@ -407,6 +442,9 @@ def optimize(
             progress.stop()
     if final_check and best is not baseline:
         _final_measurement(task, backend, target, result, baseline_source)
+    if not result.static_only:
+        result.best_yardsticks = yardsticks(task, result.best_ns, target, naive_median_ns=result.baseline_ns,
+                                            library=result.library)  # fmt: skip
     return result
 
 
@@ -479,7 +517,9 @@ def _attempt(
         # The parent in full until the service has it; afterwards only its measurement's id.
         parent_measurement_id=best.measurement_id,
         parent=None if best.measurement_id else _variant(task, backend.name, best.source, best.label),
-        parent_measurement=None if best.measurement_id else measurement(best.profile),
+        parent_measurement=None
+        if best.measurement_id
+        else measurement(best.profile, beside=beside_yardsticks(task, target, result, best.profile)),
         transform=AppliedTransform(name=proposal.transform, params=_params(proposal.params)),
         child=child,
         # The service checks `speedup` against this pair (evaluate's: the interleaved parent when timed).
@@ -488,6 +528,7 @@ def _attempt(
             (profile.parent_median_ns or best.profile.median_ns)
             if speedup is not None
             else profile.parent_median_ns,
+            beside_yardsticks(task, target, result, profile),
         )
         if profile is not None
         else None,

@@ -285,6 +285,18 @@ class Measurement(Strict):
                 )  # fmt: skip
         return counters
 
+    # The yardsticks (agent/library.py; schema 0016): the library call a user would make instead, timed
+    # beside this kernel ("torch 2.5.1, 2 threads") and its time, the task's naive kernel's time, and the
+    # roofline: achieved FLOP/s and bytes/s, and the roofline's least time for this work on the target
+    # over `median_ns`. None where not measured, as on every measurement recorded before them. The
+    # speedups are computed from the times (`speedup_vs_library`, `speedup_vs_naive`), never sent.
+    library: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = None
+    library_median_ns: PositiveFinite | None = None
+    naive_median_ns: PositiveFinite | None = None
+    achieved_gflops: NonNegativeFinite | None = None
+    achieved_gbps: NonNegativeFinite | None = None
+    roofline_fraction: NonNegativeFinite | None = None
+
     @field_validator("signature")
     @classmethod
     def _signature_shape(cls, value: list[float | None] | None) -> list[float | None] | None:
@@ -316,6 +328,19 @@ class Measurement(Strict):
         if not self.static and self.median_ns is None:
             raise ValueError("median_ns is required unless the measurement is static (compile-only)")
         return self
+
+    @property
+    def speedup_vs_library(self) -> float | None:
+        """library_median_ns / median_ns: above 1, faster than the library."""
+        if self.library_median_ns is None or not self.median_ns:
+            return None
+        return self.library_median_ns / self.median_ns
+
+    @property
+    def speedup_vs_naive(self) -> float | None:
+        if self.naive_median_ns is None or not self.median_ns:
+            return None
+        return self.naive_median_ns / self.median_ns
 
     def measurement_id(self, kernel_id: str, target: str) -> str:
         # Content, not time: a replay without `taken_at` must map to the stored measurement.

@@ -102,6 +102,20 @@ class Recorder:
 SERVICE = Recorder("service", verified=True, admin=True)
 
 
+# The yardsticks a measurement carries (client/models.py Measurement; schema 0016), stored as properties
+# of the same names, the two speedups computed from the times; absent (null) where not measured.
+YARDSTICK_PROPERTIES: tuple[str, ...] = (
+    "library",
+    "library_median_ns",
+    "naive_median_ns",
+    "speedup_vs_library",
+    "speedup_vs_naive",
+    "achieved_gflops",
+    "achieved_gbps",
+    "roofline_fraction",
+)
+
+
 def peaks_of(target: dict[str, Any]) -> TargetPeaks:
     return TargetPeaks(
         kind=target.get("kind", "cpu"),
@@ -454,6 +468,7 @@ class KnowledgeService:
                 "evaluator_version": measurement.evaluator_version,
                 "sandboxed": measurement.sandboxed,
                 "parent_median_ns": measurement.parent_median_ns,
+                **{name: getattr(measurement, name) for name in YARDSTICK_PROPERTIES},  # speedups computed
             },
         }
 

@@ -290,7 +290,7 @@ class CBackend:
         paired = tuple(float(p) / float(c) for c, p in pairs if c > 0)
         judged = judge_timing(
             task, sets[0], median, parent_median,
-            peak_gflops=target.peak_gflops, peak_gbps=target.peak_gbps,
+            peak_gflops=target.peak_gflops, peak_gbps=target.max_gbps,
             reverify=lambda: self.check(task, source, target, seeds=REVERIFY_SEEDS),
         )  # fmt: skip
         if judged.outcome is not None:

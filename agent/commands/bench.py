@@ -1,4 +1,4 @@
-"""The agent's benchmarks: `kernelgraph bench gpu` and `kernelgraph bench sandbox`."""
+"""The agent's benchmarks: `kernelgraph bench gpu`, `sandbox`, `landscape` and `yardsticks`."""
 
 from __future__ import annotations
 
@@ -151,6 +151,39 @@ def tolerances(
     raise typer.Exit(1 if report["failed"] else 0)
 
 
+ALL_C_TASKS = ("matmul,matvec,transpose,softmax,layernorm,rmsnorm,stencil2d,reduction,prefix_scan,histogram,"
+               "elementwise_chain,spmv_csr")  # fmt: skip
+
+
+def yardsticks(
+    tasks: str = typer.Option(ALL_C_TASKS, "--tasks", help="comma-separated C tasks"),
+    target: str = typer.Option("cpu-native", "--target", help="the CPU target to build and time for"),
+    budget: int = typer.Option(8, "--budget", min=0, max=200, help="greedy-search evaluations per task"),
+    full_timing: bool = typer.Option(False, "--full-timing", help="the backend's full trial counts (slower)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+) -> None:
+    """Every task's kernels beside the library a user would call and the roofline; fast_p over all tasks."""
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from kernelgraph.agent.backends.timing import FAST_TIMING, TimingPlan
+    from kernelgraph.agent.bench.yardsticks import render, run_yardsticks
+    from kernelgraph.client.reports import save_report
+
+    console = Console(stderr=as_json)
+    names = [t for t in tasks.split(",") if t]
+    report = run_yardsticks(names, target, budget, TimingPlan() if full_timing else FAST_TIMING, console)
+    path = save_report(report, Path(results_dir), "yardsticks")
+    if as_json:
+        typer.echo(json.dumps({k: v for k, v in report.items() if k != "tasks"} | {"saved": str(path)}))
+    else:
+        console.print(render(report))
+        console.print(f"saved to {path}")
+
+
 def register(bench_app: typer.Typer) -> None:
     """Add the agent's benchmarks to the `bench` group (kernelgraph/cli.py owns it)."""
     bench_app.command("gpu")(gpu)
@@ -158,3 +191,4 @@ def register(bench_app: typer.Typer) -> None:
     bench_app.command("tolerances")(tolerances)
     bench_app.command("landscape")(landscape)
     bench_app.command("keep")(keep)
+    bench_app.command("yardsticks")(yardsticks)

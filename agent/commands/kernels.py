@@ -13,6 +13,10 @@ from rich.table import Table
 if TYPE_CHECKING:
     from kernelgraph.agent.backends.base import Backend
     from kernelgraph.agent.backends.bubblewrap import Sandbox
+    from kernelgraph.agent.library import Yardsticks
+    from kernelgraph.agent.results import Evaluation
+    from kernelgraph.agent.targets import Target
+    from kernelgraph.agent.tasks.base import Task
 
 UNSAFE_HELP = (
     "Run model-written code WITHOUT the bubblewrap sandbox (debugging only): it can then read secrets, "
@@ -48,12 +52,30 @@ def list_tasks(
 @targets_app.command("list")
 def list_targets(
     measure: bool = typer.Option(True, help="Probe peaks if this host has none cached."),
+    refresh_peaks: bool = typer.Option(
+        False,
+        "--refresh-peaks",
+        help="Probe again, keeping the larger of each peak (run on a quiet machine).",
+    ),
 ) -> None:
-    """List every target with its availability on this host and its measured fp32 peaks."""
-    from kernelgraph.agent.targets import all_targets
+    """List every target with its availability on this host and its measured fp32 peaks (upper bounds)."""
+    from kernelgraph.agent.targets import all_targets, host_peaks
 
+    if refresh_peaks:
+        host_peaks(refresh=True)
     table = Table(title="Targets")
-    for column in ("name", "kind", "arch", "available", "cores", "peak GFLOP/s", "peak GB/s", "note"):
+    columns = (
+        "name",
+        "kind",
+        "arch",
+        "available",
+        "cores",
+        "peak GFLOP/s",
+        "peak GB/s",
+        "GB/s L1/L2/LLC",
+        "note",
+    )
+    for column in columns:
         table.add_column(column)
     for t in all_targets(measure=measure):
         table.add_row(
@@ -64,6 +86,7 @@ def list_targets(
             str(t.cores or ""),
             f"{t.peak_gflops:.1f}" if t.peak_gflops else "-",
             f"{t.peak_gbps:.1f}" if t.peak_gbps else "-",
+            "/".join(f"{v:.0f}" for level, v in t.bandwidth_gbps.items() if level != "memory") or "-",
             t.unavailable_reason,
         )
     Console().print(table)
@@ -182,14 +205,18 @@ def evaluate(
     except SandboxUnavailable as exc:
         _fail(str(exc))
         return
+    beside = _yardsticks(task, chosen, target, verdict, parent == "baseline")
     report = {"task": task.name, "target": target.name, "backend": backend, "parent": parent,
-              **verdict.to_json(), "evaluator_version": EVALUATOR_VERSION, "sandbox": sandbox}  # fmt: skip
+              **verdict.to_json(), "evaluator_version": EVALUATOR_VERSION, "sandbox": sandbox,
+              "yardsticks": beside.to_json() if beside is not None else None}  # fmt: skip
     if as_json:
         typer.echo(json.dumps(report))
     else:
         style = "green" if verdict.outcome.value == "kept" else "red"
         gain = f" {verdict.speedup:.3f}x over the parent" if verdict.speedup else ""
         Console().print(f"{task.name} on {target.name}: [{style}]{verdict.outcome.value}[/{style}]{gain}")
+        if beside is not None:
+            Console().print(f"  {beside.line()}", highlight=False, markup=False)
         if verdict.reason:
             Console().print(f"  reason: {verdict.reason}", highlight=False, markup=False)
         Console().print(
@@ -197,6 +224,22 @@ def evaluate(
         )
     if verdict.outcome.value != "kept":
         raise typer.Exit(1)
+
+
+def _yardsticks(
+    task: Task, backend: Backend, target: Target, verdict: Evaluation, parent_is_naive: bool
+) -> Yardsticks | None:
+    """The candidate's time beside the library and the roofline (and the naive baseline when it was
+    the parent); None when it was not timed or the target is not a CPU."""
+    from kernelgraph.agent.library import yardsticks
+    from kernelgraph.agent.loop import library_baseline
+
+    profile = verdict.profile
+    if profile is None or profile.static or not profile.median_ns > 0 or target.kind != "cpu":
+        return None
+    naive = profile.parent_median_ns if parent_is_naive else None
+    library = library_baseline(task, backend, target)
+    return yardsticks(task, profile.median_ns, target, naive_median_ns=naive, library=library)
 
 
 def register(app: typer.Typer) -> None:

@@ -97,6 +97,23 @@ Shape = tuple[int, ...]
 
 
 @dataclass(frozen=True)
+class LibraryCall:
+    """The one call a user would make instead of writing this task's kernel (agent/library.py times
+    it, in its own sandboxed process, beside every kernel of the task).
+
+    `torch(torch, tensors)` is torch CPU eager, used where torch is installed; `numpy(arrays)` is the
+    fallback. Each takes the task's named inputs and returns its named outputs (any dtype or shape
+    that converts to the task's outputs without arithmetic: a 0-d sum, int64 counts). `torch_call`
+    and `numpy_call` say the call in words for reports ("torch.mm(a, b)").
+    """
+
+    numpy: Callable[[Arrays], Mapping[str, Any]]
+    numpy_call: str
+    torch: Callable[[Any, Mapping[str, Any]], Mapping[str, Any]] | None = None
+    torch_call: str = ""
+
+
+@dataclass(frozen=True)
 class Instance:
     """One problem size of a task. The source is the same at every size (sizes are run-time `int`
     arguments), so only a measurement can tell two instances apart (docs/study.md)."""
@@ -145,6 +162,9 @@ class Task:
     inputs_at: Callable[[int, Shape], Arrays] | None = None
     instances: tuple[Instance, ...] = ()
     instance: str = ""
+    # What a user would call instead (the library baseline every kernel is quoted beside); None only
+    # where no library has the operation.
+    library: LibraryCall | None = None
 
     @property
     def tolerance(self) -> Tolerance:

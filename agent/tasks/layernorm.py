@@ -16,7 +16,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 1024), (33, 70)
@@ -113,6 +113,23 @@ def edge_inputs(inputs: Arrays) -> Arrays:
     return {**inputs, "x": f32(np.where(rows % 2 == 0, constant, 3.0 + g.standard_normal(x.shape)))}
 
 
+def _numpy_layernorm(inputs: Arrays) -> Arrays:
+    x = inputs["x"]
+    mean = x.mean(axis=1, keepdims=True)
+    var = x.var(axis=1, keepdims=True)
+    return {"y": (x - mean) / np.sqrt(var + np.float32(EPS)) * inputs["gamma"] + inputs["beta"]}
+
+
+LIBRARY = LibraryCall(
+    numpy=_numpy_layernorm,
+    numpy_call="(x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + eps) * gamma + beta",
+    torch=lambda torch, x: {
+        "y": torch.nn.functional.layer_norm(x["x"], (x["x"].shape[1],), x["gamma"], x["beta"], EPS)
+    },
+    torch_call="torch.nn.functional.layer_norm(x, (c,), gamma, beta, eps)",
+)
+
+
 def task() -> Task:
     return Task(
         edge_inputs=edge_inputs,
@@ -124,6 +141,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": x["x"].shape},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 8.0 * x["x"].size,
         bytes_moved=lambda x: 8.0 * x["x"].size,
         baseline_config={

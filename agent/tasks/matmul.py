@@ -19,7 +19,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     unroll,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 N_FULL, N_SMALL = 300, 72  # 72 is not a multiple of any tile: edge handling gets checked
@@ -141,6 +141,14 @@ def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
     return {"c": abs_products(inputs["a"], inputs["b"])}
 
 
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"c": x["a"] @ x["b"]},
+    numpy_call="a @ b",
+    torch=lambda torch, x: {"c": torch.mm(x["a"], x["b"])},
+    torch_call="torch.mm(a, b)",
+)
+
+
 def task() -> Task:
     return Task(
         edge_inputs=edge_inputs,
@@ -153,6 +161,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"c": x["a"].shape},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 2.0 * x["a"].shape[0] ** 3,
         bytes_moved=lambda x: 3.0 * 4 * x["a"].size,
         baseline_config=BASELINE,

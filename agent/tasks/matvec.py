@@ -20,7 +20,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (6144, 2048), (67, 45)
@@ -120,6 +120,14 @@ def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
     return {"y": abs_products(inputs["a"], inputs["x"])}
 
 
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"y": x["a"] @ x["x"]},
+    numpy_call="a @ x",
+    torch=lambda torch, x: {"y": torch.mv(x["a"], x["x"])},
+    torch_call="torch.mv(a, x)",
+)
+
+
 def task() -> Task:
     return Task(
         edge_inputs=edge_inputs,
@@ -132,6 +140,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": (x["a"].shape[0],)},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 2.0 * x["a"].size,
         bytes_moved=lambda x: 4.0 * (x["a"].size + x["x"].size + x["a"].shape[0]),
         baseline_config={

@@ -17,7 +17,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 2048), (31, 66)
@@ -91,6 +91,16 @@ def edge_inputs(inputs: Arrays) -> Arrays:
     return {**inputs, "x": f32(rng(EDGE_SEED).standard_normal(x.shape) * scale)}
 
 
+LIBRARY = LibraryCall(
+    numpy=lambda x: {
+        "y": x["x"] / np.sqrt((x["x"] * x["x"]).mean(axis=1, keepdims=True) + np.float32(EPS)) * x["w"]
+    },
+    numpy_call="x / np.sqrt((x * x).mean(1, keepdims=True) + eps) * w",
+    torch=lambda torch, x: {"y": torch.nn.functional.rms_norm(x["x"], (x["x"].shape[1],), x["w"], EPS)},
+    torch_call="torch.nn.functional.rms_norm(x, (c,), w, eps)",
+)
+
+
 def task() -> Task:
     return Task(
         edge_inputs=edge_inputs,
@@ -102,6 +112,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": x["x"].shape},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 4.0 * x["x"].size,
         bytes_moved=lambda x: 8.0 * x["x"].size,
         baseline_config={

@@ -14,7 +14,7 @@ from kernelgraph.agent.tasks._common import (
     f32,
     rng,
 )
-from kernelgraph.agent.tasks.base import Arrays, Task
+from kernelgraph.agent.tasks.base import Arrays, LibraryCall, Task
 
 FULL, SMALL = 1 << 26, 5_003
 
@@ -36,6 +36,14 @@ def edge_inputs(inputs: Arrays) -> Arrays:
     return {"x": f32(g.choice([-80.0, 80.0], shape) + g.standard_normal(shape))}
 
 
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"y": (1.5 * x["x"] + 0.25) / (1.0 + np.exp(-(1.5 * x["x"] + 0.25))) + x["x"]},
+    numpy_call="t = 1.5 * x + 0.25; t / (1 + np.exp(-t)) + x",
+    torch=lambda torch, x: {"y": torch.nn.functional.silu(1.5 * x["x"] + 0.25) + x["x"]},
+    torch_call="torch.nn.functional.silu(1.5 * x + 0.25) + x",
+)
+
+
 def task() -> Task:
     return Task(
         edge_inputs=edge_inputs,
@@ -47,6 +55,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": x["x"].shape},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 7.0 * x["x"].size,
         bytes_moved=lambda x: 8.0 * x["x"].size,
         baseline_config={},

@@ -20,7 +20,7 @@ from kernelgraph.agent.tasks._common import (
     vloop,
     with_,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task, TransformSpec
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task, TransformSpec
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 1024), (37, 50)
@@ -125,6 +125,20 @@ def edge_inputs(inputs: Arrays) -> Arrays:
     return {"x": f32(sign * 80.0 + rng(EDGE_SEED).standard_normal(x.shape) * 3.0)}
 
 
+def _numpy_softmax(inputs: Arrays) -> Arrays:
+    x = inputs["x"]
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return {"y": e / e.sum(axis=1, keepdims=True)}
+
+
+LIBRARY = LibraryCall(
+    numpy=_numpy_softmax,
+    numpy_call="e = np.exp(x - x.max(1, keepdims=True)); e / e.sum(1, keepdims=True)",
+    torch=lambda torch, x: {"y": torch.softmax(x["x"], dim=1)},
+    torch_call="torch.softmax(x, dim=1)",
+)
+
+
 def task() -> Task:
     return Task(
         edge_inputs=edge_inputs,
@@ -136,6 +150,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": x["x"].shape},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 5.0 * x["x"].size,
         bytes_moved=lambda x: 8.0 * x["x"].size,
         baseline_config={

@@ -17,7 +17,7 @@ from kernelgraph.agent.tasks._common import (
     set_knob,
     turn_on,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (1536, 1536), (70, 45)
@@ -77,6 +77,14 @@ def edge_inputs(inputs: Arrays) -> Arrays:
     return {"a": f32(pool[g.integers(0, pool.size, shape)])}
 
 
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"b": np.ascontiguousarray(x["a"].T)},
+    numpy_call="np.ascontiguousarray(a.T)",
+    torch=lambda torch, x: {"b": x["a"].t().contiguous()},
+    torch_call="a.t().contiguous()",
+)
+
+
 def task() -> Task:
     return Task(
         edge_inputs=edge_inputs,
@@ -88,6 +96,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"b": x["a"].shape[::-1]},
         reference=lambda x: {"b": np.ascontiguousarray(x["a"].T)},
+        library=LIBRARY,
         flops=lambda x: 0.0,
         bytes_moved=lambda x: 8.0 * x["a"].size,
         baseline_config={

@@ -216,7 +216,7 @@ class TritonBackend:
                                  evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label)  # fmt: skip
         judged = judge_timing(
             task, full, float(response["median_ns"]), response.get("parent_median_ns"),
-            peak_gflops=getattr(target, "peak_gflops", None), peak_gbps=getattr(target, "peak_gbps", None),
+            peak_gflops=getattr(target, "peak_gflops", None), peak_gbps=getattr(target, "max_gbps", None),
             reverify=lambda: self.check(task, source, target, seeds=REVERIFY_SEEDS),
         )  # fmt: skip
         if judged.outcome is not None:
