@@ -66,6 +66,12 @@ class ExperienceClient(Protocol):
 
     def list_targets(self) -> list[dict[str, Any]]: ...
 
+    def list_transforms(self) -> list[dict[str, Any]]: ...
+
+    def evidence(self, attempt_keys: Sequence[str]) -> list[dict[str, Any]]: ...
+
+    def vocabulary(self) -> dict[str, Any]: ...
+
     def close(self) -> None: ...
 
 
@@ -234,6 +240,11 @@ class KernelGraphClient:
         Keys not stored in the key's namespaces are left out; at most 200 keys per call."""
         body = {"attempt_keys": list(attempt_keys)}
         return list(self._request("POST", "/v1/evidence", json=body)["attempts"])
+
+    def vocabulary(self) -> dict[str, Any]:
+        """The names to choose from: transforms, tasks, patterns, backends, counters (GET /v1/vocabulary)."""
+        result: dict[str, Any] = self._request("GET", "/v1/vocabulary")
+        return result
 
     def health(self) -> dict[str, Any]:
         result: dict[str, Any] = self._request("GET", "/v1/health")

@@ -15,6 +15,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kernelgraph.client.errors import CommandError
+
 if TYPE_CHECKING:
     from kernelgraph.agent.backends.base import Backend
     from kernelgraph.agent.loop import OptimizeResult
@@ -28,10 +30,9 @@ err = Console(stderr=True)
 PROPOSERS = ("memoryless", "experience", "text", "hybrid", "llm")
 
 
-def exit_with(message: str, code: int = 2) -> typer.Exit:
-    """Print one error line; returns the exit for the caller to raise."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    return typer.Exit(code)
+def exit_with(message: str, code: int = 2) -> CommandError:
+    """The error to raise: the app shows it as one line (one JSON object with --json), exit `code`."""
+    return CommandError(message, exit_code=code)
 
 
 def make_backend(name: str, *, quick: bool = True) -> Backend:
@@ -81,11 +82,18 @@ def make_proposer(
     raise exit_with(f"unknown proposer {kind!r}; known: {', '.join(PROPOSERS)}")
 
 
-def connect_or_exit(settings: Settings) -> ExperienceClient:
-    from kernelgraph.client import connect
+def connect_or_exit(settings: Settings, namespace: str | None = None) -> ExperienceClient:
+    """The experience client of this command; `namespace` (--namespace) instead of the configured one
+    (over HTTP it is sent with the key, which must be an admin's to name another namespace)."""
+    from kernelgraph.client import KernelGraphClient, connect
     from kernelgraph.client.errors import KernelGraphError
 
     try:
+        if namespace is not None and settings.service_url:
+            key = settings.api_key.get_secret_value() if settings.api_key else None
+            return KernelGraphClient(settings.service_url, key, namespace=namespace)
+        if namespace is not None:
+            settings = settings.model_copy(update={"namespace": namespace})
         return connect(settings)
     except KernelGraphError as exc:
         raise exit_with(f"cannot reach the experience graph: {exc.message}", 1) from None
@@ -137,6 +145,12 @@ def optimize_cmd(
         bool, typer.Option("--json", help="Print exactly one JSON object, no progress.")
     ] = False,
     out: Annotated[Path | None, typer.Option("--out", help="Write the best source here.")] = None,
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--namespace", "-n", help="Namespace to read and record in (default: KERNELGRAPH_NAMESPACE)."
+        ),
+    ] = None,
 ) -> None:
     """Optimize one task on one target with a budget of attempts; every attempt lands in the graph."""
     from kernelgraph.agent.loop import OptimizeError, optimize
@@ -154,9 +168,20 @@ def optimize_cmd(
         raise exit_with(str(exc)) from None
     if not target.available:
         raise exit_with(f"target {target.name} is unavailable here: {target.unavailable_reason}")
+    if namespace is not None:
+        from pydantic import TypeAdapter, ValidationError
+
+        from kernelgraph.client.models import Namespace
+
+        try:
+            TypeAdapter(Namespace).validate_python(namespace)
+        except ValidationError:
+            raise exit_with(
+                f"--namespace: {namespace!r} is not a namespace (1-64 lower-case letters, digits, '_' and '-')"
+            ) from None
     settings = get_settings()
     backend = make_backend(backend_name, quick=not full_timing)
-    client = connect_or_exit(settings)
+    client = connect_or_exit(settings, namespace)
     try:
         proposer = make_proposer(proposer_kind, client, settings, seed, exclude_task)
         result = optimize(

@@ -10,6 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kernelgraph.client.errors import CommandError
+
 if TYPE_CHECKING:
     from kernelgraph.agent.backends.base import Backend
     from kernelgraph.agent.backends.bubblewrap import Sandbox
@@ -24,8 +26,8 @@ targets_app = typer.Typer(help="Compilation targets and their measured peaks.", 
 
 
 def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+    """A usage error: the app shows it as one line (one JSON object with --json) and exits 2."""
+    raise CommandError(message, exit_code=2)
 
 
 @tasks_app.command("list")
@@ -94,7 +96,7 @@ def check(
         _fail(f"source file not found: {source}")
     chosen, confinement = _backend(backend, unsafe_no_sandbox)
     try:
-        result = chosen.check(task, source.read_text(), target)
+        result = chosen.check(task, _read_source(source, "--source"), target)
         sandbox = confinement.label
     except SandboxUnavailable as exc:
         _fail(str(exc))
@@ -115,6 +117,16 @@ def check(
         Console().print(f"{task.name} on {target.name}: {verdict} - {result.reason}")
     if not result.correct:
         raise typer.Exit(1)
+
+
+def _read_source(path: Path, option: str) -> str:
+    """A kernel source file's text, or a usage error naming the option (a binary file is no source)."""
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise CommandError(
+            f"{option} {path}: not a text file (a kernel source is UTF-8 text)", exit_code=2
+        ) from None
 
 
 def _backend(name: str, unsafe_no_sandbox: bool) -> tuple[Backend, Sandbox]:
@@ -171,13 +183,13 @@ def evaluate(
     if parent == "baseline":
         parent_source = task.source(backend, task.baseline_config)
     elif Path(parent).is_file():
-        parent_source = Path(parent).read_text()
+        parent_source = _read_source(Path(parent), "--parent")
     else:
         _fail(f"--parent: expected `baseline` or an existing source file, got {parent!r}")
         return
     chosen, confinement = _backend(backend, unsafe_no_sandbox)
     try:
-        verdict = evaluate_candidate(task, chosen, target, source.read_text(), parent_source)
+        verdict = evaluate_candidate(task, chosen, target, _read_source(source, "--source"), parent_source)
         sandbox = confinement.label
     except SandboxUnavailable as exc:
         _fail(str(exc))

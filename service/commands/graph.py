@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelgraph.client.errors import KernelGraphError
+from kernelgraph.client.errors import CommandError
 from kernelgraph.client.settings import Settings, get_settings
 
 console = Console()
@@ -21,20 +21,16 @@ neo4j_app = typer.Typer(help="The local Neo4j 5.26 server (no Docker needed).", 
 schema_app = typer.Typer(help="Schema migrations (schema/NNNN_*.cypher).", no_args_is_help=True)
 
 
-def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print one clear error line and return the exit to raise."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    return typer.Exit(code)
+def fail(message: str, code: int = 1) -> CommandError:
+    """The error to raise: the app shows it as one line (one JSON object with --json), exit `code`."""
+    return CommandError(message, exit_code=code)
 
 
 @contextmanager
 def cli_errors():  # type: ignore[no-untyped-def]
-    """Turn the service's errors into one line on stderr and exit 1, instead of a traceback."""
-    try:
-        yield
-    except KernelGraphError as exc:
-        field = f" ({exc.field})" if exc.field else ""
-        raise fail(f"{exc.message}{field}") from None
+    """Where a command reaches the graph. Its errors pass unchanged: the app's one wrapper
+    (kernelgraph/cli.py) shows each as one line, or one JSON object with --json, with its code and field."""
+    yield
 
 
 @contextmanager

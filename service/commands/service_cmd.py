@@ -116,14 +116,18 @@ def namespaces_delete(
     Runs on Neo4j directly (KERNELGRAPH_NEO4J_*), so it needs no API key; over HTTP an admin key does
     the same with DELETE /v1/namespaces/{namespace}. `--dry-run` counts, per label, what would go.
     """
-    from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.client.errors import KernelGraphError, NotFound
     from kernelgraph.service import namespaces
+    from kernelgraph.service.consolidation import namespaces_with_states
 
     try:
         held = _store_then(lambda store: namespaces.contents(store, namespace))
-        if dry_run or held.total_nodes == 0:
-            verb = "would delete" if held.total_nodes else "holds nothing; nothing to delete"
-            console.print(_contents_table(held, f"namespace {namespace!r} {verb}"))
+        if held.total_nodes == 0:  # a misspelled name must not look like a success
+            known = _store_then(namespaces_with_states)
+            raise NotFound(f"namespace {namespace!r} holds nothing; namespaces with measured states: "
+                           f"{', '.join(known) or 'none'}", field="namespace")  # fmt: skip
+        if dry_run:
+            console.print(_contents_table(held, f"namespace {namespace!r} would delete"))
             return
         console.print(_contents_table(held, f"namespace {namespace!r} holds"))
         if not yes and not typer.confirm(
@@ -133,6 +137,8 @@ def namespaces_delete(
             raise typer.Exit(1)
         with err.status(f"deleting namespace {namespace!r}..."):
             deleted = _store_then(lambda store: namespaces.delete(store, namespace))
+    except NotFound:
+        raise
     except KernelGraphError as exc:
         err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
         raise typer.Exit(2) from None
