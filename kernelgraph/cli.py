@@ -34,7 +34,8 @@ def error_of(exc: BaseException) -> tuple[dict[str, Any], int] | None:
         return None
     if type(exc).__module__.startswith("neo4j"):  # the driver's errors, without importing it
         code = getattr(exc, "code", None)
-        message = getattr(exc, "message", None) or str(exc)
+        # Its first line: the rest repeats the statement with a caret under the offset it names.
+        message = (getattr(exc, "message", None) or str(exc)).strip().splitlines()[0]
         if code:  # the server refused the statement: syntax, a missing or wrong-typed parameter, a write under --read
             return {"code": "cypher_error", "message": f"{message} ({code})"}, EXIT_FAILED
         return {"code": "unavailable", "message": f"Neo4j: {message}"}, EXIT_FAILED
@@ -60,7 +61,7 @@ class KernelGraphGroup(TyperGroup):
     shape), and an exit code; never a traceback for a user's mistake. Click's own usage errors (exit 2)
     pass through to it."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]  # typer's Context is Click's
         as_json = as_json_requested(ctx)
         try:
             return super().invoke(ctx)

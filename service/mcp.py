@@ -7,9 +7,9 @@ the server's lifespan and closed when the server stops; tools never open connect
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -35,8 +35,16 @@ _TOOL_FOR_ROUTE = {
 }
 
 
-def _client(ctx: Context) -> ExperienceClient:
-    client: ExperienceClient = ctx.request_context.lifespan_context["client"]
+class ToolClient(ExperienceClient, Protocol):
+    """What the tools call: an ExperienceClient with evidence and the vocabulary (both clients have them)."""
+
+    def evidence(self, attempt_keys: Sequence[str]) -> list[dict[str, Any]]: ...
+
+    def vocabulary(self) -> dict[str, Any]: ...
+
+
+def _client(ctx: Context) -> ToolClient:
+    client: ToolClient = ctx.request_context.lifespan_context["client"]
     return client
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -93,5 +94,8 @@ def script(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    # Registered while it runs: a script that defines a dataclass needs its module in sys.modules.
+    sys.modules[f"scripts.{name}"] = module
+    module.__name__ = f"scripts.{name}"
     spec.loader.exec_module(module)
     return module

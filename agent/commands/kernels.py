@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from kernelgraph.client.errors import CommandError
+from kernelgraph.client.tables import readable
 
 if TYPE_CHECKING:
     from kernelgraph.agent.backends.base import Backend
@@ -44,7 +45,49 @@ def list_tasks(
         table.add_row(
             task.name, task.family, ", ".join(task.patterns), ", ".join(t.name for t in task.transforms)
         )
-    Console().print(table)
+    Console().print(readable(table))
+
+
+@tasks_app.command("show")
+def show_task(
+    task_name: str = typer.Argument(..., metavar="TASK", help="Task name (see `kernelgraph tasks list`)."),
+    backend: str = typer.Option("c", "--backend", help="c | triton: whose baseline source to print."),
+    as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
+) -> None:
+    """What a kernel of TASK must look like: the C signature to export, the baseline source, the
+    instances (problem sizes), the access patterns and the transforms that apply."""
+    from kernelgraph.agent.tasks import UnknownTaskError, get_task
+    from kernelgraph.agent.vocabulary import c_signature
+
+    try:
+        task = get_task(task_name, backend)
+    except UnknownTaskError as exc:
+        _fail(str(exc))
+        return
+    transforms: list[dict[str, Any]] = [
+        {"name": t.name, "params": {k: list(v) for k, v in t.params.items()}} for t in task.transforms
+    ]
+    shown: dict[str, Any] = {
+        "task": task.name, "family": task.family, "patterns": list(task.patterns), "description": task.description,
+        "backend": backend, "c_signature": c_signature(task), "baseline_config": dict(task.baseline_config),
+        "instances": [{"name": i.name, "regime": i.regime} for i in task.instances],
+        "transforms": transforms,
+        "baseline_source": task.source(backend, task.baseline_config),
+    }  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps(shown))
+        return
+    console = Console()
+    console.print(f"[bold]{task.name}[/] ({task.family}): {task.description}", highlight=False)
+    console.print(f"patterns: {', '.join(task.patterns)}", highlight=False)
+    console.print(f"C signature: {shown['c_signature']}", highlight=False, markup=False, soft_wrap=True)
+    instances = ", ".join(f"{i.name} ({i.regime})" for i in task.instances) or "none (one full size)"
+    console.print(f"instances: {instances}", highlight=False, soft_wrap=True)
+    console.print("transforms: " + "; ".join(
+        f"{t['name']}({', '.join(f'{k}={v}' for k, v in t['params'].items())})" for t in transforms
+    ), highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+    console.rule(f"baseline source ({backend})")
+    typer.echo(shown["baseline_source"])
 
 
 @targets_app.command("list")
@@ -68,7 +111,7 @@ def list_targets(
             f"{t.peak_gbps:.1f}" if t.peak_gbps else "-",
             t.unavailable_reason,
         )
-    Console().print(table)
+    Console().print(readable(table))
 
 
 def check(

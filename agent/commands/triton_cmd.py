@@ -75,13 +75,15 @@ def compile_cmd(
         from rich.console import Console
         from rich.table import Table
 
+        from kernelgraph.client.tables import readable
+
         table = Table(title=f"{task} on {target} ({'ok' if result.ok else 'failed'})")
         table.add_column("metric")
         table.add_column("value", justify="right")
         for key, value in sorted(result.static_metrics.items()):
             table.add_row(key, f"{value:g}")
         console = Console()
-        console.print(table)
+        console.print(readable(table))
         if not result.ok:
             console.print(result.diagnosis)
     raise typer.Exit(0 if result.ok else 1)

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelgraph.client.settings import get_settings
+from kernelgraph.client.tables import readable
 
 console = Console()
 err = Console(stderr=True)
@@ -65,7 +66,7 @@ def consolidate_cmd(
                       f"{r.weighed:,}",
                       f"{r.contradictions_flagged} / {r.contradictions_resolved} / {r.contradictions_open}",
                       f"{r.changes:,}", f"{r.wall_s:.1f}")  # fmt: skip
-    console.print(table)
+    console.print(readable(table))
     if any(r.contradictions_open for r in reports):
         console.print("Open contradictions: kernelgraph cypher --file cypher/contradictions.cypher --read "
                       "--param 'namespaces=[\"NS\"]' --param status=open --param limit=25 (docs/exploring.md)",

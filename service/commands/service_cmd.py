@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelgraph.client.models import Role
+from kernelgraph.client.tables import readable
 
 console = Console()
 err = Console(stderr=True)
@@ -90,7 +91,7 @@ def keys_list() -> None:
     table = Table("key id", "role", "namespace", "label", "created")
     for row in rows:
         table.add_row(row["key_id"], row["role"], row["namespace"], row["label"] or "", row["created_at"])
-    console.print(table)
+    console.print(readable(table))
 
 
 namespaces_app = typer.Typer(help="Namespaces (teams) of the graph: what they hold, and deleting one.",
@@ -153,8 +154,8 @@ def mcp(
     host: Annotated[str, typer.Option(help="Address for the http transport.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port for the http transport (serves /mcp).")] = 8601,
 ) -> None:
-    """Run the MCP server (tools: retrieve_transforms, record_attempt, transfer, transfer_matrix,
-    predict_transfer, lineage, list_targets).
+    """Run the MCP server (tools: vocabulary, register_target, retrieve_transforms, record_attempt,
+    evidence, transfer, transfer_matrix, predict_transfer, lineage, list_targets; docs/api.md).
 
     It talks to KERNELGRAPH_SERVICE_URL when set (with KERNELGRAPH_API_KEY), else to Neo4j in-process
     (namespace KERNELGRAPH_NAMESPACE).
