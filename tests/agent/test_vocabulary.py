@@ -16,7 +16,9 @@ from kernelgraph.cli import app
 
 
 def _normalised(prototype: str) -> str:
-    return re.sub(r"\s+", " ", prototype.replace("restrict", "")).replace(" *", "*").replace("( ", "(").strip()
+    return (
+        re.sub(r"\s+", " ", prototype.replace("restrict", "")).replace(" *", "*").replace("( ", "(").strip()
+    )
 
 
 @pytest.mark.parametrize("task", all_tasks("c"), ids=lambda t: t.name)
@@ -34,7 +36,9 @@ def test_the_vocabulary_names_every_transform_and_task() -> None:
     assert all(t["description"] for t in vocabulary["transforms"])
     names = {t["name"] for t in vocabulary["transforms"]}
     for task in vocabulary["tasks"]:
-        assert task["family"] in vocabulary["families"] and set(task["patterns"]) <= set(vocabulary["patterns"])
+        assert task["family"] in vocabulary["families"] and set(task["patterns"]) <= set(
+            vocabulary["patterns"]
+        )
         for backend, transforms in task["transforms"].items():
             assert backend in vocabulary["backends"] and set(transforms) <= names, task["name"]
     softmax = next(t for t in vocabulary["tasks"] if t["name"] == "softmax")

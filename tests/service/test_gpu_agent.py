@@ -4,6 +4,7 @@ the MCP tools let an MCP-only agent register, record (flat arguments), retrieve 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,18 @@ def test_vocabulary_over_http(http: Any, keys: Keys) -> None:
     ncu = body["counter_sources"]["nvidia_ncu"]
     assert "gpu__time_duration.sum" in ncu["counters"] and ncu["cannot_fill"] == ["ridge_position"]
     assert [d["name"] for d in body["signature"]["dimensions"]] == list(DIMENSION_NAMES)
+    target = {"name": "gpu", "kind": "cuda", "arch": "sm90", "peak_gflops": 67000.0, "peak_gbps": 3350.0}
+    assert (
+        http.post("/v1/targets", json={"targets": [target]}, headers=bearer(keys.writer)).status_code == 200
+    )
+    counters = {"dram__throughput.avg.pct_of_peak_sustained_elapsed": 84.0, "lts__t_sector_hit_rate.pct": 48.0,
+                "l1tex__t_sector_hit_rate.pct": 31.0}  # fmt: skip
+    answer = http.post("/v1/retrieve", headers=bearer(keys.reader),
+                       json={"target": "gpu", "counter_source": "nvidia_ncu", "counters": counters})  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    explanation = answer.json()["explanation"]
+    assert explanation["measured_dimensions"] == ["memory_fraction", "l1_miss_rate", "llc_miss_rate"]
+    assert explanation["states"] == 0 and "nothing is recorded here yet" in explanation["summary"]
 
 
 def test_an_mcp_only_agent_registers_records_flat_retrieves_and_reads_evidence(
@@ -222,3 +235,42 @@ def test_an_mcp_only_agent_registers_records_flat_retrieves_and_reads_evidence(
     vocabulary = out["vocabulary"].structured_content
     unroll = next(t for t in vocabulary["transforms"] if t["name"] == "unroll")
     assert unroll["attempts"] == 2 and unroll["description"]
+
+
+def test_retrieve_from_the_terminal_with_an_ncu_export(
+    store: GraphStore, namespace: str, cli_on_test_neo4j: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from kernelgraph.cli import app
+    from kernelgraph.client.settings import get_settings
+
+    monkeypatch.setenv("KERNELGRAPH_NAMESPACE", namespace)
+    get_settings.cache_clear()
+    knowledge = KnowledgeService(store)
+    knowledge.upsert_targets(namespace, [factories.target("gpu", kind="cuda", arch="sm90", peak_gflops=67000.0,
+                                                          peak_gbps=3350.0, cores=None, isa=None)])  # fmt: skip
+    export = FIXTURES / "softmax_details.csv"
+    naive = parse_ncu_csv(export.read_text())
+    parent = {
+        "median_ns": 12_510.0,
+        "trials": 20,
+        "correct": True,
+        "counter_source": "nvidia_ncu",
+        "counters": naive,
+    }
+    knowledge.record_attempts(
+        namespace, [factories.attempt("cli:0", target_name="gpu", parent_measurement=parent)]
+    )
+    runner = CliRunner()
+    five = [arg for metric in FIVE for arg in ("--counter", f"{metric}={naive[metric]}")]
+    little = runner.invoke(app, ["retrieve", "--target", "gpu", *five])
+    assert little.exit_code == 0, little.output
+    assert "why: 0 of k=20 neighbours found" in little.stdout.replace("\n", " ")
+    found = runner.invoke(app, ["retrieve", "--target", "gpu", "--ncu-csv", str(export), "--json"])
+    assert found.exit_code == 0, found.output
+    answer = json.loads(found.stdout)
+    assert answer["neighbours"] == 1 and [t["transform"] for t in answer["transforms"]] == ["unroll"]
+    assert answer["explanation"]["states"] == 1  # 1 < k: still explained
+    bad = runner.invoke(app, ["retrieve", "--target", "gpu", "--ncu-csv", str(FIXTURES / "README.md")])
+    assert bad.exit_code == 2 and "not an ncu --csv export" in bad.stderr

@@ -75,26 +75,25 @@ def _one(args: str) -> list[dict[str, Any]]:
 
 def test_the_ids_the_page_pastes_are_the_data_s(tour: Any) -> None:
     text = EXPLORING.read_text()
-    best, *_ = _one("cypher --file cypher/best_kernels.cypher --read --param namespaces=[\"tour\"] "
-                  "--param task=softmax --param target=h100-sm90 --param limit=1")  # fmt: skip
+    best, *_ = _one('cypher --file cypher/best_kernels.cypher --read --param namespaces=["tour"] '
+                    "--param task=softmax --param target=h100-sm90 --param limit=1")  # fmt: skip
     kernel_id = best["kernel_id"]
-    pasted = set(re.findall(r"kernel_id=([0-9a-f]{32})", text)) | set(
-        re.findall(r"kernel_id => '([0-9a-f]{32})'", text)
-    )
-    assert pasted == {kernel_id}, (
-        f"docs/exploring.md pastes {pasted}; the tour graph's best softmax kernel is {kernel_id}"
-    )
-    lineage = _one(f'cypher --file cypher/kernel_lineage.cypher --read --param namespaces=["tour"] '
-                   f"--param kernel_id={kernel_id} --param max_depth=50")  # fmt: skip
-    assert len(lineage) > 2  # a chain of kept steps
     worked = _one(f'cypher --file cypher/what_worked_from_states_like.cypher --read --param namespaces=["tour"] '
                   f"--param measurement_id=null --param kernel_id={kernel_id} --param target=h100-sm90 "
                   "--param k=20 --param min_shared=3 --param limit=10")  # fmt: skip
     keys = [r["example_attempt_key"] for r in worked[:2]]
+    wanted = f"kernel id {kernel_id}, question 5's keys {json.dumps(keys)}"
+    pasted = set(re.findall(r"kernel_id=([0-9a-f]{32})", text)) | set(
+        re.findall(r"kernel_id => '([0-9a-f]{32})'", text)
+    )
+    assert pasted == {kernel_id}, f"docs/exploring.md pastes {pasted}; the tour graph gives {wanted}"
     match = re.search(r"--param 'attempt_keys=(\[.*?\])'", text)
-    assert match and json.loads(match.group(1)) == keys, f"question 5 should paste {json.dumps(keys)}"
+    assert match and json.loads(match.group(1)) == keys, f"the tour graph gives {wanted}"
     assert f":param attempt_keys => {json.dumps(keys).replace(chr(34), chr(39))}" in text
-    evidence = _one(f"cypher --file cypher/attempt_evidence.cypher --read --param namespaces=[\"tour\"] "
+    lineage = _one(f'cypher --file cypher/kernel_lineage.cypher --read --param namespaces=["tour"] '
+                   f"--param kernel_id={kernel_id} --param max_depth=50")  # fmt: skip
+    assert len(lineage) > 2  # a chain of kept steps
+    evidence = _one('cypher --file cypher/attempt_evidence.cypher --read --param namespaces=["tour"] '
                     f"--param attempt_keys={json.dumps(keys).replace(' ', '')}")  # fmt: skip
     assert {e["attempt_key"] for e in evidence} == set(keys)
 
