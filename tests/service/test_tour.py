@@ -69,38 +69,43 @@ def test_every_query_on_the_page_returns_rows(tour: Any) -> None:
         assert found, f"{name}: no rows on the tour graph ({command})"
 
 
-def _one(args: str) -> list[dict[str, Any]]:
-    return rows(shlex.split(args))
+def query(name: str, **params: Any) -> list[dict[str, Any]]:
+    """cypher/<name>.cypher on the tour namespace through the CLI, parameters as --param NAME=VALUE."""
+    args = ["cypher", "--file", f"cypher/{name}.cypher", "--read", "--param", 'namespaces=["tour"]']
+    for key, value in params.items():
+        args += ["--param", f"{key}={value if isinstance(value, str) else json.dumps(value)}"]
+    return rows(args)
 
 
 def test_the_ids_the_page_pastes_are_the_data_s(tour: Any) -> None:
     text = EXPLORING.read_text()
-    best, *_ = _one('cypher --file cypher/best_kernels.cypher --read --param namespaces=["tour"] '
-                    "--param task=softmax --param target=h100-sm90 --param limit=1")  # fmt: skip
+    best, *_ = query("best_kernels", task="softmax", target="h100-sm90", limit=1)
     kernel_id = best["kernel_id"]
-    worked = _one(f'cypher --file cypher/what_worked_from_states_like.cypher --read --param namespaces=["tour"] '
-                  f"--param measurement_id=null --param kernel_id={kernel_id} --param target=h100-sm90 "
-                  "--param k=20 --param min_shared=3 --param limit=10")  # fmt: skip
+    worked = query("what_worked_from_states_like", measurement_id=None, kernel_id=kernel_id, target="h100-sm90",
+                   k=20, min_shared=3, limit=10)  # fmt: skip
     keys = [r["example_attempt_key"] for r in worked[:2]]
     wanted = f"kernel id {kernel_id}, question 5's keys {json.dumps(keys)}"
     pasted = set(re.findall(r"kernel_id=([0-9a-f]{32})", text)) | set(
         re.findall(r"kernel_id => '([0-9a-f]{32})'", text)
     )
-    assert pasted == {kernel_id}, f"docs/exploring.md pastes {pasted}; the tour graph gives {wanted}"
+    # Question 6's KernelBench kernel: its id is the importer's content hash, as the page says.
+    from kernelgraph.service.importers.kernelbench import Config, kernel_id_of
+
+    kernelbench = kernel_id_of(1, "23_Softmax.py", Config("inductor", "max-autotune"))
+    assert kernelbench in pasted, f"question 6 should paste {kernelbench}"
+    assert pasted - {kernelbench} == {kernel_id}, (
+        f"docs/exploring.md pastes {pasted}; the tour graph gives {wanted}"
+    )
     match = re.search(r"--param 'attempt_keys=(\[.*?\])'", text)
     assert match and json.loads(match.group(1)) == keys, f"the tour graph gives {wanted}"
     assert f":param attempt_keys => {json.dumps(keys).replace(chr(34), chr(39))}" in text
-    lineage = _one(f'cypher --file cypher/kernel_lineage.cypher --read --param namespaces=["tour"] '
-                   f"--param kernel_id={kernel_id} --param max_depth=50")  # fmt: skip
-    assert len(lineage) > 2  # a chain of kept steps
-    evidence = _one('cypher --file cypher/attempt_evidence.cypher --read --param namespaces=["tour"] '
-                    f"--param attempt_keys={json.dumps(keys).replace(' ', '')}")  # fmt: skip
+    assert len(query("kernel_lineage", kernel_id=kernel_id, max_depth=50)) > 2  # a chain of kept steps
+    evidence = query("attempt_evidence", attempt_keys=keys)
     assert {e["attempt_key"] for e in evidence} == set(keys)
 
 
 def test_failure_hotspots_do_not_count_discarded_as_failure(tour: Any) -> None:
-    hot = _one('cypher --file cypher/failure_hotspots.cypher --read --param namespaces=["tour"] '
-               "--param target=null --param limit=1000")  # fmt: skip
+    hot = query("failure_hotspots", target=None, limit=1000)
     assert hot and all(r["failures"] == r["compile_errors"] + r["rejected"] + r["incorrect"] + r["crashed"]
                        + r["timeouts"] + r["implausible"] for r in hot)  # fmt: skip
     assert all(r["failures"] > 0 for r in hot)
