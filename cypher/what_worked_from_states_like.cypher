@@ -6,7 +6,8 @@
 // Parameters: $namespaces, $measurement_id (or null), $kernel_id (used when measurement_id is null: its
 //   latest measurement, on $target when given), $target (or null), $k, $min_shared, $limit.
 // Returns: transform, attempts, kept, success_rate, mean_log_speedup (similarity-weighted, timed
-//   attempts), best_speedup, states, mean_similarity, example_attempt_key; the best mean first.
+//   attempts), best_speedup, states, mean_similarity, example_attempt_key (the fastest attempt behind
+//   it); the best mean first.
 // :param namespaces => ['tour']
 // :param measurement_id => null
 // :param kernel_id => null
@@ -31,6 +32,7 @@ WITH m, 1.0 / (1.0 + reduce(d2 = 0.0, i IN own | d2 + (m.signature[i] - q.signat
 ORDER BY similarity DESC, m.measurement_id
 LIMIT $k
 MATCH (m)-[:HAS_EVIDENCE]->(e:StateEvidence)
+WITH m, similarity, e ORDER BY coalesce(e.best_speedup, 0.0) DESC, e.best_attempt_key
 WITH e.transform AS transform, sum(e.attempts) AS attempts, sum(e.successes) AS kept,
      sum(similarity * e.sum_log_speedup) AS weighted_gain, sum(similarity * e.runtime_attempts) AS weighted_runs,
      max(e.best_speedup) AS best_speedup, count(DISTINCT m) AS states, avg(similarity) AS mean_similarity,
