@@ -188,7 +188,8 @@ def optimize_cmd(
             TypeAdapter(Namespace).validate_python(namespace)
         except ValidationError:
             raise exit_with(
-                f"--namespace: {namespace!r} is not a namespace (1-64 lower-case letters, digits, '_' and '-')"
+                f"--namespace: {namespace!r} is not a namespace (1-64 lower-case letters, digits, '_' and '-')",
+                1,
             ) from None
     settings = get_settings()
     backend = make_backend(backend_name, quick=not full_timing)

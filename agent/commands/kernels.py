@@ -80,7 +80,8 @@ def show_task(
     console = Console()
     console.print(f"[bold]{task.name}[/] ({task.family}): {task.description}", highlight=False)
     console.print(f"patterns: {', '.join(task.patterns)}", highlight=False)
-    console.print(f"C signature: {shown['c_signature']}", highlight=False, markup=False, soft_wrap=True)
+    label = "C signature" if backend == "c" else "C signature (of the c backend's kernels)"
+    console.print(f"{label}: {shown['c_signature']}", highlight=False, markup=False, soft_wrap=True)
     instances = ", ".join(f"{i.name} ({i.regime})" for i in task.instances) or "none (one full size)"
     console.print(f"instances: {instances}", highlight=False, soft_wrap=True)
     console.print("transforms: " + "; ".join(
