@@ -71,7 +71,9 @@ def test_the_docs_tables_are_the_code_s() -> None:
     assert coverage_markdown() in text and ncu_metrics_markdown() in text
 
 
-def test_an_empty_retrieval_explains_itself(store: GraphStore, namespace: str) -> None:
+def record_on_gpu(store: GraphStore, namespace: str, key: str, **attempt: Any) -> dict[str, float]:
+    """A registered H100-like target and one attempt from the state the details-page export measured;
+    returns that export's counters."""
     knowledge = KnowledgeService(store)
     knowledge.upsert_targets(namespace, [factories.target("gpu", kind="cuda", arch="sm90", peak_gflops=67000.0,
                                                           peak_gbps=3350.0, cores=None, isa=None)])  # fmt: skip
@@ -83,8 +85,15 @@ def test_an_empty_retrieval_explains_itself(store: GraphStore, namespace: str) -
         "counter_source": "nvidia_ncu",
         "counters": naive,
     }
-    knowledge.record_attempts(namespace, [factories.attempt("r:0", target_name="gpu", parent_measurement=parent,
-                                                            child_measurement=None, outcome="crashed", speedup=None)])  # fmt: skip
+    knowledge.record_attempts(
+        namespace, [factories.attempt(key, target_name="gpu", parent_measurement=parent, **attempt)]
+    )
+    return naive
+
+
+def test_an_empty_retrieval_explains_itself(store: GraphStore, namespace: str) -> None:
+    knowledge = KnowledgeService(store)
+    naive = record_on_gpu(store, namespace, "r:0", child_measurement=None, outcome="crashed", speedup=None)
     five = {m: naive[m] for m in FIVE}
     little = knowledge.retrieve(
         [namespace], {"target": "gpu", "counter_source": "nvidia_ncu", "counters": five}
@@ -247,21 +256,8 @@ def test_retrieve_from_the_terminal_with_an_ncu_export(
 
     monkeypatch.setenv("KERNELGRAPH_NAMESPACE", namespace)
     get_settings.cache_clear()
-    knowledge = KnowledgeService(store)
-    knowledge.upsert_targets(namespace, [factories.target("gpu", kind="cuda", arch="sm90", peak_gflops=67000.0,
-                                                          peak_gbps=3350.0, cores=None, isa=None)])  # fmt: skip
     export = FIXTURES / "softmax_details.csv"
-    naive = parse_ncu_csv(export.read_text())
-    parent = {
-        "median_ns": 12_510.0,
-        "trials": 20,
-        "correct": True,
-        "counter_source": "nvidia_ncu",
-        "counters": naive,
-    }
-    knowledge.record_attempts(
-        namespace, [factories.attempt("cli:0", target_name="gpu", parent_measurement=parent)]
-    )
+    naive = record_on_gpu(store, namespace, "cli:0")
     runner = CliRunner()
     five = [arg for metric in FIVE for arg in ("--counter", f"{metric}={naive[metric]}")]
     little = runner.invoke(app, ["retrieve", "--target", "gpu", *five])
