@@ -17,7 +17,7 @@ import math
 import statistics
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -77,6 +77,7 @@ class StepReport:
     rationale: str
     attempt_key: str  # the key it was recorded (or tried to be recorded) under
     recorded: bool
+    retrieval: Mapping[str, Any] | None = None  # what the proposer retrieved (Proposal.retrieval)
 
 
 @dataclass
@@ -137,6 +138,9 @@ class OptimizeResult:
             "outcomes": self.outcomes,
             "curve": self.curve,
             "final_interleaved": self.final_interleaved,
+            # The live "so far" figure: the product of the kept steps' interleaved speedups; `speedup`
+            # is the final re-timing (best and baseline interleaved) when final_interleaved.
+            "chained_speedup": _finite_or_none(self.chained_speedup),
             "best_config": dict(self.best_config) if self.best_config is not None else None,
             "library": self.library.to_json() if self.library is not None else None,
             "yardsticks": self.best_yardsticks.to_json() if self.best_yardsticks is not None else None,
@@ -159,6 +163,7 @@ def _step_json(s: StepReport) -> dict[str, Any]:
         "median_ns": s.median_ns,
         "speedup_so_far": s.speedup_so_far,
         "diagnosis": s.diagnosis[:500],
+        "retrieval": dict(s.retrieval) if s.retrieval is not None else None,
     }
 
 
@@ -435,6 +440,8 @@ def optimize(
             if progress is not None and console is not None:
                 progress.advance(progress.task_ids[0])
                 console.print(_step_line(report), highlight=False)
+                if report.retrieval is not None:
+                    console.print(_retrieval_line(report.retrieval), highlight=False, markup=False)
             if on_step is not None:
                 on_step(report)
     finally:
@@ -553,7 +560,7 @@ def _attempt(
         step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome, speedup=speedup,
         median_ns=profile.median_ns if profile is not None and not profile.static else None, best_ns=result.best_ns,
         speedup_so_far=result.chained_speedup, diagnosis=diagnosis, rationale=proposal.rationale,
-        attempt_key=record.attempt_key, recorded=recorded,
+        attempt_key=record.attempt_key, recorded=recorded, retrieval=proposal.retrieval,
     )  # fmt: skip
     entry = HistoryEntry(step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome,
                          speedup=speedup, config=proposal.config, diagnosis=diagnosis)  # fmt: skip
@@ -577,8 +584,17 @@ def _step_line(report: StepReport) -> str:
     style = _STYLE[report.outcome]
     return (
         f"  step {report.step:>2}  {report.transform}{f'({params})' if params else ''}"
-        f"  [{style}]{report.outcome.value}[/{style}]{gain}  best {report.speedup_so_far:.2f}x"
+        f"  [{style}]{report.outcome.value}[/{style}]{gain}  so far {report.speedup_so_far:.2f}x"
     )
+
+
+def _retrieval_line(retrieval: Mapping[str, Any]) -> str:
+    """What the experience proposer retrieved before the step, under its line."""
+    found = ", ".join(
+        f"{t['transform']} {t['score']:+.2f} ({t['attempts']})" for t in retrieval["transforms"]
+    )
+    why = f"; {retrieval['explanation']}" if retrieval.get("explanation") else ""
+    return f"           retrieved {retrieval['neighbours']} similar states: {found or 'no transforms'}{why}"
 
 
 def _progress(console: Console | None, label: str, budget: int) -> Progress | None:

@@ -651,6 +651,30 @@ class RetrievedTransform(BaseModel):
     keys: int = 0  # how many API keys recorded the evidence (`legacy`, evidence older than keys, is one)
 
 
+class MissingDimension(BaseModel):
+    """A signature dimension the query did not measure, and what that cost."""
+
+    dimension: str
+    # The counters that fill it from the request's counter source; None when that source cannot
+    # measure it at all (docs/api.md, "What each counter source fills").
+    fill_with: str | None
+    # Explored states that measured it: none of them can be a neighbour of this query, since a state is
+    # compared on every dimension it measured (docs/retrieval.md).
+    blocked_states: int
+
+
+class RetrievalExplanation(BaseModel):
+    """Why a retrieval found fewer than `k` neighbours: what the query measured and what the graph holds."""
+
+    measured_dimensions: list[str]
+    missing_dimensions: list[MissingDimension]
+    states: int  # explored states in the namespaces read (re-measurements merged into another left out)
+    states_on_target: int  # of them, measured on the request's target
+    comparable_states: int  # of them, states this query can be compared with (before task exclusion)
+    excluded_by_task: int  # comparable states left out by `exclude_task(s)`
+    summary: str  # the above in one sentence, with what to send to find more
+
+
 class RetrieveResponse(BaseModel):
     mode: RetrievalMode
     target: str
@@ -671,6 +695,9 @@ class RetrieveResponse(BaseModel):
     evidence_keys: int = 0
     verified_only: bool = False
     influence_bound: float = 0.0
+    # Present when fewer than `k` neighbours were found: which dimensions were missing, how many states
+    # the namespaces and target hold, what was filtered out (None when the retrieval found k).
+    explanation: RetrievalExplanation | None = None
 
 
 class TransferRow(BaseModel):

@@ -66,6 +66,12 @@ def demo_cmd(
     results_dir: Annotated[
         str, typer.Option("--results-dir", help="With --agents: where the JSON report is saved.")
     ] = "results",
+    namespace: Annotated[
+        str,
+        typer.Option(
+            "--namespace", "-n", help="Namespace the demo's experience goes to (not with --agents)."
+        ),
+    ] = DEMO_NAMESPACE,
 ) -> None:
     """Learn from a few tasks, then optimize an unseen one with experience and without, side by side.
 
@@ -85,7 +91,11 @@ def demo_cmd(
     from kernelgraph.service.neo4j_local import LocalNeo4j
 
     started = time.monotonic()
-    settings = get_settings().model_copy(update={"namespace": DEMO_NAMESPACE})
+    from kernelgraph.service.auth import check_namespace
+
+    settings = get_settings().model_copy(
+        update={"namespace": check_namespace(namespace, field="--namespace")}
+    )
     target = get_target(target_name)
     if not target.available:
         target = get_target("cpu-x86-64-v2")
@@ -144,7 +154,7 @@ def demo_cmd(
     )
     console.print("Which transforms worked, by access pattern, in this demo:")
     console.print(
-        f"MATCH (a:Attempt {{namespace: '{DEMO_NAMESPACE}'}})-[:FROM]->(:Kernel)-[:EXHIBITS]->(p:AccessPattern)\n"
+        f"MATCH (a:Attempt {{namespace: '{namespace}'}})-[:FROM]->(:Kernel)-[:EXHIBITS]->(p:AccessPattern)\n"
         "RETURN p.name AS pattern, a.transform AS transform, count(*) AS attempts,\n"
         "       sum(CASE a.outcome WHEN 'kept' THEN 1 ELSE 0 END) AS kept, max(a.speedup) AS best_speedup\n"
         "ORDER BY pattern, kept DESC;",

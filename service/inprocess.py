@@ -110,6 +110,12 @@ class InProcessClient:
         """The attempts behind retrieved evidence, in full (as `KernelGraphClient.evidence`)."""
         return self.knowledge.evidence([self.namespace], list(attempt_keys))
 
+    def vocabulary(self) -> dict[str, Any]:
+        """The names to choose from (as `KernelGraphClient.vocabulary`, GET /v1/vocabulary)."""
+        from kernelgraph.service.vocabulary import vocabulary
+
+        return vocabulary(self.knowledge.list_transforms([self.namespace]))
+
     def close(self) -> None:
         if self._owned_driver is not None:
             self._owned_driver.close()

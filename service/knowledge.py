@@ -42,6 +42,7 @@ from kernelgraph.client.models import (
     content_id,
     validate,
 )
+from kernelgraph.client.ncu import dimension_reads
 from kernelgraph.client.signature import (
     MIN_SHARED_DIMENSIONS,
     SIGNATURE_DIM,
@@ -55,6 +56,7 @@ from kernelgraph.client.signature import (
 )
 from kernelgraph.service.consolidation import ConsolidationReport, consolidate
 from kernelgraph.service.embeddings import Embedder
+from kernelgraph.service.explain import explain
 from kernelgraph.service.stats import spearman
 from kernelgraph.service.store import REQUEST_WRITE_TIMEOUT_S, GraphStore, Reader
 from kernelgraph.service.transfer import (
@@ -658,6 +660,11 @@ class KnowledgeService:
         transforms = [_retrieved(row) for row in rows]
         keys = {key for row in rows for key in row["keys"]}
         ranked = sorted(neighbours, key=lambda m: (-neighbours[m], m))
+        explanation = None
+        if len(neighbours) < req.k:  # found little: say why (service/explain.py)
+            explanation = self.store.read_transaction(
+                lambda reader: explain(reader, spaces, req, signature, len(neighbours))
+            )
         return RetrieveResponse(
             mode=req.mode,
             target=req.target,
@@ -673,6 +680,7 @@ class KnowledgeService:
             evidence_keys=len(keys),
             verified_only=req.verified_only,
             influence_bound=INFLUENCE_BOUND,
+            explanation=explanation,
         )
 
     def _neighbours_and_transforms(
@@ -729,9 +737,11 @@ class KnowledgeService:
             raise InvalidInput("`counter_source` is required with raw `counters`", field="counter_source")
         signature = compute_signature(req.counter_source, req.counters, peaks_of(target))
         if not signature.measured:
+            reads = "; ".join(f"{d}: {r}" for d, r in dimension_reads(req.counter_source).items())
             raise InvalidInput(
                 f"the counters measure no signature dimension of counter source {req.counter_source.value!r} "
-                "on this target (docs/counter-signature.md says which counters each dimension reads)",
+                f"on this target; it reads {reads} (docs/api.md, 'What each counter source fills'; "
+                "GET /v1/vocabulary or the MCP tool vocabulary lists the names)",
                 field="counters",
             )
         return signature

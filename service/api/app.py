@@ -183,7 +183,15 @@ def create_app(
     settings: Settings, *, driver: Driver | None = None, max_body_bytes: int = MAX_BODY_BYTES
 ) -> FastAPI:
     """The service app. With `driver`, the caller owns it; otherwise the lifespan opens and closes one."""
-    from kernelgraph.service.api.routes import attempts, experience, health, namespaces, targets, trust
+    from kernelgraph.service.api.routes import (
+        attempts,
+        experience,
+        health,
+        namespaces,
+        targets,
+        trust,
+        vocabulary,
+    )
     from kernelgraph.service.embeddings import MiniLMEmbedder
 
     @asynccontextmanager
@@ -226,7 +234,7 @@ def create_app(
         app.add_exception_handler(exc_type, handle_error)
     app.add_middleware(BodyGuard, max_bytes=max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # outermost: times everything, 413s included
-    for module in (health, targets, attempts, experience, namespaces, trust):
+    for module in (health, targets, attempts, experience, namespaces, trust, vocabulary):
         app.include_router(module.router, prefix="/v1")
 
     @app.get(

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelgraph.client.models import Role
+from kernelgraph.client.tables import readable
 
 console = Console()
 err = Console(stderr=True)
@@ -91,7 +92,7 @@ def keys_list() -> None:
     for row in rows:
         table.add_row(row["key_id"], row["role"], row["namespace"], row["label"] or "", row["created_at"],
                       row.get("revoked_at") or "")  # fmt: skip
-    console.print(table)
+    console.print(readable(table))
 
 
 @keys_app.command("revoke")
@@ -164,14 +165,18 @@ def namespaces_delete(
     Runs on Neo4j directly (KERNELGRAPH_NEO4J_*), so it needs no API key; over HTTP an admin key does
     the same with DELETE /v1/namespaces/{namespace}. `--dry-run` counts, per label, what would go.
     """
-    from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.client.errors import KernelGraphError, NotFound
     from kernelgraph.service import namespaces
+    from kernelgraph.service.consolidation import namespaces_with_states
 
     try:
         held = _store_then(lambda store: namespaces.contents(store, namespace))
-        if dry_run or held.total_nodes == 0:
-            verb = "would delete" if held.total_nodes else "holds nothing; nothing to delete"
-            console.print(_contents_table(held, f"namespace {namespace!r} {verb}"))
+        if held.total_nodes == 0:  # a misspelled name must not look like a success
+            known = _store_then(namespaces_with_states)
+            raise NotFound(f"namespace {namespace!r} holds nothing; namespaces with measured states: "
+                           f"{', '.join(known) or 'none'}", field="namespace")  # fmt: skip
+        if dry_run:
+            console.print(_contents_table(held, f"namespace {namespace!r} would delete"))
             return
         console.print(_contents_table(held, f"namespace {namespace!r} holds"))
         if not yes and not typer.confirm(
@@ -181,6 +186,8 @@ def namespaces_delete(
             raise typer.Exit(1)
         with err.status(f"deleting namespace {namespace!r}..."):
             deleted = _store_then(lambda store: namespaces.delete(store, namespace))
+    except NotFound:
+        raise
     except KernelGraphError as exc:
         err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
         raise typer.Exit(2) from None
@@ -195,8 +202,8 @@ def mcp(
     host: Annotated[str, typer.Option(help="Address for the http transport.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port for the http transport (serves /mcp).")] = 8601,
 ) -> None:
-    """Run the MCP server (tools: retrieve_transforms, record_attempt, transfer, transfer_matrix,
-    predict_transfer, lineage, list_targets).
+    """Run the MCP server (tools: vocabulary, register_target, retrieve_transforms, record_attempt,
+    evidence, transfer, transfer_matrix, predict_transfer, lineage, list_targets; docs/api.md).
 
     It talks to KERNELGRAPH_SERVICE_URL when set (with KERNELGRAPH_API_KEY), else to Neo4j in-process
     (namespace KERNELGRAPH_NAMESPACE).
