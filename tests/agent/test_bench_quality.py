@@ -1,0 +1,79 @@
+"""`kernelgraph bench quality`: the library computes what the task computes, and the quick report has
+the shape the docs table is generated from (the full run is a benchmark, not a timed test)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from kernelgraph.agent.bench.quality import (
+    DOCS_BEGIN,
+    DOCS_END,
+    LIBRARY_CALLS,
+    QUICK_BUDGET,
+    goals,
+    write_table,
+)
+from kernelgraph.agent.tasks import all_tasks
+from kernelgraph.cli import app
+
+
+@pytest.mark.parametrize("task", all_tasks("c"), ids=[t.name for t in all_tasks("c")])
+def test_the_library_call_computes_the_reference(task) -> None:  # type: ignore[no-untyped-def]
+    """A yardstick that computed something else would make every ratio meaningless."""
+    assert task.name in LIBRARY_CALLS, f"{task.name} has no library call"
+    inputs = task.make_inputs(1, True)
+    got = np.asarray(LIBRARY_CALLS[task.name][1](inputs))
+    (want,) = task.reference(inputs).values()
+    np.testing.assert_allclose(got.reshape(want.shape).astype("f8"), want.astype("f8"), rtol=2e-3, atol=2e-3)
+
+
+def test_goals_say_which_are_missed() -> None:
+    rows = [
+        {"task": "matmul", "instance": "1024", "bound": "compute", "vs_library": 0.4},
+        {"task": "matmul", "instance": "default", "bound": "compute", "vs_library": 1.2, "library_ns": 1.0},
+        {"task": "reduction", "instance": "default", "bound": "memory", "vs_library": 0.9, "library_ns": 1.0,
+         "roofline_fraction": 0.75},
+        {"task": "softmax", "instance": "default", "bound": "memory", "vs_library": 0.5, "library_ns": 1.0,
+         "roofline_fraction": 0.2},
+    ]  # fmt: skip
+    g = goals(rows)
+    assert g["matmul_1024_fraction_of_library"]["met"] is False
+    assert g["memory_bound_fraction_of_roofline"]["reduction"]["met"] is True
+    assert g["memory_bound_fraction_of_roofline"]["softmax"]["met"] is False
+    assert g["fast_1"]["tasks_faster"] == ["matmul"] and g["fast_1"]["value"] == pytest.approx(1 / 3)
+
+
+def test_quick_quality_report(cli_on_test_neo4j: None, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["bench", "quality", "--quick", "--json", "--results-dir", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["quick"] and report["budget"] == QUICK_BUDGET and report["target"] == "cpu-native"
+    assert [r["task"] for r in report["runs"]] == ["matmul", "reduction"]
+    assert all(r["attempts"] == QUICK_BUDGET for r in report["runs"])
+    rows = {r["task"]: r for r in report["rows"]}
+    assert rows["matmul"]["bound"] == "compute" and rows["reduction"]["bound"] == "memory"
+    for row in rows.values():
+        assert row["kernel_outcome"] == "kept" and row["kernel_ns"] > 0 and row["library_ns"] > 0
+        assert row["roofline_ns"] > 0 and row["roofline_fraction"] == pytest.approx(
+            row["roofline_ns"] / row["kernel_ns"]
+        )
+        assert row["vs_library"] == pytest.approx(row["library_ns"] / row["kernel_ns"])
+        assert len(row["load_average"]) == 3
+    assert set(report["goals"]) >= {"memory_bound_fraction_of_roofline", "fast_1"}
+    saved = json.loads(Path(report["saved"]).read_text())
+    assert saved["rows"] == report["rows"]
+    page = tmp_path / "page.md"
+    page.write_text(f"# x\n{DOCS_BEGIN}\nold\n{DOCS_END}\nafter\n")
+    write_table(saved, page)
+    text = page.read_text()
+    assert "old" not in text and text.endswith("after\n") and "| matmul | 300x300 | compute |" in text
+    page.write_text("no markers")
+    with pytest.raises(ValueError, match="markers"):
+        write_table(saved, page)
