@@ -44,6 +44,24 @@ GOAL_MEMORY_FRACTION = 0.7
 GOAL_FAST_1 = 0.5
 
 
+def host_cache_bytes(level: int, cpu: int = 0) -> int | None:
+    """The size of this host's data or unified cache at `level` for one core, from /sys; None if unknown."""
+    root = Path(f"/sys/devices/system/cpu/cpu{cpu}/cache")
+    for index in sorted(root.glob("index*")):
+        try:
+            if (
+                int((index / "level").read_text()) != level
+                or (index / "type").read_text().strip() == "Instruction"
+            ):
+                continue
+            size = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        units = {"K": 1024, "M": 1024**2, "G": 1024**3}
+        return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+    return None
+
+
 def load_average() -> list[float]:
     return [round(v, 2) for v in os.getloadavg()]
 
@@ -138,13 +156,16 @@ def measure_row(task: Task, instance: str, source: str, target: Target, backend:
     inputs = timed.make_inputs(TIMING_SEED, False)
     shape = "x".join(str(d) for d in next(iter(inputs.values())).shape)
     row: dict[str, Any] = {"task": task.name, "instance": instance or "default", "shape": shape}
+    flops, moved = timed.flops(inputs), timed.bytes_moved(inputs)
     profile = backend.profile(timed, source, target)
     kernel_ns = profile.median_ns if profile.outcome == Outcome.KEPT else math.nan
     library = library_time(timed, inputs)
     roof_ns, bound = roofline_ns(timed, inputs, target)
-    flops, moved = timed.flops(inputs), timed.bytes_moved(inputs)
+    l2 = host_cache_bytes(2)
     row.update(
         bound=bound,
+        working_set_bytes=moved,
+        leaves_l2=None if l2 is None else moved > l2,
         kernel_ns=kernel_ns if math.isfinite(kernel_ns) else None,
         kernel_outcome=profile.outcome.value,
         kernel_rel_iqr=profile.iqr_ns / profile.median_ns if math.isfinite(kernel_ns) and kernel_ns else None,
@@ -222,6 +243,8 @@ def run_quality(
         "counters": backend.counters,
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "load_average_start": load_average(),
+        "l2_bytes": host_cache_bytes(2),
+        "llc_bytes": host_cache_bytes(3),
         "numpy": np.__version__,
         "rows": [],
         "runs": [],

@@ -17,7 +17,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = 300_000, 523
@@ -35,7 +35,15 @@ def _structure(rows: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def make_inputs(seed: int, small: bool) -> Arrays:
-    rows = SMALL if small else FULL
+    return inputs_at(seed, (SMALL,) if small else (FULL,))
+
+
+# ~24 nonzeros a row at 8 bytes each plus x and y: 3000 rows fit a 1 MiB L2, 100000 (~30 MB) leave it.
+INSTANCES = (Instance("3000", (3000,), "L2"), Instance("100000", (100000,), "LLC"))
+
+
+def inputs_at(seed: int, shape: Shape) -> Arrays:
+    (rows,) = shape
     row_ptr, col_idx = _structure(rows)
     g = rng(seed)
     return {
@@ -107,4 +115,6 @@ def task() -> Task:
         ),
         render={"c": render_c},
         sizes=lambda x: {"rows": x["row_ptr"].size - 1, "nnz": x["values"].size},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
     )

@@ -16,6 +16,7 @@ from kernelgraph.agent.bench.quality import (
     LIBRARY_CALLS,
     QUICK_BUDGET,
     goals,
+    host_cache_bytes,
     write_table,
 )
 from kernelgraph.agent.tasks import all_tasks
@@ -30,6 +31,20 @@ def test_the_library_call_computes_the_reference(task) -> None:  # type: ignore[
     got = np.asarray(LIBRARY_CALLS[task.name][1](inputs))
     (want,) = task.reference(inputs).values()
     np.testing.assert_allclose(got.reshape(want.shape).astype("f8"), want.astype("f8"), rtol=2e-3, atol=2e-3)
+
+
+def test_every_memory_bound_task_has_an_instance_that_leaves_the_l2() -> None:
+    """Read from this host's /sys: a size whose compulsory traffic does not fit one core's L2."""
+    l2 = host_cache_bytes(2)
+    if l2 is None:
+        pytest.skip("this host does not describe its caches in /sys")
+    for task in all_tasks("c"):
+        x = task.make_inputs(0, False)
+        if task.flops(x) / task.bytes_moved(x) >= 4:  # compute-bound (matmul): its n=1024 instance
+            assert any(i.name == "1024" for i in task.instances), task.name
+            continue
+        sizes = [task.bytes_moved(task.at(i).make_inputs(0, False)) for i in task.instances]
+        assert any(s > l2 for s in sizes), f"{task.name}: no instance leaves the {l2}-byte L2"
 
 
 def test_goals_say_which_are_missed() -> None:
@@ -65,7 +80,7 @@ def test_quick_quality_report(cli_on_test_neo4j: None, tmp_path: Path) -> None:
             row["roofline_ns"] / row["kernel_ns"]
         )
         assert row["vs_library"] == pytest.approx(row["library_ns"] / row["kernel_ns"])
-        assert len(row["load_average"]) == 3
+        assert len(row["load_average"]) == 3 and row["working_set_bytes"] > 0
     assert set(report["goals"]) >= {"memory_bound_fraction_of_roofline", "fast_1"}
     saved = json.loads(Path(report["saved"]).read_text())
     assert saved["rows"] == report["rows"]
