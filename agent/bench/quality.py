@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
+from kernelgraph.agent.backends.base import Backend
 from kernelgraph.agent.backends.c import TIMING_SEED, CBackend
 from kernelgraph.agent.results import Outcome
 from kernelgraph.agent.targets import Target, host_identity
@@ -150,7 +151,7 @@ def roofline_ns(task: Task, inputs: Arrays, target: Target) -> tuple[float, str]
     return (compute, "compute") if compute >= memory else (memory, "memory")
 
 
-def measure_row(task: Task, instance: str, source: str, target: Target, backend: CBackend) -> dict[str, Any]:
+def measure_row(task: Task, instance: str, source: str, target: Target, backend: Backend) -> dict[str, Any]:
     """One (task, size) row: the kernel by the sandboxed evaluator, then the library, same inputs."""
     timed = task.at(instance) if instance else task
     inputs = timed.make_inputs(TIMING_SEED, False)
@@ -256,7 +257,7 @@ def run_quality(
         result = optimize(task, backend, target, proposer, client, budget, seed=seed, final_check=False)
         report["runs"].append({
             "task": task.name, "run_id": result.run_id, "attempts": result.attempts,
-            "outcomes": result.outcomes, "best_config": dict(result.best_config),
+            "outcomes": result.outcomes, "best_config": dict(result.best_config or {}),
             "speedup_over_baseline": result.speedup,
         })  # fmt: skip
         instances = [
