@@ -68,6 +68,20 @@ def turn_on(
     )
 
 
+# fp32 lanes of explicit vector code: AVX-512, AVX2, SSE (the `vector_width` transform's choices).
+VECTOR_WIDTHS: tuple[int, ...] = (16, 8, 4)
+
+
+def vector_width(apply: Callable[[Config, Mapping[str, Any]], Config | None], what: str) -> TransformSpec:
+    """The `vector_width` transform: `apply` sets knob `width` (fp32 lanes, from VECTOR_WIDTHS)."""
+    return TransformSpec(
+        name=str(Transform.VECTOR_WIDTH),
+        params={"width": VECTOR_WIDTHS},
+        apply=apply,
+        description=f"{what} in explicit GCC vectors of 16 (AVX-512), 8 (AVX2) or 4 (SSE) fp32 lanes.",
+    )
+
+
 # OpenMP schedules every task offers through the `schedule` transform. `dynamic,1` hands out one
 # iteration at a time: fine for coarse rows, very costly on fine-grained element loops.
 SCHEDULES: tuple[str, ...] = ("static", "dynamic,1", "dynamic,64", "guided")

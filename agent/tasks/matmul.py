@@ -7,6 +7,7 @@ from typing import Any
 
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
+    VECTOR_WIDTHS,
     f32,
     indent,
     omp_for,
@@ -17,6 +18,7 @@ from kernelgraph.agent.tasks._common import (
     simd,
     turn_on,
     unroll,
+    vector_width,
     with_,
 )
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task, TransformSpec
@@ -324,7 +326,7 @@ def _vector_width_applies(config: Config) -> bool:
 def _vector_width(config: Config, params: Mapping[str, Any]) -> Config | None:
     if not _vector_width_applies(config):
         return None
-    width = int(params.get("width", 16))
+    width = int(params.get("width", VECTOR_WIDTHS[0]))
     if _blocked(config):
         return with_(config, width=width)
     return with_(config, width=width, simd=False, unroll=1)
@@ -351,24 +353,7 @@ BASELINE: Config = {
 # Register blocking on a loop kernel without explicit vectors starts at the AVX2 width (8 lanes):
 # every x86-64-v3 target runs it natively, and `vector_width` moves it to the target's own width.
 DEFAULT_BLOCK_WIDTH = 8
-BEST_KNOWN: Config = {
-    "order": "ikj",
-    "tile": 64,
-    "layout": "row",
-    "unroll": 4,
-    "simd": True,
-    "parallel": True,
-    "schedule": "static",
-    "jam": 1,
-    "width": 0,
-    "mr": 0,
-    "nv": 1,
-    "pack": False,
-    "kc": 256,
-    "mc": 96,
-    "prefetch": 0,
-    "partition": "ic",
-}
+BEST_KNOWN: Config = {**BASELINE, "order": "ikj", "tile": 64, "unroll": 4, "simd": True, "parallel": True}
 
 
 # Compute-bound: serial code wins while the whole problem sits in L1; tiling and threads pay later.
@@ -415,12 +400,7 @@ def task() -> Task:
                 (4, 2, 1),
                 requires=lambda c: _loop_kernel(c) and c["order"] == "ikj",
             ),
-            TransformSpec(
-                name=str(Transform.VECTOR_WIDTH),
-                params={"width": (16, 8, 4)},
-                apply=_vector_width,
-                description="Explicit GCC vectors of 16 (AVX-512), 8 (AVX2) or 4 (SSE) fp32 lanes.",
-            ),
+            vector_width(_vector_width, "The micro-kernel (or the ikj j loop)"),
             TransformSpec(
                 name=str(Transform.REGISTER_BLOCK),
                 params={"mr": (6, 4, 8, 12, 14), "nv": (2, 1, 3, 4)},

@@ -9,6 +9,7 @@ import numpy as np
 
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
+    VECTOR_WIDTHS,
     f32,
     omp_for,
     parallelize,
@@ -16,6 +17,7 @@ from kernelgraph.agent.tasks._common import (
     schedule,
     set_knob,
     turn_on,
+    vector_width,
     vloop,
     with_,
 )
@@ -198,7 +200,7 @@ LOOP_FORM: Config = {"fuse": False, "simd": False, "unroll": 1, "recip": False}
 
 
 def _vector_width(config: Config, params: Mapping[str, Any]) -> Config | None:
-    return with_(config, **LOOP_FORM, width=int(params.get("width", 16)))
+    return with_(config, **LOOP_FORM, width=int(params.get("width", VECTOR_WIDTHS[0])))
 
 
 def _vector(config: Config) -> bool:
@@ -257,12 +259,7 @@ def task() -> Task:
             ),
             parallelize(),
             schedule(),
-            TransformSpec(
-                name=str(Transform.VECTOR_WIDTH),
-                params={"width": (16, 8, 4)},
-                apply=_vector_width,
-                description="Rows in explicit GCC vectors of 16 (AVX-512), 8 (AVX2) or 4 (SSE) fp32 lanes.",
-            ),
+            vector_width(_vector_width, "Rows"),
             turn_on(
                 Transform.VECTOR_MATH,
                 "vector_math",
