@@ -125,8 +125,8 @@ LIBRARY_CALLS: dict[str, tuple[str, Callable[[Arrays], object]]] = {
 }
 
 
-def library_time(task: Task, inputs: Arrays) -> tuple[float, str] | None:
-    """The library's median time (ns) for `task` on `inputs`, and which call it is; None if none.
+def library_time(task: Task, inputs: Arrays) -> tuple[list[float], str] | None:
+    """The library's call times (ns) for `task` on `inputs`, and which call it is; None if none.
 
     The one library harness of this bench (the #29 yardstick is to replace it on merge): a warm-up
     call, then `LIBRARY_TRIALS` timed calls in this process, with OpenBLAS at its own thread count
@@ -140,8 +140,8 @@ def library_time(task: Task, inputs: Arrays) -> tuple[float, str] | None:
     for _ in range(LIBRARY_TRIALS):
         start = time.perf_counter_ns()
         call(inputs)
-        times.append(time.perf_counter_ns() - start)
-    return float(statistics.median(times)), name
+        times.append(float(time.perf_counter_ns() - start))
+    return times, name
 
 
 def roofline_ns(task: Task, inputs: Arrays, target: Target) -> tuple[float, str]:
@@ -158,9 +158,13 @@ def measure_row(task: Task, instance: str, source: str, target: Target, backend:
     shape = "x".join(str(d) for d in next(iter(inputs.values())).shape)
     row: dict[str, Any] = {"task": task.name, "instance": instance or "default", "shape": shape}
     flops, moved = timed.flops(inputs), timed.bytes_moved(inputs)
+    # The library is timed just before and just after the kernel, and its median taken over both
+    # halves: on a shared machine, load that drifts during the kernel's trials hits both sides.
+    before = library_time(timed, inputs)
     profile = backend.profile(timed, source, target)
+    after = library_time(timed, inputs)
     kernel_ns = profile.median_ns if profile.outcome == Outcome.KEPT else math.nan
-    library = library_time(timed, inputs)
+    library = (float(statistics.median(before[0] + after[0])), before[1]) if before and after else None
     roof_ns, bound = roofline_ns(timed, inputs, target)
     l2 = host_cache_bytes(2)
     row.update(
@@ -172,6 +176,8 @@ def measure_row(task: Task, instance: str, source: str, target: Target, backend:
         kernel_rel_iqr=profile.iqr_ns / profile.median_ns if math.isfinite(kernel_ns) and kernel_ns else None,
         library=library[1] if library else None,
         library_ns=library[0] if library else None,
+        library_ns_before=float(statistics.median(before[0])) if before else None,
+        library_ns_after=float(statistics.median(after[0])) if after else None,
         roofline_ns=roof_ns,
         load_average=load_average(),
     )

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from kernelgraph.agent.backends.c import CBackend
 from kernelgraph.agent.bench.quality import (
     DOCS_BEGIN,
     DOCS_END,
@@ -80,6 +81,7 @@ def test_quick_quality_report(cli_on_test_neo4j: None, tmp_path: Path) -> None:
             row["roofline_ns"] / row["kernel_ns"]
         )
         assert row["vs_library"] == pytest.approx(row["library_ns"] / row["kernel_ns"])
+        assert row["library_ns_before"] > 0 and row["library_ns_after"] > 0
         assert len(row["load_average"]) == 3 and row["working_set_bytes"] > 0
     assert set(report["goals"]) >= {"memory_bound_fraction_of_roofline", "fast_1"}
     saved = json.loads(Path(report["saved"]).read_text())
@@ -92,3 +94,25 @@ def test_quick_quality_report(cli_on_test_neo4j: None, tmp_path: Path) -> None:
     page.write_text("no markers")
     with pytest.raises(ValueError, match="markers"):
         write_table(saved, page)
+
+
+def test_the_demo_says_how_far_its_best_kernel_is_from_the_library(
+    backend: CBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo's last agent step: its best matmul timed against the library, verdict printed."""
+    from rich.console import Console
+
+    import kernelgraph.commands as commands
+    from kernelgraph.agent.loop import OptimizeResult
+    from kernelgraph.agent.targets import get_target
+    from kernelgraph.agent.tasks import get_task
+
+    matmul = get_task("matmul")
+    source = matmul.source("c", matmul.baseline_config)  # the naive kernel: far slower than OpenBLAS
+    best = OptimizeResult(task="matmul", target="cpu-native", proposer="experience", run_id="r", budget=1,
+                          baseline_ns=1.0, best_ns=1.0, best_source=source, best_config=matmul.baseline_config)  # fmt: skip
+    recorded = Console(record=True, width=300)
+    monkeypatch.setattr(commands, "console", recorded)
+    commands._versus_library(matmul, best, get_target("cpu-native"), backend)
+    text = recorded.export_text()
+    assert "x slower than the library" in text and "numpy matmul (OpenBLAS sgemm)" in text
