@@ -30,6 +30,7 @@ from kernelgraph.agent.backends.c import CBackend, gcc_version
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 from kernelgraph.agent.targets import Target, host_identity
+from kernelgraph.agent.tasks import get_task
 from kernelgraph.agent.tasks._common import ConfigSpace, config_space
 from kernelgraph.agent.tasks.base import Config, Task
 
@@ -71,6 +72,12 @@ def task_space(task: Task) -> ConfigSpace:
 def space(task: Task) -> list[Config]:
     """The configs the landscape measures, baseline first (the whole space when it fits SPACE_LIMIT)."""
     return task_space(task).configs
+
+
+def current_key(task: Task, stored: str) -> str:
+    """A config key stored before `task` gained knobs, as the current space names that config: the
+    new knobs at the baseline's values (what the code it measured rendered)."""
+    return config_key({**task.baseline_config, **json.loads(stored)})
 
 
 def landscape_path(directory: Path, label: str, task: str) -> Path:
@@ -242,7 +249,11 @@ def read_states(path: Path) -> dict[tuple[str, str, str], State]:
         row = json.loads(line)
         row["load_average"] = tuple(row["load_average"])
         state = State(**row)
-        states[(state.task, state.instance, state.config)] = state
+        try:
+            key = current_key(get_task(state.task), state.config)
+        except KeyError:  # a task no longer defined: its states keep their stored keys
+            key = state.config
+        states[(state.task, state.instance, key)] = state
     return states
 
 

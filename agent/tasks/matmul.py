@@ -361,7 +361,6 @@ INSTANCES = (
     Instance("48", (48,), "L1"),
     Instance("112", (112,), "L2"),
     Instance("208", (208,), "L2"),
-    Instance("300", (300,), "L2"),
     Instance("1024", (1024,), "LLC"),
 )
 
