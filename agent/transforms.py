@@ -25,6 +25,14 @@ class Transform(StrEnum):
     PRIVATIZE = "privatize"
     STRENGTH_REDUCE = "strength_reduce"
     NONTEMPORAL = "nontemporal"
+    REGISTER_BLOCK = "register_block"
+    PACK = "pack"
+    VECTOR_WIDTH = "vector_width"
+    VECTOR_MATH = "vector_math"
+    ONE_PASS = "one_pass"
+    PREFETCH = "prefetch"
+    UNROLL_AND_JAM = "unroll_and_jam"
+    PARTITION_THREADS = "partition_threads"
 
     @property
     def description(self) -> str:
@@ -45,4 +53,33 @@ _DESCRIPTIONS: dict[Transform, str] = {
     Transform.PRIVATIZE: "Give each thread or lane a private copy of a shared output, merged at the end.",
     Transform.STRENGTH_REDUCE: "Replace an expensive operation (divide) by a cheaper one (multiply).",
     Transform.NONTEMPORAL: "Write a streamed output with non-temporal stores that bypass the cache.",
+    Transform.REGISTER_BLOCK: (
+        "Compute an MR x NR tile of the output in MR*NR/W vector-register accumulators, one FMA per"
+        " loaded operand pair per k step (the BLAS micro-kernel)."
+    ),
+    Transform.PACK: (
+        "Copy operand blocks into contiguous, zero-padded panels in the order the micro-kernel reads"
+        " them: unit-stride loads, no TLB or cache-set conflicts, no edge cases inside the hot loop."
+    ),
+    Transform.VECTOR_WIDTH: (
+        "Write the hot loop with explicit vectors of the target's width (GCC vector extensions or"
+        " intrinsics): 4 fp32 lanes for SSE, 8 for AVX2, 16 for AVX-512."
+    ),
+    Transform.VECTOR_MATH: (
+        "Replace scalar libm calls (exp, log, rsqrt) by an inlined polynomial or hardware estimate"
+        " that vectorizes, keeping the error within the task's tolerance."
+    ),
+    Transform.ONE_PASS: (
+        "Compute a multi-pass reduction in one pass over the data (online softmax, Welford mean and"
+        " variance), rescaling the running state instead of re-reading the input."
+    ),
+    Transform.PREFETCH: "Issue software prefetches a fixed distance ahead of the streams the hot loop reads.",
+    Transform.UNROLL_AND_JAM: (
+        "Unroll an outer loop and fuse the copies into the inner loop, so one load of the inner"
+        " operand feeds several outer iterations."
+    ),
+    Transform.PARTITION_THREADS: (
+        "Choose which outer block loop the threads split (rows, columns or both), so each thread"
+        " owns contiguous blocks and shares packed panels instead of duplicating them."
+    ),
 }

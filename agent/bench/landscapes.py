@@ -1,7 +1,8 @@
 """`kernelgraph bench landscape`: measure a task's whole config space at each of its instances.
 
 A landscape is the measured time of every config of a task's C config space (every config the
-shared transforms reach from the baseline, `count_configs`) at every instance (problem size) of the
+shared transforms reach from the baseline, `config_space`; a space larger than `SPACE_LIMIT` is
+measured on its first `SPACE_LIMIT` configs in BFS order, and the header says so) at every instance (problem size) of the
 task, taken with the sandboxed evaluator: each config is built and checked for correctness once, then
 timed at each instance with its timed outputs verified. It is what the study (docs/results.md) scores
 arms against: the oracle is the landscape's best config.
@@ -29,7 +30,8 @@ from kernelgraph.agent.backends.c import CBackend, gcc_version
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 from kernelgraph.agent.targets import Target, host_identity
-from kernelgraph.agent.tasks._common import count_configs
+from kernelgraph.agent.tasks import get_task
+from kernelgraph.agent.tasks._common import ConfigSpace, config_space
 from kernelgraph.agent.tasks.base import Config, Task
 
 # Lighter than the loop's FAST_TIMING (>= 20 trials) so that ~10^4 points fit in the machine budget;
@@ -59,9 +61,23 @@ class Point:
     load_average: tuple[float, float, float]
 
 
+SPACE_LIMIT = 5000  # configs per landscape at most: ~10^4 points must fit the machine budget
+
+
+def task_space(task: Task) -> ConfigSpace:
+    """The task's config space up to SPACE_LIMIT configs, and whether that is all of it."""
+    return config_space(task.baseline_config, task.transforms, SPACE_LIMIT)
+
+
 def space(task: Task) -> list[Config]:
-    """The task's whole config space, baseline first (the order the landscape measures it in)."""
-    return count_configs(task.baseline_config, task.transforms)
+    """The configs the landscape measures, baseline first (the whole space when it fits SPACE_LIMIT)."""
+    return task_space(task).configs
+
+
+def current_key(task: Task, stored: str) -> str:
+    """A config key stored before `task` gained knobs, as the current space names that config: the
+    new knobs at the baseline's values (what the code it measured rendered)."""
+    return config_key({**task.baseline_config, **json.loads(stored)})
 
 
 def landscape_path(directory: Path, label: str, task: str) -> Path:
@@ -77,6 +93,7 @@ def _header(task: Task, target: Target, label: str) -> dict[str, Any]:
         "family": task.family,
         "instances": [{"name": i.name, "shape": list(i.shape), "regime": i.regime} for i in task.instances],
         "configs": len(space(task)),
+        "space_complete": task_space(task).complete,
         "target": target.name,
         "host": host_identity(),
         "machine": platform.machine(),
@@ -232,7 +249,11 @@ def read_states(path: Path) -> dict[tuple[str, str, str], State]:
         row = json.loads(line)
         row["load_average"] = tuple(row["load_average"])
         state = State(**row)
-        states[(state.task, state.instance, state.config)] = state
+        try:
+            key = current_key(get_task(state.task), state.config)
+        except KeyError:  # a task no longer defined: its states keep their stored keys
+            key = state.config
+        states[(state.task, state.instance, key)] = state
     return states
 
 

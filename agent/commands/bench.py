@@ -184,6 +184,67 @@ def yardsticks(
         console.print(f"saved to {path}")
 
 
+def quality(
+    quick: bool = typer.Option(
+        False, "--quick", help="two tasks, a budget of 2: the report's shape, cheaply"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    tasks: str = typer.Option("", "--tasks", help="comma-separated C tasks (default: all; --quick: two)"),
+    budget: int = typer.Option(
+        0, "--budget", min=0, max=500, help="attempts per task (default 32; --quick 2)"
+    ),
+    target: str = typer.Option("cpu-native", "--target", help="the CPU target to build and time for"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON report is saved"),
+    docs: bool = typer.Option(False, "--docs", help="write the table into docs/quality.md and README.md"),
+) -> None:
+    """The agent's best kernel per task against the library and the roofline, measured in one run."""
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from kernelgraph.agent.bench.quality import run_quality, table, write_table
+    from kernelgraph.agent.commands.agent_cmd import connect_or_exit, exit_with, make_backend
+    from kernelgraph.agent.targets import UnknownTargetError, get_target
+    from kernelgraph.agent.tasks import all_tasks
+    from kernelgraph.client.reports import code_version, save_report
+    from kernelgraph.client.settings import get_settings
+
+    known = [t.name for t in all_tasks("c")]
+    chosen = [name for name in tasks.split(",") if name]
+    unknown = [name for name in chosen if name not in known]
+    if unknown:
+        raise exit_with(f"--tasks: unknown C task {unknown[0]!r}; known: {', '.join(known)}")
+    try:
+        cpu = get_target(target)
+    except UnknownTargetError as exc:
+        raise exit_with(f"--target: {exc}") from None
+    if cpu.kind != "cpu" or not cpu.available:
+        raise exit_with(f"--target: {target!r} is not an available CPU target ({cpu.unavailable_reason})")
+    backend = make_backend("c")
+    # Counters (cachegrind) would double each attempt's cost; retrieval uses the timing counters.
+    backend.counters = False  # type: ignore[attr-defined]
+    console = Console(stderr=True)
+    client = connect_or_exit(get_settings())
+    try:
+        report = run_quality(cpu, backend, client, quick=quick, tasks=chosen or None, budget=budget or None,  # type: ignore[arg-type]
+                             console=console)  # fmt: skip
+    finally:
+        client.close()
+    report["command"] = "kernelgraph bench quality" + (" --quick" if quick else "")
+    report["code"] = code_version()
+    path = save_report(report, Path(results_dir), "bench-quality-quick" if quick else "bench-quality")
+    if docs:
+        root = Path(__file__).resolve().parents[2]
+        for page in (root / "docs" / "quality.md", root / "README.md"):
+            write_table(report, page)
+    if as_json:
+        typer.echo(json.dumps(report | {"saved": str(path)}, default=str))
+    else:
+        typer.echo(table(report))
+        typer.echo(f"saved to {path}")
+
+
 def register(bench_app: typer.Typer) -> None:
     """Add the agent's benchmarks to the `bench` group (kernelgraph/cli.py owns it)."""
     bench_app.command("gpu")(gpu)
@@ -192,3 +253,4 @@ def register(bench_app: typer.Typer) -> None:
     bench_app.command("landscape")(landscape)
     bench_app.command("keep")(keep)
     bench_app.command("yardsticks")(yardsticks)
+    bench_app.command("quality")(quality)

@@ -38,6 +38,7 @@ from kernelgraph.client.signature import CounterName
 if TYPE_CHECKING:
     import anthropic
 
+    from kernelgraph.agent.target import Target
     from kernelgraph.client.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,30 @@ the tool `propose_variant`: the transform you apply (one name from the vocabular
 new C source. Rules: keep the exported function `void kernel(...)` with exactly the same parameters; \
 compute exactly what the current source computes (outputs are compared with the reference at fp32 \
 tolerance on several input sets, and inputs must not be modified); gcc -O2 -fopenmp -std=gnu11 with the \
-target's -march builds it; OpenMP pragmas are allowed; no I/O, no global state that caches results."""
+target's -march builds it; OpenMP pragmas, GCC vector extensions and <immintrin.h> intrinsics of the \
+target's ISA are allowed; no I/O, no global state that caches results."""
+
+# What explicit vector code may use on each CPU level (cpu-native: what this host's flags allow).
+VECTOR_ISA = {
+    "x86-64-v2": "SSE4.2: 4 fp32 lanes (__m128), no FMA",
+    "x86-64-v3": "AVX2 + FMA: 8 fp32 lanes (__m256), 16 vector registers",
+    "x86-64-v4": "AVX-512: 16 fp32 lanes (__m512), 32 vector registers, FMA",
+}
+
+
+def vector_isa(target: Target) -> str:
+    """One line on the vector ISA the target's -march enables, for explicit vector code."""
+    if target.kind != "cpu":
+        return ""
+    if target.arch == "native":
+        from kernelgraph.agent.targets import _cpuinfo
+
+        flags = _cpuinfo()[1]
+        level = (
+            "x86-64-v4" if "avx512f" in flags else "x86-64-v3" if {"avx2", "fma"} <= flags else "x86-64-v2"
+        )
+        return f"Vector ISA (this host): {VECTOR_ISA[level]}.\n"
+    return f"Vector ISA: {VECTOR_ISA[target.arch]}.\n" if target.arch in VECTOR_ISA else ""
 
 
 def tool_spec() -> dict[str, Any]:
@@ -242,7 +266,8 @@ def build_prompt(context: ProposalContext, evidence: dict[str, RetrievedTransfor
         f"Task {task.name} ({task.family}): {task.description}\n"
         f"Target {target.name}: -march={target.arch}, {target.cores} cores, "
         f"peak {target.peak_gflops or 0:.1f} GFLOP/s, {target.peak_gbps or 0:.1f} GB/s.\n"
-        f"Current kernel ({describe_config(context.config)}):\n```c\n{context.source}\n```\n"
+        + vector_isa(target)
+        + f"Current kernel ({describe_config(context.config)}):\n```c\n{context.source}\n```\n"
         f"Its profile: median {context.profile.median_ns if context.profile else float('nan'):.0f} ns; {shown}\n"
         f"Last diagnosis: {context.diagnosis or '(none)'}\n"
         f"This run so far:\n{history or '(nothing yet)'}\n"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import itertools
+import random
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -62,6 +65,20 @@ def turn_on(
 
     return TransformSpec(
         name=str(transform), params={}, apply=apply, description=description or transform.description
+    )
+
+
+# fp32 lanes of explicit vector code: AVX-512, AVX2, SSE (the `vector_width` transform's choices).
+VECTOR_WIDTHS: tuple[int, ...] = (16, 8, 4)
+
+
+def vector_width(apply: Callable[[Config, Mapping[str, Any]], Config | None], what: str) -> TransformSpec:
+    """The `vector_width` transform: `apply` sets knob `width` (fp32 lanes, from VECTOR_WIDTHS)."""
+    return TransformSpec(
+        name=str(Transform.VECTOR_WIDTH),
+        params={"width": VECTOR_WIDTHS},
+        apply=apply,
+        description=f"{what} in explicit GCC vectors of 16 (AVX-512), 8 (AVX2) or 4 (SSE) fp32 lanes.",
     )
 
 
@@ -158,27 +175,73 @@ def par_simd(config: Config, reduction: str = "") -> str:
     return simd(config, reduction)
 
 
-def count_configs(baseline: Config, transforms: tuple[TransformSpec, ...], limit: int = 5000) -> list[Config]:
-    """Every config reachable from `baseline` by any sequence of transforms (BFS), baseline first."""
-    import itertools
+def config_key(config: Config) -> str:
+    """One config's identity in a space (keys sorted)."""
+    return repr(sorted(config.items()))
 
-    def key(config: Config) -> str:
-        return repr(sorted(config.items()))
 
-    seen = {key(baseline): baseline}
+def iter_configs(baseline: Config, transforms: tuple[TransformSpec, ...]) -> Iterator[Config]:
+    """Every config reachable from `baseline` by any sequence of transforms, lazily, in BFS order
+    (baseline first, then one transform away, then two, ...)."""
+    seen = {config_key(baseline)}
     frontier = [baseline]
-    while frontier and len(seen) <= limit:
+    yield baseline
+    while frontier:
         nxt = []
         for config in frontier:
             for spec in transforms:
                 names = list(spec.params)
                 for values in itertools.product(*(spec.params[n] for n in names)):
                     new = spec.apply(config, dict(zip(names, values, strict=True)))
-                    if new is not None and key(new) not in seen:
-                        seen[key(new)] = new
+                    if new is not None and config_key(new) not in seen:
+                        seen.add(config_key(new))
                         nxt.append(new)
+                        yield new
         frontier = nxt
-    return list(seen.values())
+
+
+@dataclass(frozen=True)
+class ConfigSpace:
+    """The configs of a task's space up to `limit`, and whether that is all of them.
+
+    When `complete` is False the space is larger than `limit` and `configs` holds its first `limit`
+    configs in BFS order (the ones fewest transforms from the baseline): never the whole space."""
+
+    configs: list[Config]
+    complete: bool
+    limit: int
+
+    def describe(self) -> str:
+        if self.complete:
+            return f"{len(self.configs)} configs (the whole space)"
+        return f"the first {len(self.configs)} configs in BFS order of a space larger than {self.limit}"
+
+
+def config_space(baseline: Config, transforms: tuple[TransformSpec, ...], limit: int = 5000) -> ConfigSpace:
+    """At most `limit` configs of the space (BFS order, baseline first), saying whether that is all."""
+    configs = list(itertools.islice(iter_configs(baseline, transforms), limit + 1))
+    return ConfigSpace(configs=configs[:limit], complete=len(configs) <= limit, limit=limit)
+
+
+def sample_configs(
+    baseline: Config, transforms: tuple[TransformSpec, ...], k: int, seed: int | str, max_steps: int = 12
+) -> list[Config]:
+    """`k` distinct configs drawn by seeded random walks from the baseline (each walk applies up to
+    `max_steps` random applicable transforms and keeps where it ends). Cheap on spaces too large to
+    enumerate; it is not uniform over the space (configs many transforms deep are drawn less often)."""
+    rng = random.Random(seed)
+    found: dict[str, Config] = {}
+    for _ in range(k * 20):
+        if len(found) >= k:
+            break
+        config = baseline
+        for _ in range(rng.randint(1, max_steps)):
+            spec = rng.choice(transforms)
+            params = {name: rng.choice(choices) for name, choices in spec.params.items()}
+            config = spec.apply(config, params) or config
+        if config_key(config) != config_key(baseline):
+            found.setdefault(config_key(config), config)
+    return list(found.values())
 
 
 def vloop(

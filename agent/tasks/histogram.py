@@ -14,17 +14,23 @@ from kernelgraph.agent.tasks._common import (
     set_knob,
     turn_on,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, LibraryCall, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL, BINS = 8 * 1024 * 1024, 40_009, 256
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    g = rng(seed)
-    n = SMALL if small else FULL
+def inputs_at(seed: int, shape: Shape) -> Arrays:
     # Skewed values: a few hot bins make contention and store-forwarding chains real.
-    return {"x": f32(np.clip(g.beta(2.0, 5.0, n), 0.0, 0.999999))}
+    return {"x": f32(np.clip(rng(seed).beta(2.0, 5.0, shape), 0.0, 0.999999))}
+
+
+def make_inputs(seed: int, small: bool) -> Arrays:
+    return inputs_at(seed, (SMALL,) if small else (FULL,))
+
+
+# 4 bytes an element read: 131072 fits a 1 MiB L2, 4M (16 MB) leaves it.
+INSTANCES = (Instance("131072", (131072,), "L2"), Instance("4194304", (4194304,), "LLC"))
 
 
 def reference(inputs: Arrays) -> Arrays:
@@ -147,5 +153,7 @@ def task() -> Task:
         ),
         render={"c": render_c},
         sizes=lambda x: {"n": x["x"].size},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
         output_dtypes={"hist": "int32"},
     )

@@ -14,14 +14,22 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     unroll,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, LibraryCall, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = 8 * 1024 * 1024, 50_001
 
 
+def inputs_at(seed: int, shape: Shape) -> Arrays:
+    return {"x": f32(rng(seed).uniform(-1, 1, shape))}
+
+
 def make_inputs(seed: int, small: bool) -> Arrays:
-    return {"x": f32(rng(seed).uniform(-1, 1, SMALL if small else FULL))}
+    return inputs_at(seed, (SMALL,) if small else (FULL,))
+
+
+# 8 bytes an element (read x, write y): 65536 fits a 1 MiB L2, 2M (16 MB) leaves it.
+INSTANCES = (Instance("65536", (65536,), "L2"), Instance("2097152", (2097152,), "LLC"))
 
 
 def reference(inputs: Arrays) -> Arrays:
@@ -138,4 +146,6 @@ def task() -> Task:
         ),
         render={"c": render_c},
         sizes=lambda x: {"n": x["x"].size},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
     )

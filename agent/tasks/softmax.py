@@ -10,6 +10,7 @@ import numpy as np
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
     EDGE_SEED,
+    VECTOR_WIDTHS,
     f32,
     omp_for,
     parallelize,
@@ -17,6 +18,7 @@ from kernelgraph.agent.tasks._common import (
     schedule,
     set_knob,
     turn_on,
+    vector_width,
     vloop,
     with_,
 )
@@ -58,7 +60,73 @@ FAST_EXP = """static inline float fexp(float v) {
 """
 
 
+# The same polynomial on a whole vector (GCC vector extensions): floor by truncation and a
+# correction, 2^k by building the exponent bits, so exp costs ~10 vector instructions per W lanes.
+VECTOR_EXP = """#define vexp(x) ({ \
+    vf v_ = vmax((x), (vf){0} - 87.0f); \
+    vf t_ = v_ * 1.44269504088896341f + 0.5f; \
+    vi ki_ = __builtin_convertvector(t_, vi); \
+    vf k_ = __builtin_convertvector(ki_, vf); \
+    ki_ += (vi)(k_ > t_); k_ = __builtin_convertvector(ki_, vf); \
+    vf r_ = v_ - k_ * 0.693359375f + k_ * 2.12194440e-4f; \
+    vf p_ = (vf){0} + 1.9875691500e-4f; \
+    p_ = p_ * r_ + 1.3981999507e-3f; p_ = p_ * r_ + 8.3334519073e-3f; p_ = p_ * r_ + 4.1665795894e-2f; \
+    p_ = p_ * r_ + 1.6666665459e-1f; p_ = p_ * r_ + 5.0000001201e-1f; \
+    p_ = p_ * r_ * r_ + r_ + 1.0f; \
+    p_ * (vf)((ki_ + 127) << 23); })
+"""
+
+
+# C has no ?: on vectors (only C++ does): a lane-wise max is a compare mask and bit selects.
+# The helpers are statement-expression macros, not functions: a function taking a vector wider
+# than an SSE target's registers draws gcc's psABI warnings, and each must inline anyway.
+VECTOR_MAX = """typedef int vi __attribute__((vector_size(sizeof(vf))));
+#define vmax(a, b) ({ vf a_ = (a), b_ = (b); vi m_ = a_ > b_; (vf)((m_ & (vi)a_) | (~m_ & (vi)b_)); })
+"""
+
+
+def _vector_row(config: Config) -> str:
+    """One row with explicit vectors of `width` lanes: max, exp-sum and scale (or, one-pass, a
+    per-lane online max and rescaled sum, then one pass writing exp(x - m) / s)."""
+    w = int(config["width"])
+    exp = "vexp" if config["vector_math"] else "lane_exp"
+    scalar_exp = "fexp" if config["fast_exp"] else "expf"
+    head = f"        const int cw = c - c % {w};\n"
+    hmax = f"        float m = -INFINITY; for (int l = 0; l < {w}; l++) m = mv[l] > m ? mv[l] : m;\n"
+    if config["one_pass"]:
+        pass1 = (
+            f"        vf mv = (vf){{0}} - INFINITY, sv = (vf){{0}};\n"
+            f"        for (int j = 0; j < cw; j += {w}) {{ vf xv = *(const vf*)(xr + j);"
+            f" vf mn = vmax(xv, mv); sv = sv * {exp}(mv - mn) + {exp}(xv - mn); mv = mn; }}\n"
+            + hmax
+            + "        for (int j = cw; j < c; j++) m = xr[j] > m ? xr[j] : m;\n"
+            f"        float s = 0.0f; for (int l = 0; l < {w}; l++) if (cw) s += sv[l] * {scalar_exp}(mv[l] - m);\n"
+            f"        for (int j = cw; j < c; j++) s += {scalar_exp}(xr[j] - m);\n"
+        )
+        pass2 = (
+            "        float inv = 1.0f / s;\n"
+            f"        for (int j = 0; j < cw; j += {w}) *(vf*)(yr + j) = {exp}(*(const vf*)(xr + j) - m) * inv;\n"
+            f"        for (int j = cw; j < c; j++) yr[j] = {scalar_exp}(xr[j] - m) * inv;\n"
+        )
+        return head + pass1 + pass2
+    return head + (
+        f"        vf mv = (vf){{0}} - INFINITY;\n"
+        f"        for (int j = 0; j < cw; j += {w}) {{ vf xv = *(const vf*)(xr + j); mv = vmax(xv, mv); }}\n"
+        + hmax
+        + "        for (int j = cw; j < c; j++) m = xr[j] > m ? xr[j] : m;\n"
+        "        vf sv = (vf){0};\n"
+        f"        for (int j = 0; j < cw; j += {w}) {{ vf e = {exp}(*(const vf*)(xr + j) - m); *(vf*)(yr + j) = e; sv += e; }}\n"
+        f"        float s = 0.0f; for (int l = 0; l < {w}; l++) s += sv[l];\n"
+        f"        for (int j = cw; j < c; j++) {{ float e = {scalar_exp}(xr[j] - m); yr[j] = e; s += e; }}\n"
+        "        float inv = 1.0f / s;\n"
+        f"        for (int j = 0; j < cw; j += {w}) *(vf*)(yr + j) *= inv;\n"
+        "        for (int j = cw; j < c; j++) yr[j] *= inv;\n"
+    )
+
+
 def render_c(config: Config) -> str:
+    if int(config["width"]):
+        return render_vector(config)
     exp = "fexp" if config["fast_exp"] else "expf"
     pad = "        "
     if config["recip"]:
@@ -101,6 +169,43 @@ def render_c(config: Config) -> str:
         + row
         + "    }\n}\n"
     )
+
+
+def render_vector(config: Config) -> str:
+    w = int(config["width"])
+    lane_exp = "fexp" if config["fast_exp"] else "expf"
+    # Without vector_math, exp goes lane by lane through the scalar function (what gcc does anyway).
+    lanes = (
+        ""
+        if config["vector_math"]
+        else f"#define lane_exp(x) ({{ vf e_ = (x); for (int l_ = 0; l_ < {w}; l_++) e_[l_] = {lane_exp}(e_[l_]); e_; }})\n"
+    )
+    return (
+        C_PRELUDE
+        + f"typedef float vf __attribute__((vector_size({w * 4}), aligned(4)));\n"
+        + VECTOR_MAX
+        + (FAST_EXP if config["fast_exp"] else "")
+        + (VECTOR_EXP if config["vector_math"] else lanes)
+        + f"/* softmax {dict(config)} */\n"
+        "void kernel(const float* restrict x, float* restrict y, int r, int c) {\n"
+        + omp_for(config)
+        + "    for (int i = 0; i < r; i++) {\n"
+        "        const float* xr = x + (long)i * c;\n        float* yr = y + (long)i * c;\n"
+        + _vector_row(config)
+        + "    }\n}\n"
+    )
+
+
+# The loop-form knobs mean nothing to the explicit-vector kernel: reset, so one kernel has one config.
+LOOP_FORM: Config = {"fuse": False, "simd": False, "unroll": 1, "recip": False}
+
+
+def _vector_width(config: Config, params: Mapping[str, Any]) -> Config | None:
+    return with_(config, **LOOP_FORM, width=int(params.get("width", VECTOR_WIDTHS[0])))
+
+
+def _vector(config: Config) -> bool:
+    return bool(int(config["width"]))
 
 
 def _strength_reduce(config: Config, params: Mapping[str, Any]) -> Config | None:
@@ -161,19 +266,37 @@ def task() -> Task:
             "fast_exp": False,
             "parallel": False,
             "schedule": "static",
+            "width": 0,
+            "vector_math": False,
+            "one_pass": False,
         },
         transforms=(
-            turn_on(Transform.FUSE, "fuse"),
-            turn_on(Transform.VECTORIZE, "simd"),
-            set_knob(Transform.UNROLL, "unroll", (4, 1)),
+            turn_on(Transform.FUSE, "fuse", requires=lambda c: not _vector(c)),
+            turn_on(Transform.VECTORIZE, "simd", requires=lambda c: not _vector(c)),
+            set_knob(Transform.UNROLL, "unroll", (4, 1), requires=lambda c: not _vector(c)),
             TransformSpec(
                 name=str(Transform.STRENGTH_REDUCE),
                 params={"op": ("reciprocal", "fast_exp")},
-                apply=_strength_reduce,
+                apply=lambda c, p: (
+                    None if _vector(c) and p.get("op") == "reciprocal" else _strength_reduce(c, p)
+                ),
                 description="Multiply by 1/sum instead of dividing, or use an inlined polynomial exp.",
             ),
             parallelize(),
             schedule(),
+            vector_width(_vector_width, "Rows"),
+            turn_on(
+                Transform.VECTOR_MATH,
+                "vector_math",
+                requires=_vector,
+                description="exp on whole vectors: an inlined polynomial with exponent-bit scaling.",
+            ),
+            turn_on(
+                Transform.ONE_PASS,
+                "one_pass",
+                requires=_vector,
+                description="Online softmax: per-lane running max and rescaled sum in one pass, then one pass writing y.",
+            ),
         ),
         render={"c": render_c},
         inputs_at=inputs_at,

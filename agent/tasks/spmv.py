@@ -19,7 +19,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, LibraryCall, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = 300_000, 523
@@ -37,7 +37,15 @@ def _structure(rows: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def make_inputs(seed: int, small: bool) -> Arrays:
-    rows = SMALL if small else FULL
+    return inputs_at(seed, (SMALL,) if small else (FULL,))
+
+
+# ~24 nonzeros a row at 8 bytes each plus x and y: 3000 rows fit a 1 MiB L2, 100000 (~30 MB) leave it.
+INSTANCES = (Instance("3000", (3000,), "L2"), Instance("100000", (100000,), "LLC"))
+
+
+def inputs_at(seed: int, shape: Shape) -> Arrays:
+    (rows,) = shape
     row_ptr, col_idx = _structure(rows)
     g = rng(seed)
     return {
@@ -72,14 +80,19 @@ def render_c(config: Config) -> str:
             "        for (int k = hm; k < hi; k++) s += values[k] * x[col_idx[k]];\n"
         )
     else:
+        step = "s += values[k] * x[col_idx[k]];"
+        distance = int(config["prefetch"])
+        if distance:
+            # The gather's next targets, `distance` nonzeros ahead (hardware prefetchers cannot guess them).
+            step = f"{{ if (k + {distance} < nnz) __builtin_prefetch(x + col_idx[k + {distance}]); {step} }}"
         dot = "        float s = 0.0f;\n" + vloop(
-            config, "k", "lo", "hi", "s += values[k] * x[col_idx[k]];", reduction="+:s", pad="        "
+            config, "k", "lo", "hi", step, reduction="+:s", pad="        "
         )
     return (
         C_PRELUDE + f"/* spmv {dict(config)} */\n"
         "void kernel(const float* restrict values, const int* restrict col_idx, const int* restrict row_ptr,\n"
         "            const float* restrict x, float* restrict y, int rows, int nnz) {\n"
-        "    (void)nnz;\n"
+        + ("" if int(config["prefetch"]) else "    (void)nnz;\n")
         + pragma
         + "    for (int i = 0; i < rows; i++) {\n        int lo = row_ptr[i], hi = row_ptr[i + 1];\n"
         + dot
@@ -123,14 +136,34 @@ def task() -> Task:
         library=LIBRARY,
         flops=lambda x: 2.0 * x["values"].size,
         bytes_moved=lambda x: 12.0 * x["values"].size + 12.0 * x["x"].size,
-        baseline_config={"parallel": False, "schedule": "static", "acc": 1, "unroll": 1, "simd": False},
+        baseline_config={
+            "parallel": False,
+            "schedule": "static",
+            "acc": 1,
+            "unroll": 1,
+            "simd": False,
+            "prefetch": 0,
+        },
         transforms=(
             parallelize(),
             schedule((*SCHEDULES, "static,64", "dynamic,256")),
-            set_knob(Transform.SPLIT_REDUCTION, "acc", (4, 2, 1), requires=lambda c: c["unroll"] == 1),
+            set_knob(
+                Transform.SPLIT_REDUCTION,
+                "acc",
+                (4, 2, 1),
+                requires=lambda c: c["unroll"] == 1 and not c["prefetch"],
+            ),
             set_knob(Transform.UNROLL, "unroll", (4, 8, 1), requires=lambda c: c["acc"] == 1),
-            turn_on(Transform.VECTORIZE, "simd"),
+            turn_on(Transform.VECTORIZE, "simd", requires=lambda c: not c["prefetch"]),
+            set_knob(
+                Transform.PREFETCH,
+                "prefetch",
+                (16, 64, 0),
+                requires=lambda c: c["acc"] == 1 and not c["simd"],
+            ),
         ),
         render={"c": render_c},
         sizes=lambda x: {"rows": x["row_ptr"].size - 1, "nnz": x["values"].size},
+        inputs_at=inputs_at,
+        instances=INSTANCES,
     )

@@ -19,7 +19,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from kernelgraph.agent.bench.landscapes import (
     Point,
     State,
     config_key,
+    current_key,
     landscape_path,
     measure_states,
     read_landscape,
@@ -46,7 +47,7 @@ from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.results import CheckResult, CompileResult, Outcome, ProfileResult
 from kernelgraph.agent.targets import Target, host_identity
 from kernelgraph.agent.tasks import get_task
-from kernelgraph.agent.tasks.base import Config, Task
+from kernelgraph.agent.tasks.base import Config, Task, TransformSpec
 from kernelgraph.client import ExperienceClient
 from kernelgraph.client.models import (
     AppliedTransform,
@@ -164,9 +165,35 @@ def load_landscape(directory: Path, label: str, task: Task) -> Landscape:
             f"`kernelgraph bench landscape --tasks {task.name} --label {label}`"
         )
     header, points = read_landscape(path)
-    times = {(p.config, p.instance): p.median_ns for p in points if p.median_ns is not None}
-    outcomes = {(p.config, p.instance): p.outcome for p in points}
-    return Landscape(task, label, times, outcomes, header, tuple(points))
+
+    # A landscape measured before the task gained knobs stores its configs without them.
+    times = {
+        (current_key(task, p.config), p.instance): p.median_ns for p in points if p.median_ns is not None
+    }
+    outcomes = {(current_key(task, p.config), p.instance): p.outcome for p in points}
+    instances = {i["name"] for i in header.get("instances", [])} or {i for _, i in outcomes}
+    measured = as_measured(task, {k for k, _ in outcomes}, instances)
+    return Landscape(measured, label, times, outcomes, header, tuple(points))
+
+
+def as_measured(task: Task, measured: set[str], instances: set[str]) -> Task:
+    """`task` with its transforms confined to the configs a landscape measured, and its instances to
+    the ones it measured: a simulated run searches the space that was measured, even after the
+    task's space has grown (issue #30 added knobs to matmul and softmax, and matmul n=1024, after
+    the study's landscapes were taken)."""
+
+    def confined(spec: TransformSpec) -> TransformSpec:
+        def apply(config: Config, params: Mapping[str, Any]) -> Config | None:
+            new = spec.apply(config, params)
+            return new if new is not None and config_key(new) in measured else None
+
+        return replace(spec, apply=apply)
+
+    return replace(
+        task,
+        transforms=tuple(confined(s) for s in task.transforms),
+        instances=tuple(i for i in task.instances if i.name in instances),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -647,12 +674,15 @@ def run_study(
     started = time.monotonic()
     console = console or Console(stderr=True)
     tasks = {name: get_task(name) for name in (*plan.eval_tasks, *plan.dev_tasks)}
-    exp_tasks = {name: tasks[name] for name in plan.eval_tasks}
     query_tasks = plan.dev_tasks if development else plan.eval_tasks
     lands = {
         label: {name: load_landscape(landscape_dir, label, task) for name, task in tasks.items()}
         for label in {x for pair in plan.replicates for x in pair}
     }
+    # The tasks as their landscapes measured them (the spaces and sizes of that day).
+    first = lands[plan.replicates[0][0]]
+    tasks = {name: first[name].task for name in tasks}
+    exp_tasks = {name: tasks[name] for name in plan.eval_tasks}
     exp_instances = [(t, i) for t in plan.eval_tasks for i in plan.chosen(tasks[t])]
     queries = [(t, i) for t in query_tasks for i in plan.chosen(tasks[t])]
 

@@ -19,6 +19,7 @@ from kernelgraph.agent.proposers.llm import TOOL_NAME, LLMProposer
 from kernelgraph.agent.results import Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.agent.transforms import Transform
 from kernelgraph.client.signature import CounterSource
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
@@ -124,6 +125,8 @@ def test_good_answer_is_compiled_measured_and_recorded(
     assert request["tool_choice"] == {"type": "tool", "name": TOOL_NAME}
     prompt = request["messages"][0]["content"]
     assert "matmul" in prompt and "void kernel" in prompt and "Transform vocabulary" in prompt
+    assert f"- register_block: {Transform.REGISTER_BLOCK.description}" in prompt  # the whole vocabulary
+    assert "Vector ISA: SSE4.2: 4 fp32 lanes" in prompt  # cpu_target is x86-64-v2
     _, rows = store.run_text("MATCH (a:Attempt {namespace: $ns}) RETURN a.transform AS t, a.rationale AS r",
                              {"ns": namespace}, write=False)  # fmt: skip
     assert rows == [{"t": "interchange", "r": "llm: walk b contiguously"}]
