@@ -121,9 +121,11 @@ def keys_quarantine(
     """Quarantine one key's evidence (left out of retrieval and consolidation, kept, reversible with
     --release). A dry run unless --apply: run it without first and read what would change."""
     from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.service.auth import check_namespace
     from kernelgraph.service.knowledge import KnowledgeService
 
     try:
+        check_namespace(namespace)
         report = _store_then(
             lambda store: KnowledgeService(store).quarantine(namespace, key_id, apply=apply, release=release)
         )
