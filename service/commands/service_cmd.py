@@ -62,7 +62,11 @@ def _store_then(action):  # type: ignore[no-untyped-def]
 @keys_app.command("create")
 def keys_create(
     role: Annotated[
-        Role, typer.Option(help="reader: read only; writer: read and write; admin: any namespace.")
+        Role,
+        typer.Option(
+            help="reader: read only; writer: read and write; verifier: a writer whose evidence is verified "
+            "(a process you trust to measure); admin: any namespace, peaks, revoking and quarantine."
+        ),
     ],
     namespace: Annotated[str, typer.Option(help="The namespace (team) the key reads and writes.")],
     label: Annotated[str, typer.Option(help="A note to recognise the key by in `keys list`.")] = "",
