@@ -67,7 +67,8 @@ def _no_text_or_flag(value: Any) -> Any:
     return value
 
 
-# Integers: a JSON number that is whole (2 or 2.0, as JSON Schema's `integer`), never "21" or true.
+# Integers: a JSON number that is whole (2 or 2.0, as JSON Schema's `integer`), never "21" or true. After
+# a Field's bounds in an Annotated: placed before them, it hides the bounds from the JSON Schema.
 WHOLE = BeforeValidator(_no_text_or_flag)
 StrictInt = Annotated[int, WHOLE]
 StrictBool = Annotated[bool, Field(strict=True)]
@@ -179,12 +180,12 @@ class HardwareTarget(Strict):
     arch: Name
     peak_gflops: PositiveFinite | None = None
     peak_gbps: PositiveFinite | None = None
-    cores: Annotated[int, WHOLE, Field(ge=1, le=100_000)] | None = None
+    cores: Annotated[int, Field(ge=1, le=100_000), WHOLE] | None = None
     isa: Name | None = None
     host: Annotated[str, StringConstraints(max_length=256)] | None = None
-    sm_count: Annotated[int, WHOLE, Field(ge=1, le=10_000)] | None = None
-    smem_per_block_bytes: Annotated[int, WHOLE, Field(ge=1, le=2**40)] | None = None
-    registers_per_sm: Annotated[int, WHOLE, Field(ge=1, le=2**40)] | None = None
+    sm_count: Annotated[int, Field(ge=1, le=10_000), WHOLE] | None = None
+    smem_per_block_bytes: Annotated[int, Field(ge=1, le=2**40), WHOLE] | None = None
+    registers_per_sm: Annotated[int, Field(ge=1, le=2**40), WHOLE] | None = None
     description: Annotated[str, StringConstraints(max_length=512)] = ""
 
 
@@ -260,7 +261,7 @@ class Measurement(Strict):
 
     median_ns: PositiveFinite | None = None  # None only for static (compile-only) measurements
     iqr_ns: NonNegativeFinite | None = None
-    trials: Annotated[int, WHOLE, Field(ge=0, le=1_000_000)] = 0
+    trials: Annotated[int, Field(ge=0, le=1_000_000), WHOLE] = 0
     correct: StrictBool
     static: StrictBool = False
     counter_source: CounterSource
@@ -280,7 +281,7 @@ class Measurement(Strict):
     # Which evaluator measured (agent.evaluator.EVALUATOR_VERSION) and whether its sandbox was on;
     # None on measurements recorded before these were kept (evaluator 1, unsandboxed).
     # Both are the writer's claims: only evidence a trusted process recorded is `verified` (docs/api.md).
-    evaluator_version: Annotated[int, WHOLE, Field(ge=1, le=1000)] | None = None
+    evaluator_version: Annotated[int, Field(ge=1, le=1000), WHOLE] | None = None
     sandboxed: StrictBool | None = None
     # The parent's median timed in the same run as this (child) measurement, interleaved with it: the
     # pair an attempt's `speedup` is the ratio of, which the service checks it against.
@@ -578,8 +579,8 @@ class RetrieveRequest(Strict):
     ) = None
     counter_source: CounterSource | None = None
     source: Annotated[str, StringConstraints(max_length=MAX_SOURCE_CHARS)] | None = None
-    k: Annotated[int, WHOLE, Field(ge=1, le=200)] = 20
-    limit: Annotated[int, WHOLE, Field(ge=1, le=100)] = 10
+    k: Annotated[int, Field(ge=1, le=200), WHOLE] = 20
+    limit: Annotated[int, Field(ge=1, le=100), WHOLE] = 10
     tasks: Annotated[list[Name], Field(min_length=1, max_length=64)] | None = None  # label mode
     exclude_task: Name | None = None  # held-out evaluation: ignore experience from this task
     exclude_tasks: Annotated[list[Name], Field(max_length=64)] = Field(
@@ -683,7 +684,7 @@ class TransferMatrixRequest(Strict):
     """Ask for the transfer matrix over every target (optionally of one transform)."""
 
     transform: Name | None = None  # only this transform's effects; None: all, pooled
-    resamples: Annotated[int, WHOLE, Field(ge=0, le=10_000)] = (
+    resamples: Annotated[int, Field(ge=0, le=10_000), WHOLE] = (
         1_000  # bootstrap resamples for the CIs (0: none)
     )
 
