@@ -87,14 +87,14 @@ def keys_create(
 
 @keys_app.command("list")
 def keys_list() -> None:
-    """List API keys: id, role (and whether revoked), namespace, label, creation time (never the keys)."""
+    """List API keys: id, role, namespace, label, creation and revocation time (never the keys themselves)."""
     from kernelgraph.service.auth import list_keys
 
     rows = _store_then(list_keys)
-    table = Table("key id", "role", "namespace", "label", "created")
+    table = Table("key id", "role", "namespace", "label", "created", "revoked")
     for row in rows:
-        role = f"{row['role']}, revoked {row['revoked_at']}" if row.get("revoked_at") else row["role"]
-        table.add_row(row["key_id"], role, row["namespace"], row["label"] or "", row["created_at"])
+        table.add_row(row["key_id"], row["role"], row["namespace"], row["label"] or "", row["created_at"],
+                      row.get("revoked_at") or "")  # fmt: skip
     console.print(table)
 
 
