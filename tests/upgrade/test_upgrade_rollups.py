@@ -51,6 +51,8 @@ def _answer(knowledge: KnowledgeService, namespace: str, request: dict[str, Any]
             sorted(row["evidence_attempt_keys"]) if t.attempts <= 50 else len(row["evidence_attempt_keys"])
         )
         row["best_example"] = {**row["best_example"], "attempt_key": None}
+        # Who vouches (schema 0015) is not the oracle's to know: it reads aggregates, not recorders.
+        del row["verified_attempts"], row["keys"]
         rows.append(row)
     return rows
 
