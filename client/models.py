@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -56,7 +57,20 @@ ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
 NonNegativeFinite = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
-StrictInt = Annotated[int, Field(strict=True)]
+
+
+def _no_text_or_flag(value: Any) -> Any:
+    if isinstance(value, bool | str | bytes):
+        raise PydanticCustomError(
+            "int_type", "Input should be a valid integer, not {kind}", {"kind": type(value).__name__}
+        )
+    return value
+
+
+# Integers: a JSON number that is whole (2 or 2.0, as JSON Schema's `integer`), never "21" or true. After
+# a Field's bounds in an Annotated: placed before them, it hides the bounds from the JSON Schema.
+WHOLE = BeforeValidator(_no_text_or_flag)
+StrictInt = Annotated[int, WHOLE]
 StrictBool = Annotated[bool, Field(strict=True)]
 # A transform parameter: an integer, a finite float, a flag or a short string, each as sent.
 ParamValue = StrictInt | FiniteFloat | StrictBool | Annotated[str, StringConstraints(max_length=256)]
@@ -166,12 +180,12 @@ class HardwareTarget(Strict):
     arch: Name
     peak_gflops: PositiveFinite | None = None
     peak_gbps: PositiveFinite | None = None
-    cores: Annotated[int, Field(ge=1, le=100_000, strict=True)] | None = None
+    cores: Annotated[int, Field(ge=1, le=100_000), WHOLE] | None = None
     isa: Name | None = None
     host: Annotated[str, StringConstraints(max_length=256)] | None = None
-    sm_count: Annotated[int, Field(ge=1, le=10_000, strict=True)] | None = None
-    smem_per_block_bytes: Annotated[int, Field(ge=1, le=2**40, strict=True)] | None = None
-    registers_per_sm: Annotated[int, Field(ge=1, le=2**40, strict=True)] | None = None
+    sm_count: Annotated[int, Field(ge=1, le=10_000), WHOLE] | None = None
+    smem_per_block_bytes: Annotated[int, Field(ge=1, le=2**40), WHOLE] | None = None
+    registers_per_sm: Annotated[int, Field(ge=1, le=2**40), WHOLE] | None = None
     description: Annotated[str, StringConstraints(max_length=512)] = ""
 
 
@@ -247,7 +261,7 @@ class Measurement(Strict):
 
     median_ns: PositiveFinite | None = None  # None only for static (compile-only) measurements
     iqr_ns: NonNegativeFinite | None = None
-    trials: Annotated[int, Field(ge=0, le=1_000_000, strict=True)] = 0
+    trials: Annotated[int, Field(ge=0, le=1_000_000), WHOLE] = 0
     correct: StrictBool
     static: StrictBool = False
     counter_source: CounterSource
@@ -267,7 +281,7 @@ class Measurement(Strict):
     # Which evaluator measured (agent.evaluator.EVALUATOR_VERSION) and whether its sandbox was on;
     # None on measurements recorded before these were kept (evaluator 1, unsandboxed).
     # Both are the writer's claims: only evidence a trusted process recorded is `verified` (docs/api.md).
-    evaluator_version: Annotated[int, Field(ge=1, le=1000, strict=True)] | None = None
+    evaluator_version: Annotated[int, Field(ge=1, le=1000), WHOLE] | None = None
     sandboxed: StrictBool | None = None
     # The parent's median timed in the same run as this (child) measurement, interleaved with it: the
     # pair an attempt's `speedup` is the ratio of, which the service checks it against.
@@ -590,8 +604,8 @@ class RetrieveRequest(Strict):
     ) = None
     counter_source: CounterSource | None = None
     source: Annotated[str, StringConstraints(max_length=MAX_SOURCE_CHARS)] | None = None
-    k: Annotated[int, Field(ge=1, le=200, strict=True)] = 20
-    limit: Annotated[int, Field(ge=1, le=100, strict=True)] = 10
+    k: Annotated[int, Field(ge=1, le=200), WHOLE] = 20
+    limit: Annotated[int, Field(ge=1, le=100), WHOLE] = 10
     tasks: Annotated[list[Name], Field(min_length=1, max_length=64)] | None = None  # label mode
     exclude_task: Name | None = None  # held-out evaluation: ignore experience from this task
     exclude_tasks: Annotated[list[Name], Field(max_length=64)] = Field(
@@ -722,7 +736,7 @@ class TransferMatrixRequest(Strict):
     """Ask for the transfer matrix over every target (optionally of one transform)."""
 
     transform: Name | None = None  # only this transform's effects; None: all, pooled
-    resamples: Annotated[int, Field(ge=0, le=10_000, strict=True)] = (
+    resamples: Annotated[int, Field(ge=0, le=10_000), WHOLE] = (
         1_000  # bootstrap resamples for the CIs (0: none)
     )
 

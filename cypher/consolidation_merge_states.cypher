@@ -58,11 +58,14 @@ CALL () {
   SET e.rollup_of = c.measurement_id
   WITH c, e
   ORDER BY e.measurement_id
-  // One rollup per recording key too (schema 0015): per-key aggregates survive consolidation.
-  WITH c, e.transform AS transform, e.params_json AS params, e.key_id AS key_id, collect(e) AS parts
+  // One rollup per recording key too (schema 0015): per-key aggregates survive consolidation. An
+  // aggregate without a key is one schema 0015 has not marked yet (migration 0010's roll-up of an older
+  // graph runs before it): `legacy`, as 0015 marks it.
+  WITH c, e.transform AS transform, e.params_json AS params, coalesce(e.key_id, 'legacy') AS key_id,
+       collect(e) AS parts
   MERGE (r:EvidenceRollup {namespace: $namespace, measurement_id: c.measurement_id, transform: transform,
                            params_json: params, key_id: key_id})
-    ON CREATE SET r.created_at = datetime(), r.verified = parts[0].verified
+    ON CREATE SET r.created_at = datetime(), r.verified = coalesce(parts[0].verified, false)
   MERGE (c)-[:HAS_ROLLUP]->(r)
   // The best example: the part with the fastest attempt, or the first part while none has a runtime.
   WITH c, r, parts,

@@ -63,7 +63,11 @@ def _store_then(action):  # type: ignore[no-untyped-def]
 @keys_app.command("create")
 def keys_create(
     role: Annotated[
-        Role, typer.Option(help="reader: read only; writer: read and write; admin: any namespace.")
+        Role,
+        typer.Option(
+            help="reader: read only; writer: read and write; verifier: a writer whose evidence is verified "
+            "(a process you trust to measure); admin: any namespace, peaks, revoking and quarantine."
+        ),
     ],
     namespace: Annotated[str, typer.Option(help="The namespace (team) the key reads and writes.")],
     label: Annotated[str, typer.Option(help="A note to recognise the key by in `keys list`.")] = "",
@@ -122,9 +126,11 @@ def keys_quarantine(
     """Quarantine one key's evidence (left out of retrieval and consolidation, kept, reversible with
     --release). A dry run unless --apply: run it without first and read what would change."""
     from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.service.auth import check_namespace
     from kernelgraph.service.knowledge import KnowledgeService
 
     try:
+        check_namespace(namespace)
         report = _store_then(
             lambda store: KnowledgeService(store).quarantine(namespace, key_id, apply=apply, release=release)
         )

@@ -303,7 +303,8 @@ def test_a_graph_from_the_per_folder_importer_still_answers_after_schema_0004(
              "agent": "kernelbench-import", "target": folder, "parent": kernel(t.level, t.problem, Config()),
              "parent_measurement": _measurement(t), "transform": {"name": config.transform,
              "params": {"backend": "inductor", "mode": "default"}}, "child": kernel(t.level, t.problem, config),
-             "child_measurement": _measurement(by_key[t.key]), "outcome": "kept",
+             "child_measurement": {**_measurement(by_key[t.key]), "parent_median_ns": t.mean_ms * 1e6},
+             "outcome": "kept" if t.mean_ms > by_key[t.key].mean_ms else "discarded",
              "speedup": t.mean_ms / by_key[t.key].mean_ms}
             for t in eager if t.key in by_key
         ])  # fmt: skip

@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from kernelgraph.client.models import Role
-from kernelgraph.service.auth import create_key
+from kernelgraph.service.auth import create_key, list_keys
 from kernelgraph.service.bench.poisoning import HONEST_EFFECTS, run_poisoning
-from kernelgraph.service.knowledge import INFLUENCE_BOUND, KnowledgeService
+from kernelgraph.service.knowledge import INFLUENCE_BOUND, KnowledgeService, Recorder
 from kernelgraph.service.store import GraphStore
 from tests import factories
 from tests.service.conftest import Keys, bearer
@@ -238,3 +238,30 @@ def test_poisoned_attempts_never_change_the_honest_keys_top_three(store: GraphSt
         assert round_.magic_score is not None and 0 < round_.magic_score < INFLUENCE_BOUND
         for transform, score in report.baseline_scores.items():
             assert abs(round_.scores[transform] - score) < INFLUENCE_BOUND
+
+
+@pytest.mark.usefixtures("cli_on_test_neo4j")
+def test_the_cli_quarantines_after_a_dry_run_and_revokes(store: GraphStore, namespace: str) -> None:
+    from typer.testing import CliRunner
+
+    from kernelgraph.cli import app
+
+    knowledge = KnowledgeService(store)
+    knowledge.upsert_targets(namespace, [factories.target()])
+    writer = create_key(store, Role.WRITER, namespace, "cli poisoner")
+    knowledge.record_attempts(namespace, [_attempt(key="cli:0")], Recorder(writer.key_id))
+    runner = CliRunner()
+    dry = runner.invoke(app, ["keys", "quarantine", writer.key_id, "--namespace", namespace])
+    said = " ".join(dry.output.split())  # rich wraps lines
+    assert dry.exit_code == 0 and "would quarantine" in said and "1 attempts" in said, dry.output
+    flagged = "MATCH (a:Attempt {namespace: $ns}) RETURN a.quarantined AS q"
+    assert store.driver.execute_query(flagged, ns=namespace, database_=store.database).records[0]["q"] is None
+    applied = runner.invoke(app, ["keys", "quarantine", writer.key_id, "--namespace", namespace, "--apply"])
+    assert applied.exit_code == 0 and "quarantined" in applied.output
+    assert store.driver.execute_query(flagged, ns=namespace, database_=store.database).records[0]["q"] is True
+    revoked = runner.invoke(app, ["keys", "revoke", writer.key_id])
+    assert revoked.exit_code == 0 and writer.key_id in " ".join(revoked.output.split())
+    assert runner.invoke(app, ["keys", "list"]).exit_code == 0
+    [listed] = [row for row in list_keys(store) if row["key_id"] == writer.key_id]
+    assert listed["revoked_at"]
+    assert runner.invoke(app, ["keys", "revoke", "000000000000"]).exit_code == 2
