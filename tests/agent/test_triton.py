@@ -224,7 +224,6 @@ def test_gpu_time_beyond_the_peak_is_implausible(
     monkeypatch.setattr(triton_mod, "local_cuda_arch", lambda: 90)
     monkeypatch.setattr(triton_mod, "_run_worker", worker)
     target = dataclasses.replace(get_target("cuda-sm90"), peak_gflops=1000.0, peak_gbps=3000.0)
-    task = _task("softmax")
     result = backend.profile(task, task.source("triton", task.baseline_config), target)
     assert result.outcome == Outcome.IMPLAUSIBLE, result
     assert "exceeds" in result.reason and math.isnan(result.median_ns)
@@ -251,7 +250,6 @@ def test_gpu_speedup_far_beyond_the_parent_is_reverified_as_in_c(
 
     monkeypatch.setattr(triton_mod, "local_cuda_arch", lambda: 90)
     monkeypatch.setattr(triton_mod, "_run_worker", worker)
-    task = _task("softmax")
     result = backend.profile(task, task.source("triton", task.baseline_config), get_target("cuda-sm90"))
     assert result.outcome == Outcome.KEPT, result
     assert result.reverified and "faster than its parent" in result.reason
