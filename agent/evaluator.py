@@ -25,19 +25,21 @@ import numpy as np
 
 from kernelgraph.agent.results import CheckResult, Outcome
 from kernelgraph.agent.tasks.base import Arrays, Task, rms_scale
+from kernelgraph.client.signature import MAX_COMPUTE_FRACTION, MAX_MEMORY_FRACTION
 
 # Bumped whenever what a measurement means changes, so consolidation can tell old from new.
 # 1: the evaluator before it was sandboxed (measurements without `evaluator_version`).
 # 2: bubblewrap sandbox, admission checks, a distinct input variant per timed call with the timed
 #    outputs verified, and times beyond the target's peak an IMPLAUSIBLE outcome.
-# 3: cache counters of the admitted, timed object (never a rebuild: schema 0014 marks the older ones
+# 3: the isolated timing protocol (agent/backends/isolated.py): each kernel in its own process,
+#    timed and frozen by the evaluator, every timed call checked; keep decisions over an interval;
+#    cache counters of the admitted, timed object (never a rebuild: schema 0014 marks the older ones
 #    `counters_separate_build`), seccomp and capped filesystems, relative tolerances with an edge set.
 EVALUATOR_VERSION = 3
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.
-MAX_COMPUTE_FRACTION = 1.1  # of the measured FMA peak
-MAX_MEMORY_FRACTION = 8.0  # of DRAM triad bandwidth: cache-resident data legitimately beats DRAM
+# MAX_COMPUTE_FRACTION and MAX_MEMORY_FRACTION (client/signature.py), which the service checks too.
 # Beyond this the result is possible but suspicious: re-verify on fresh inputs, as KernelBench flags.
 MAX_SPEEDUP = 10.0
 

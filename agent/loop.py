@@ -2,8 +2,8 @@
 
 `optimize` registers the target (with its measured peaks), measures the baseline, then spends its
 budget of attempts. Each attempt is judged by the backend (compile, the honest evaluator's check,
-a profile interleaved with the current best) and kept only when correct and faster by more than
-`keep_threshold`. Every attempt, failures included with their diagnosis, is recorded through the
+a profile interleaved with the current best) and kept only when correct and, by a confidence
+interval over its interleaved pairs of calls, faster by more than `keep_threshold` (`keep_decision`). Every attempt, failures included with their diagnosis, is recorded through the
 experience client as an `AttemptRecord` whose parent is the current best kernel and its measurement:
 sent in full the first time, then referenced by the measurement id the service gave back (a kept
 child becomes the next parent already recorded), so a run sends each parent's source once.
@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import statistics
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -174,10 +175,12 @@ def hardware_target(target: Target) -> HardwareTarget:
     )
 
 
-def measurement(profile: ProfileResult) -> Measurement:
-    """The service's Measurement of a successful profile, raw counters included."""
+def measurement(profile: ProfileResult, parent_median_ns: float | None = None) -> Measurement:
+    """The service's Measurement of a successful profile, raw counters included; `parent_median_ns`:
+    the parent's time the speedup was computed against (the same run's, when timed interleaved)."""
     timed = not profile.static
     return Measurement(
+        parent_median_ns=parent_median_ns if timed else None,
         median_ns=profile.median_ns if timed else None,
         iqr_ns=profile.iqr_ns if timed and math.isfinite(profile.iqr_ns) and profile.iqr_ns >= 0 else None,
         trials=profile.trials,
@@ -225,6 +228,68 @@ def _judge(task: Task, backend: Backend, target: Target, source: str, parent_sou
     return Evaluation(Outcome.KEPT, "", profile)
 
 
+# Keep decisions (issue #29): a candidate is kept only when the confidence interval of its speedup
+# over the incumbent, from the interleaved pairs of calls, lies above the keep threshold.
+KEEP_CONFIDENCE = 0.99  # two-sided: the lower bound errs above the true median in 0.5% of decisions
+MAX_MEASUREMENTS = 3  # a promising but unproven candidate is re-measured, pairs pooled, up to this
+
+
+def median_interval(
+    values: Sequence[float], confidence: float = KEEP_CONFIDENCE
+) -> tuple[float, float, float]:
+    """(low, median, high): a distribution-free confidence interval of the median, from order
+    statistics (the number of values below the true median is Binomial(n, 1/2)); (nan, nan, nan)
+    for no values, and the extremes when there are too few values for the confidence asked."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    tail, k, mass = (1.0 - confidence) / 2, 0, 0.0
+    while k < n // 2:  # the largest k with P(Binomial(n, 1/2) < k + 1) <= tail
+        mass += math.comb(n, k) / 2.0**n
+        if mass > tail:
+            break
+        k += 1
+    mid = float(statistics.median(ordered))
+    return float(ordered[max(k - 1, 0)]), mid, float(ordered[min(n - k, n - 1)])
+
+
+@dataclass(frozen=True)
+class KeepDecision:
+    """Whether to keep a candidate, from the pooled pairs of all its measurements."""
+
+    keep: bool
+    speedup: float  # the median pair ratio
+    low: float
+    high: float
+    measurements: int
+    pairs: int
+
+    def describe(self, keep_threshold: float) -> str:
+        return (f"{self.speedup:.3f}x the current best ({KEEP_CONFIDENCE:.0%} interval {self.low:.3f}-"
+                f"{self.high:.3f} over {self.pairs} interleaved pairs, {self.measurements} measurement(s); "
+                f"kept only when the interval is above {1 + keep_threshold:.2f}x)")  # fmt: skip
+
+
+def keep_decision(
+    first: ProfileResult, remeasure: Callable[[], ProfileResult | None], keep_threshold: float
+) -> KeepDecision:
+    """Keep when the interval's low end is above 1 + threshold; discard at once when the median is
+    not above it; in between (promising, unproven) re-measure and pool, up to MAX_MEASUREMENTS."""
+    pairs = list(first.paired_ratios)
+    measurements = 1
+    bar = 1.0 + keep_threshold
+    while True:
+        low, mid, high = median_interval(pairs)
+        if low > bar or mid <= bar or measurements >= MAX_MEASUREMENTS:
+            return KeepDecision(low > bar, mid, low, high, measurements, len(pairs))
+        again = remeasure()
+        if again is None or not again.paired_ratios:  # the re-measurement failed: not proven
+            return KeepDecision(False, mid, low, high, measurements, len(pairs))
+        pairs.extend(again.paired_ratios)
+        measurements += 1
+
+
 def evaluate(
     task: Task,
     backend: Backend,
@@ -245,6 +310,13 @@ def evaluate(
     profile = verdict.profile
     if profile is None or profile.static:
         return verdict
+    if profile.paired_ratios:
+        decision = keep_decision(profile, lambda: _remeasure(task, backend, target, source, parent_source),
+                                 keep_threshold)  # fmt: skip
+        if decision.keep:
+            return replace(verdict, speedup=decision.speedup)
+        return Evaluation(Outcome.DISCARDED, "correct but not proven faster: " + decision.describe(keep_threshold),
+                          profile, decision.speedup)  # fmt: skip
     parent_ns = profile.parent_median_ns or parent_median_ns
     speedup = parent_ns / profile.median_ns if parent_ns else None
     if speedup is not None and speedup > 1.0 + keep_threshold:
@@ -255,6 +327,13 @@ def evaluate(
         else "correct, but the parent was not timed: nothing to compare"
     )
     return Evaluation(Outcome.DISCARDED, reason, profile, speedup)
+
+
+def _remeasure(
+    task: Task, backend: Backend, target: Target, source: str, parent_source: str
+) -> ProfileResult | None:
+    again = backend.profile(task, source, target, parent_source=parent_source)
+    return again if again.outcome == Outcome.KEPT else None
 
 
 def optimize(
@@ -403,7 +482,15 @@ def _attempt(
         parent_measurement=None if best.measurement_id else measurement(best.profile),
         transform=AppliedTransform(name=proposal.transform, params=_params(proposal.params)),
         child=child,
-        child_measurement=measurement(profile) if profile is not None else None,
+        # The service checks `speedup` against this pair (evaluate's: the interleaved parent when timed).
+        child_measurement=measurement(
+            profile,
+            (profile.parent_median_ns or best.profile.median_ns)
+            if speedup is not None
+            else profile.parent_median_ns,
+        )
+        if profile is not None
+        else None,
         outcome=outcome,
         speedup=speedup,
         diagnosis=diagnosis[:8000],

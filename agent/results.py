@@ -67,6 +67,9 @@ class ProfileResult:
     reason: str = ""
     evaluator_version: int | None = None  # agent.evaluator.EVALUATOR_VERSION of the code that measured
     sandbox: str = ""  # the sandbox it ran in ("bubblewrap 0.8.0"), or that it was off
+    # parent time / candidate time of each interleaved trial (one pair of calls on the same inputs):
+    # what the keep decision's confidence interval is taken over (agent/loop.py `keep_decision`)
+    paired_ratios: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,25 @@ def source_index(source: CounterSource | str) -> str:
     return f"measurement_signature_{CounterSource(source).value}"
 
 
+# Beyond these fractions of a target's peaks a time contradicts the hardware (the evaluator's
+# IMPLAUSIBLE outcome, agent/evaluator.py; the service's `implausible` flag, service/knowledge.py).
+MAX_COMPUTE_FRACTION = 1.1  # of the measured FMA peak
+MAX_MEMORY_FRACTION = 8.0  # of DRAM triad bandwidth: cache-resident data legitimately beats DRAM
+
+
+def plausibility_floor_ns(
+    flops: float | None, nbytes: float | None, peak_gflops: float | None, peak_gbps: float | None
+) -> float | None:
+    """The least time the declared work (`flops`, `nbytes`) can take within the peaks' fractions above
+    (GFLOP/s and GB/s are FLOP and bytes per ns); None when neither work nor a peak is known."""
+    floors = []
+    if flops and peak_gflops:
+        floors.append(flops / (MAX_COMPUTE_FRACTION * peak_gflops))
+    if nbytes and peak_gbps:
+        floors.append(nbytes / (MAX_MEMORY_FRACTION * peak_gbps))
+    return max(floors) if floors else None
+
+
 @dataclass(frozen=True)
 class TargetPeaks:
     """What the signature needs to know about a target."""

@@ -222,7 +222,8 @@ def group_evidence(rows: Sequence[dict[str, Any]], canonical: dict[str, str]) ->
         group = groups.get(key)
         if group is None:
             group = groups[key] = EvidenceGroup(state, row["transform"], row["params_json"], [])
-        group.measurement_ids.append(row["measurement_id"])
+        if row["measurement_id"] not in group.measurement_ids:  # one aggregate per recording key
+            group.measurement_ids.append(row["measurement_id"])
         group.attempts += int(row["attempts"] or 0)
         group.runtime_attempts += int(row["runtime_attempts"] or 0)
         for name, pick in (("min_log_speedup", min), ("max_log_speedup", max)):

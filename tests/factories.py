@@ -60,7 +60,7 @@ def attempt(key: str = "run-1:0", transform: str = "unroll", speedup: float | No
         "parent_measurement": measurement(1e6, parent_signature),
         "transform": {"name": transform, "params": {"factor": 4}},
         "child": kernel(task, child_source),
-        "child_measurement": measurement(1e6 / speedup) if speedup else None,
+        "child_measurement": measurement(1e6 / speedup, parent_median_ns=1e6) if speedup else None,
         "outcome": outcome,
         "speedup": speedup,
         **overrides,

@@ -219,6 +219,31 @@ def _time(fns: Any, buffers: Any, base: Any, specs: Any, sizes: Any, req: Any) -
     return {"times": times, "timed_calls": kept, "cpu_ns": cpu_ns, "threads_used": threads_used}
 
 
+def _serve(req: Any) -> None:
+    """The isolated protocol's side of a call (agent/backends/isolated.py): map the shared buffers the
+    evaluator writes inputs into and reads outputs from, say ready, then call the kernel once per
+    `c` read from the go FIFO and answer `d` on the done FIFO; `q` ends. Nothing is timed or checked
+    here: the evaluator takes the times, freezes this process and checks every call's outputs."""
+    shared = np.memmap(req["shared_path"], dtype=np.uint8, mode="r+")
+    views = [
+        shared[offset : offset + int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize]
+        .view(dtype)
+        .reshape(shape)
+        for offset, shape, dtype in req["layout"]
+    ]
+    fn = _bind(req["artifacts"][0])
+    args = _args(views[: req["inputs"]], views[req["inputs"] :], req["sizes"])
+    go = os.open(req["go_path"], os.O_RDONLY)
+    done = os.open(req["done_path"], os.O_WRONLY)
+    os.write(done, b"r")
+    while True:
+        command = os.read(go, 1)
+        if command != b"c":  # b"q", or the evaluator went away
+            return
+        fn(*args)
+        os.write(done, b"d")
+
+
 def install_seccomp(program: bytes) -> None:
     """Load the parent's seccomp allow-list (agent/backends/seccomp.py KERNEL_FILTER) on this process
     and every thread it starts, before the kernel's object is even loaded."""
@@ -240,6 +265,13 @@ def install_seccomp(program: bytes) -> None:
 def main(request_path: str, result_dir: str) -> None:
     with open(request_path, "rb") as f:
         req = pickle.load(f)
+    if req["mode"] == "serve":
+        headroom = int(req["memory_bytes"])
+        resource.setrlimit(resource.RLIMIT_AS, (_vm_size() + headroom, _vm_size() + headroom))
+        if req.get("seccomp"):
+            install_seccomp(req["seccomp"])
+        _serve(req)
+        return
     result: dict[str, Any] = {}
     try:
         headroom = int(req["memory_bytes"])

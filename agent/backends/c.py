@@ -30,12 +30,14 @@ from kernelgraph.agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
+from kernelgraph.agent.backends.isolated import time_isolated
 from kernelgraph.agent.backends.sandbox import SandboxLimits, SharedObjectRunner, verify_timed_calls
-from kernelgraph.agent.backends.timing import TimingPlan, judge_timing
+from kernelgraph.agent.backends.timing import ISOLATED, TimingPlan, judge_timing
 from kernelgraph.agent.evaluator import (
     DEFAULT_SEEDS,
     EVALUATOR_VERSION,
     REVERIFY_SEEDS,
+    RunStatus,
     digest,
     make_input_sets,
     output_specs,
@@ -262,20 +264,30 @@ class CBackend:
         digests = [{n: digest(a) for n, a in s.items()} for s in sets]
         specs = output_specs(task, sets[0])
         sizes = list(task.sizes(sets[0]).values())
-        runner = SharedObjectRunner(built.artifact, sizes, self._limits(target, self.profile_timeout_s))
-        report = runner.time(
-            [{k: v.copy() for k, v in s.items()} for s in sets], specs, self.timing, parent_artifact
-        )
+        limits = self._limits(target, self.profile_timeout_s)
+        copies = [{k: v.copy() for k, v in s.items()} for s in sets]
+        artifacts = [built.artifact] + ([parent_artifact] if parent_artifact else [])
+        if self.timing.protocol == ISOLATED:  # every call checked here, as it is timed
+            report, timed = time_isolated(task, copies, specs, sizes, self.timing, artifacts, limits)
+            if report.status is RunStatus.OK and not timed.correct:
+                return self._failed(timed.outcome, f"while timed: {timed.reason}")
+        else:
+            report = SharedObjectRunner(built.artifact, sizes, limits).time(
+                copies, specs, self.timing, parent_artifact
+            )
         verdict = verify(task, sets, report, digests)
         if not verdict.correct:
             return self._failed(verdict.outcome, f"during profiling: {verdict.reason}")
-        timed = verify_timed_calls(task, sets[0], report.extra)
-        if not timed.correct:
-            return self._failed(timed.outcome, f"while timed: {timed.reason}")
+        if self.timing.protocol != ISOLATED:
+            timed = verify_timed_calls(task, sets[0], report.extra)
+            if not timed.correct:
+                return self._failed(timed.outcome, f"while timed: {timed.reason}")
         times = report.extra["times"]
         cand = np.asarray(times[0], dtype=float)
         q1, median, q3 = (float(v) for v in np.percentile(cand, [25, 50, 75]))
         parent_median = float(np.median(times[1])) if parent_artifact else None
+        pairs = zip(times[0], times[1], strict=True) if parent_artifact else ()
+        paired = tuple(float(p) / float(c) for c, p in pairs if c > 0)
         judged = judge_timing(
             task, sets[0], median, parent_median,
             peak_gflops=target.peak_gflops, peak_gbps=target.peak_gbps,
@@ -283,7 +295,7 @@ class CBackend:
         )  # fmt: skip
         if judged.outcome is not None:
             return self._failed(judged.outcome, judged.reason)
-        cores = self._limits(target, self.profile_timeout_s).threads
+        cores = limits.threads
         parallel = measured_parallelism(report.extra, cores)
         threads = parallel.get(CounterName.THREADS, 1.0)
         derived = counters_mod.derived_counters(task, sets[0], median, threads, target)
@@ -321,6 +333,7 @@ class CBackend:
             reason=judged.reason,
             evaluator_version=EVALUATOR_VERSION,
             sandbox=self.sandbox.label,
+            paired_ratios=paired,
         )
 
     def _failed(self, outcome: Outcome, reason: str) -> ProfileResult:

@@ -20,6 +20,13 @@ from kernelgraph.agent.tasks.base import Arrays, Task
 log = logging.getLogger(__name__)
 
 
+# The timing protocols (agent/backends/isolated.py): the evaluator times and checks every call of
+# each kernel in its own child, or (the old protocol, kept for red-team controls and the cost bench)
+# one child times both kernels in-process and keeps `verified_calls` sampled calls' outputs.
+ISOLATED, IN_PROCESS = "isolated", "in-process"
+PROTOCOLS = (ISOLATED, IN_PROCESS)
+
+
 @dataclass(frozen=True)
 class TimingPlan:
     warmup: int = 3
@@ -27,7 +34,12 @@ class TimingPlan:
     max_trials: int = 200
     budget_s: float = 3.0  # stop adding trials past this, once min_trials are done
     target_rel_iqr: float = 0.02  # ... or as soon as the spread is this tight
-    verified_calls: int = 3  # timed calls whose own outputs are kept and checked (within min_trials; C)
+    verified_calls: int = 3  # in-process protocol only: timed calls whose outputs are checked (C)
+    protocol: str = ISOLATED  # C backend: ISOLATED checks every call; IN_PROCESS is the old protocol
+
+    def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol {self.protocol!r} is not one of {', '.join(PROTOCOLS)}")
 
     def request(self) -> dict[str, float]:
         """What the timing process needs of the plan (the keys `_child.enough_trials` reads)."""

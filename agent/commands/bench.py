@@ -17,31 +17,71 @@ def gpu(
 
 
 def sandbox(
-    task: str = typer.Option("rmsnorm", "--task", help="the C task whose baseline is evaluated"),
+    task: str = typer.Option(
+        "rmsnorm", "--task", help="--compare sandbox: the C task whose baseline is evaluated"
+    ),
+    tasks: str = typer.Option(
+        "", "--tasks", help="--compare protocols: comma-separated C tasks (default: all)"
+    ),
+    compare: str = typer.Option(
+        "protocols", "--compare", help="protocols (old and new timing) or sandbox (on/off)"
+    ),
     target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build and time for"),
-    repeats: int = typer.Option(5, "--repeats", min=1, max=50, help="evaluations per mode (interleaved)"),
+    repeats: int = typer.Option(20, "--repeats", min=1, max=50, help="evaluations per mode (interleaved)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
 ) -> None:
-    """What the sandbox costs: overhead per evaluation step and timing noise (rel. IQR) with and without."""
+    """What the evaluator's protection costs: the isolated timing protocol against the old in-process
+    one (wall time, rel. IQR, medians), or the sandbox's overhead per step with and without it."""
     import json
     from pathlib import Path
 
     from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
-    from kernelgraph.agent.bench.sandbox_bench import render, run_bench
+    from kernelgraph.agent.bench.sandbox_bench import render, render_protocols, run_bench, run_protocol_bench
+    from kernelgraph.agent.tasks import all_tasks
     from kernelgraph.client.reports import save_report
 
+    if compare not in ("protocols", "sandbox"):
+        typer.echo(f"error: --compare: {compare!r} is neither 'protocols' nor 'sandbox'", err=True)
+        raise typer.Exit(2)
     try:
-        result = run_bench(task, target, repeats)
+        if compare == "protocols":
+            names = [t for t in tasks.split(",") if t] or [t.name for t in all_tasks("c")]
+            result = run_protocol_bench(names, target, repeats)
+        else:
+            result = run_bench(task, target, repeats)
     except SandboxUnavailable as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    if compare == "protocols":
+        path = save_report(result, Path(results_dir), "sandbox-protocols")
+        typer.echo(render_protocols(result))
+        typer.echo(f"saved to {path}")
+        return
     path = save_report(result, Path(results_dir), "sandbox-bench")
     if as_json:
         typer.echo(json.dumps({k: v for k, v in result.items() if k != "runs"} | {"saved": str(path)}))
     else:
         typer.echo(render(result))
         typer.echo(f"saved to {path}")
+
+
+def keep(
+    decisions: int = typer.Option(300, "--decisions", min=10, help="decisions per cell"),
+    target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build and time for"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+) -> None:
+    """How often noise fools the keep decision: false keeps (a kernel against itself) and false
+    discards (against one 1.3x slower), quiet and with a core burnt by another process."""
+    from pathlib import Path
+
+    from kernelgraph.agent.bench.keep_bench import render, run_keep_bench
+    from kernelgraph.client.reports import save_report
+
+    result = run_keep_bench(decisions, target)
+    path = save_report(result, Path(results_dir), "keep-bench")
+    typer.echo(render(result))
+    typer.echo(f"saved to {path}")
 
 
 STUDY_TASKS = "layernorm,matmul,softmax,elementwise_chain,transpose,matvec,reduction"
@@ -117,3 +157,4 @@ def register(bench_app: typer.Typer) -> None:
     bench_app.command("sandbox")(sandbox)
     bench_app.command("tolerances")(tolerances)
     bench_app.command("landscape")(landscape)
+    bench_app.command("keep")(keep)

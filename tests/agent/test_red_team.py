@@ -30,7 +30,7 @@ import pytest
 from kernelgraph.agent.backends import admission, bubblewrap
 from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, scratch_dir
 from kernelgraph.agent.backends.c import COMPILE_TIMEOUT_S, CBackend
-from kernelgraph.agent.backends.timing import TimingPlan
+from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED, TimingPlan
 from kernelgraph.agent.backends.triton import TritonBackend
 from kernelgraph.agent.loop import evaluate
 from kernelgraph.agent.results import CheckResult, Outcome
@@ -43,6 +43,8 @@ CHEATS = Path(__file__).with_name("cheats")
 CANARY = "kg-canary-7f3a9c1e-secret"
 ORPHAN_NAME = "kgredteamorphan"
 QUICK = TimingPlan(warmup=1, min_trials=5, max_trials=8, budget_s=0.3, verified_calls=3)
+# For the attacks on the timer: room past min_trials for the later calls to set the median.
+ATTACK_TIMING = TimingPlan(warmup=1, min_trials=5, max_trials=30, budget_s=6.0, verified_calls=3)
 
 
 class _Listener:
@@ -90,6 +92,9 @@ class World:
             "@HOME@": str(self.home),
             "@SENTINEL@": str(self.sentinel),
             "@PORT@": str(self.listener.port),
+            # what an attacker who read the evaluator knows of the plan it is timed with
+            "@SAMPLED_UNTIL@": str(ATTACK_TIMING.warmup + ATTACK_TIMING.min_trials),
+            "@SAMPLED@": str(ATTACK_TIMING.verified_calls),
         }.items():
             text = text.replace(key, value)
         return text
@@ -400,6 +405,115 @@ def test_forged_pickle_and_links_from_triton_reach_nothing(
     assert not compiled.ok
     out, err = capfd.readouterr()
     world.assert_no_effect(checked.reason, compiled.diagnosis, compiled.log, out, err)
+
+
+# --------------------------------------------------------------- attacks on the timing protocol
+# One kernel per class of issue #26, each run past admission (assume the kernel runs any code in its
+# own process): through the isolated protocol (agent/backends/isolated.py) it is caught or gains
+# nothing; the control runs it through the old in-process protocol, where the attack works. The
+# target's peaks are left out in both, so that the protocol alone is tested: an attacker keeps its
+# fake under the peak check by skipping less (docs/sandbox.md).
+
+# kernel -> what the isolated protocol's diagnosis names (None: not caught, but no fake speedup)
+TIMER_ATTACKS = {
+    "noisy_then_lazy.c": "NaN",  # 1: unchecked calls after noisy first calls
+    "weak_state.c": "NaN",  # 2: state in weak symbols
+    "label_state.c": "NaN",  # 2: state in .bss under a local assembler label
+    "omp_state.c": "NaN",  # 2: state in an OpenMP setting
+    "sabotage_parent.c": None,  # 3: threads left spinning beside the parent, OpenMP threads dropped
+    "learn_checked.c": None,  # 4: which calls are checked, from the gaps between calls
+    "forge_times.c": None,  # 5: rewrite the recorded times
+}
+
+
+def _timer(tmp_path_factory: pytest.TempPathFactory, protocol: str) -> CBackend:
+    return _PastAdmissionC(cache_dir=tmp_path_factory.mktemp(f"rt-{protocol}"), check_timeout_s=10.0,
+                           memory_bytes=768 << 20, counters=False,
+                           timing=dataclasses.replace(ATTACK_TIMING, protocol=protocol))  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def isolated_timer(tmp_path_factory: pytest.TempPathFactory) -> CBackend:
+    return _timer(tmp_path_factory, ISOLATED)
+
+
+@pytest.fixture(scope="module")
+def in_process_timer(tmp_path_factory: pytest.TempPathFactory) -> CBackend:
+    return _timer(tmp_path_factory, IN_PROCESS)
+
+
+def _no_peaks(target: Target) -> Target:
+    return dataclasses.replace(target, peak_gflops=None, peak_gbps=None)
+
+
+@pytest.mark.parametrize("kernel", sorted(TIMER_ATTACKS))
+def test_the_isolated_timer_is_not_fooled(
+    kernel: str, world: World, isolated_timer: CBackend, cpu_target: Target
+) -> None:
+    task = get_task("rmsnorm")
+    verdict = evaluate(
+        task, isolated_timer, _no_peaks(cpu_target), world.render(kernel), (CHEATS / "correct.c").read_text()
+    )
+    caught = TIMER_ATTACKS[kernel]
+    if caught is not None:
+        assert verdict.outcome == Outcome.INCORRECT, verdict.reason
+        assert "while timed: timed call" in verdict.reason and caught in verdict.reason, verdict.reason
+    else:  # correct, so judged on its time: the one it earned
+        assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED, Outcome.INCORRECT}, verdict.reason
+        assert verdict.outcome == Outcome.INCORRECT or (verdict.speedup or 0) < 1.6, verdict.speedup
+
+
+# sabotage_parent.c has no control: on this AMD host denormals are not slow, and threads spinning
+# beside the parent slow both kernels about alike on 2 loaded cores, so the attack's effect in one
+# process is not reliable enough to assert (docs/sandbox.md).
+@pytest.mark.parametrize("kernel", sorted(set(TIMER_ATTACKS) - {"sabotage_parent.c"}))
+def test_timer_attacks_work_against_the_in_process_protocol(
+    kernel: str, world: World, in_process_timer: CBackend, cpu_target: Target
+) -> None:
+    """Control: with the defence off (the old protocol) each attack is kept with a fake speedup."""
+    task = get_task("rmsnorm")
+    verdict = evaluate(
+        task,
+        in_process_timer,
+        _no_peaks(cpu_target),
+        world.render(kernel),
+        (CHEATS / "correct.c").read_text(),
+    )
+    assert verdict.outcome == Outcome.KEPT, verdict.reason
+    assert verdict.speedup is not None and verdict.speedup > 1.5, verdict.speedup
+
+
+def test_an_early_answer_stops_no_clock(world: World, isolated_timer: CBackend, cpu_target: Target) -> None:
+    """Found attacking the isolated protocol: the kernel answers "done" on the FIFO as a call starts
+    and works on; it is frozen as it answers, so the outputs are unfinished when checked."""
+    task = get_task("rmsnorm")
+    verdict = evaluate(task, isolated_timer, _no_peaks(cpu_target), world.render("early_answer.c"),
+                       (CHEATS / "correct.c").read_text())  # fmt: skip
+    assert verdict.outcome == Outcome.INCORRECT, verdict.reason
+    assert "NaN" in verdict.reason, verdict.reason
+
+
+def test_skipped_rows_are_found_by_the_rows_drawn_after_each_call(
+    world: World, isolated_timer: CBackend, cpu_target: Target
+) -> None:
+    """Found attacking the isolated protocol: finite garbage in 1/16 of the rows escapes the NaN scan;
+    64 rows drawn after every call find it (each call misses it with probability (15/16)^64 < 2%)."""
+    verdict = evaluate(get_task("rmsnorm"), isolated_timer, _no_peaks(cpu_target), world.render("skip_rows.c"),
+                       (CHEATS / "correct.c").read_text())  # fmt: skip
+    assert verdict.outcome == Outcome.INCORRECT, verdict.reason
+    assert "while timed: timed call" in verdict.reason and "outside rtol" in verdict.reason, verdict.reason
+
+
+def test_a_truncated_shared_buffer_crashes_only_the_kernel(
+    world: World, isolated_timer: CBackend, cpu_target: Target
+) -> None:
+    """Found attacking the isolated protocol: the kernel truncates the file its buffers are mapped
+    from; the evaluator checks the size once the child is frozen, before it touches the mapping."""
+    task = get_task("rmsnorm")
+    profile = isolated_timer.profile(task, world.render("truncate_shared.c"), _no_peaks(cpu_target))
+    assert profile.outcome == Outcome.CRASHED, profile.reason
+    assert "resized the shared buffers" in profile.reason or "exited" in profile.reason, profile.reason
+    _honest_still_passes(isolated_timer, cpu_target)
 
 
 # ------------------------------------------------------------------ defence in depth (issue 27)

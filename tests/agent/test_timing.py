@@ -1,11 +1,14 @@
-"""The one timing policy both backends use (agent/backends/timing.py): stopping rule, peak, re-verification."""
+"""The one timing policy both backends use (agent/backends/timing.py): stopping rule, peak, re-verification;
+and the loop's keep decision over the interleaved pairs (agent/loop.py)."""
 
 from __future__ import annotations
 
 from kernelgraph.agent.backends._child import enough_trials
 from kernelgraph.agent.backends.timing import TimingJudgement, TimingPlan, judge_timing
-from kernelgraph.agent.results import CheckResult, Outcome
+from kernelgraph.agent.loop import MAX_MEASUREMENTS, keep_decision, median_interval
+from kernelgraph.agent.results import CheckResult, Outcome, ProfileResult
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.client.signature import CounterSource
 
 
 def test_stopping_rule_honours_the_plan() -> None:
@@ -48,3 +51,47 @@ def test_a_suspicious_speedup_stands_only_after_reverification() -> None:
     assert judged.outcome is Outcome.INCORRECT and "re-verification failed" in judged.reason
     judged, calls = _judge(1e6, 2e6, CheckResult(Outcome.INCORRECT, "unused"))
     assert judged.outcome is None and not judged.reverified and calls == []
+
+
+# ------------------------------------------------------------------------ keep decisions (#29)
+
+
+def _profile(ratios: list[float]) -> ProfileResult:
+    return ProfileResult(median_ns=1.0, iqr_ns=0.0, trials=len(ratios), counters={},
+                         counter_source=CounterSource.CPU_TIMING, paired_ratios=tuple(ratios))  # fmt: skip
+
+
+def test_the_median_interval_is_taken_from_order_statistics() -> None:
+    values = [float(v) for v in range(1, 21)]  # n = 20: P(Binomial(20, 1/2) <= 3) = 0.0013 <= 0.005
+    assert median_interval(values, 0.99) == (4.0, 10.5, 17.0)
+    assert median_interval([3.0, 1.0, 2.0, 5.0, 4.0], 0.99) == (1.0, 3.0, 5.0)  # too few: the extremes
+
+
+def test_a_clear_win_is_kept_at_once_and_no_gain_is_discarded_at_once() -> None:
+    calls: list[int] = []
+
+    def again() -> ProfileResult:
+        calls.append(1)
+        return _profile([1.3] * 20)
+
+    win = keep_decision(_profile([1.25 + 0.01 * (i % 7) for i in range(20)]), again, 0.02)
+    assert win.keep and win.measurements == 1 and calls == []
+    same = keep_decision(_profile([0.97 + 0.005 * (i % 9) for i in range(20)]), again, 0.02)
+    assert not same.keep and same.measurements == 1 and calls == []
+
+
+def test_an_unproven_gain_is_remeasured_up_to_the_bound_then_discarded() -> None:
+    noisy = [0.8, 1.3] * 10  # median 1.05, interval 0.8-1.3: above the bar but not proven
+    calls: list[int] = []
+
+    def again() -> ProfileResult:
+        calls.append(1)
+        return _profile(noisy)
+
+    decision = keep_decision(_profile(noisy), again, 0.02)
+    assert not decision.keep and decision.measurements == MAX_MEASUREMENTS == len(calls) + 1
+    assert decision.pairs == len(noisy) * MAX_MEASUREMENTS
+    proven = keep_decision(_profile(noisy), lambda: _profile([1.2] * 40), 0.02)  # pooled: proven
+    assert proven.keep and proven.measurements == 2
+    failed = keep_decision(_profile(noisy), lambda: None, 0.02)
+    assert not failed.keep and failed.measurements == 1

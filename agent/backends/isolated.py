@@ -1,0 +1,476 @@
+"""The isolated timing protocol: times and checks taken where the kernel cannot write (docs/sandbox.md).
+
+Assume the kernel runs any code in its own process and has read this file. Then nothing its process
+holds can be believed, so that process holds nothing the verdict rests on:
+- **Separate processes.** The candidate and the kernel it is compared with (the parent) each run in
+  their own sandboxed child (`_child._serve`): no shared OpenMP settings, floating-point control
+  state, input buffers or memory between them. A child is frozen (SIGSTOP, every thread of every
+  process it started) whenever it is not being called, so it cannot run beside the other's calls.
+- **The evaluator takes the times.** Each call is one byte to the child's go FIFO and one byte back
+  on its done FIFO; the time is read here, before the child is thawed and after it answers. The
+  child is frozen before anything reads its outputs, so work left running after it answers (another
+  thread, another process) is neither timed nor seen.
+- **Every call is checked, at the same cost.** Each call, warm-up included, gets input values no call
+  has seen before (a fresh variant of input set 0, `_child.write_variant`, with a seed drawn here),
+  written into the child's shared buffers while it is frozen; outputs are NaN-filled (ints: a
+  sentinel) before the call. After every call: the inputs are compared with what was written, every
+  output element is scanned for NaN/inf/sentinel, and `CHECKED_ROWS` output rows drawn after the call
+  (all of them for tasks whose reference is not row-separable) are compared with the reference of
+  that call's inputs. The work is the same on every call, and which rows are checked is decided
+  after the kernel has returned, so there is nothing to learn about which calls are checked.
+The old protocol (one child timing both kernels in-process and checking `verified_calls` sampled
+calls, `TimingPlan(protocol="in-process")`) stays selectable for the red-team controls and
+`kernelgraph bench sandbox`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import pickle
+import random
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernelgraph.agent.backends._child import enough_trials, variant_factors, write_variant
+from kernelgraph.agent.backends.bubblewrap import (
+    Mount,
+    kill_tree,
+    python_executable,
+    python_mounts,
+    scratch_dir,
+)
+from kernelgraph.agent.backends.sandbox import CHILD, SandboxLimits, child_env, kernel_filter
+from kernelgraph.agent.backends.timing import TimingPlan
+from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus, compare, digest
+from kernelgraph.agent.results import CheckResult, Outcome
+from kernelgraph.agent.tasks.base import Arrays, Task
+
+# Output rows checked per call when the task's reference is row-separable: a kernel that skips or
+# botches a share q of the rows on the calls that set the median is caught with probability at least
+# 1 - (1 - q)^(CHECKED_ROWS * calls / 2): q = 1% over 20 calls leaves under 0.2%.
+CHECKED_ROWS = 64
+FREEZE_TIMEOUT_S = 2.0
+_ALIGN = 64
+
+
+class ProtocolError(Exception):
+    """A run that cannot go on: the child died, hung, or could not be frozen."""
+
+    def __init__(self, status: RunStatus, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+_ROW_INPUTS: dict[tuple[str, str], tuple[tuple[str, int], ...] | None] = {}
+
+
+def row_inputs(task: Task) -> tuple[tuple[str, int], ...] | None:
+    """`_row_inputs`, once per task and instance."""
+    key = (task.name, task.instance)
+    if key not in _ROW_INPUTS:
+        _ROW_INPUTS[key] = _row_inputs(task)
+    return _ROW_INPUTS[key]
+
+
+def _row_inputs(task: Task) -> tuple[tuple[str, int], ...] | None:
+    """The (input, axis) pairs to slice by output row when `task.reference` is row-separable, else
+    None (then every call is checked against the full reference). Decided on the small inputs: the
+    largest set of input axes as long as the outputs' leading axis whose slice to a few rows gives
+    exactly those rows of the full reference (a matmul's `a` rows, a transpose's `a` columns)."""
+    small = task.make_inputs(11, True)
+    leads = {int(shape[0]) for shape in task.output_shapes(small).values() if len(shape) >= 1}
+    if len(leads) != 1:
+        return None
+    rows = leads.pop()
+    axes = [(n, ax) for n, a in small.items() for ax in range(a.ndim) if a.shape[ax] == rows]
+    if rows < 8 or not axes or len(axes) > 6:
+        return None
+    pick = np.array([0, 1, rows // 3, rows // 2, rows - 1])
+    try:
+        full = task.reference(small)
+    except Exception:
+        return None
+    for size in range(len(axes), 0, -1):
+        for chosen in itertools.combinations(axes, size):
+            if len({n for n, _ in chosen}) == size and _separable(task, small, full, chosen, pick):
+                return chosen
+    return None
+
+
+def _separable(
+    task: Task, small: Arrays, full: Mapping[str, Any], chosen: tuple[tuple[str, int], ...], pick: np.ndarray
+) -> bool:
+    try:
+        part = task.reference(_slice(small, chosen, pick))
+        for out, want in full.items():
+            got, expected = np.asarray(part[out], dtype="f8"), np.asarray(want, dtype="f8")[pick]
+            if got.shape != expected.shape or not np.allclose(got, expected, rtol=1e-6, atol=1e-12):
+                return False
+    except Exception:  # a reference that cannot take a slice is not separable that way
+        return False
+    return True
+
+
+def _slice(inputs: Arrays, chosen: Sequence[tuple[str, int]], rows: np.ndarray) -> Arrays:
+    axis = dict(chosen)
+    return {n: (np.take(a, rows, axis=axis[n]) if n in axis else a) for n, a in inputs.items()}
+
+
+class KernelServer:
+    """One kernel in its own sandboxed child, called through FIFOs on buffers shared with it."""
+
+    def __init__(
+        self, artifact: str, base: Arrays, specs: Sequence[OutputSpec], sizes: Sequence[int],
+        limits: SandboxLimits, work: Path,
+    ) -> None:  # fmt: skip
+        layout, offset = [], 0
+        for shape, dtype in [(a.shape, a.dtype) for a in base.values()] + [
+            (s.shape, np.dtype(s.dtype)) for s in specs
+        ]:
+            layout.append((offset, tuple(int(d) for d in shape), np.dtype(dtype).str))
+            offset += -(-int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize // _ALIGN) * _ALIGN
+        self.size = max(offset, _ALIGN)
+        self.work = work
+        shared = work / "shared.bin"
+        self._fd = os.open(shared, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+        os.ftruncate(self._fd, self.size)
+        os.fchmod(self._fd, 0o666)
+        self._map = np.memmap(shared, dtype=np.uint8, mode="r+", shape=(self.size,))
+        views = [
+            self._map[o : o + int(np.prod(s, dtype=np.int64)) * np.dtype(d).itemsize].view(d).reshape(s)
+            for o, s, d in layout
+        ]
+        self.inputs, self.outputs = views[: len(base)], views[len(base) :]
+        for name in ("go", "done"):
+            os.mkfifo(work / name, 0o666)
+            os.chmod(work / name, 0o666)
+        # Opened read-write here before the child starts: neither open blocks, and a child that
+        # replaces the paths does not change what these descriptors reach.
+        self._go = os.open(work / "go", os.O_RDWR)
+        self._done = os.open(work / "done", os.O_RDWR | os.O_NONBLOCK)
+        request = {
+            "mode": "serve", "artifacts": [artifact], "layout": layout, "inputs": len(base),
+            "sizes": [int(v) for v in sizes], "shared_path": str(shared), "go_path": str(work / "go"),
+            "done_path": str(work / "done"), "memory_bytes": limits.memory_bytes,
+            "seccomp": kernel_filter(limits.sandbox),
+        }  # fmt: skip
+        with (work / "request.pkl").open("wb") as f:
+            pickle.dump(request, f, protocol=5)
+        self._log = (work / "child.log").open("w+b")
+        self.proc = limits.sandbox.popen(
+            [python_executable(), "-I", str(CHILD), str(work / "request.pkl"), str(work)],
+            mounts=[Mount(work, writable=True), *python_mounts(), Mount(Path(artifact))],
+            env=child_env(limits.threads), cwd=work, limits=limits.rlimits(),
+            stdout=self._log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        self.frozen = False
+
+    # ------------------------------------------------------------------------------ processes
+
+    def tree(self) -> list[int]:
+        """Host pids of every process the sandbox started (bwrap's own launcher excluded)."""
+        found, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/children") as f:
+                        kids = [int(c) for c in f.read().split()]
+                except (OSError, ValueError):
+                    continue
+                found.extend(kids)
+                todo.extend(kids)
+        return found
+
+    def kernel_pid(self) -> int | None:
+        """The child running the kernel: the deepest process of the tree."""
+        tree = self.tree()
+        return tree[-1] if tree else None
+
+    def freeze(self) -> None:
+        """SIGSTOP every process of the tree and wait until each of their threads is stopped; new
+        processes (forked meanwhile) are found and stopped too."""
+        deadline = time.monotonic() + FREEZE_TIMEOUT_S
+        stopped: set[int] = set()
+        while True:
+            pids = set(self.tree())
+            for pid in pids - stopped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+            stopped |= pids
+            if all(_all_threads_stopped(p) for p in pids) and set(self.tree()) <= stopped:
+                break
+            if self.proc.poll() is not None:
+                raise ProtocolError(RunStatus.CRASHED, self._died())
+            if time.monotonic() > deadline:
+                raise ProtocolError(RunStatus.CRASHED, "the kernel's process could not be frozen")
+            time.sleep(0.0002)
+        self.frozen = True
+        if os.fstat(self._fd).st_size != self.size:  # touching a truncated mapping would SIGBUS us
+            raise ProtocolError(RunStatus.CRASHED, "the kernel's process resized the shared buffers")
+
+    def thaw(self) -> None:
+        for pid in self.tree():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        self.frozen = False
+
+    def cpu_ns(self) -> int:
+        """CPU time of every live thread of the tree, from the kernel's own accounting."""
+        total = 0
+        for pid in self.tree():
+            with contextlib.suppress(OSError):
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with (
+                        contextlib.suppress(OSError, ValueError, IndexError),
+                        open(f"/proc/{pid}/task/{tid}/schedstat") as f,
+                    ):
+                        total += int(f.read().split()[0])
+        return total
+
+    def threads(self) -> int:
+        pid = self.kernel_pid()
+        try:
+            return len(os.listdir(f"/proc/{pid}/task")) if pid else 0
+        except OSError:
+            return 0
+
+    # ------------------------------------------------------------------------------ calls
+
+    def _answer(self, want: bytes, deadline: float) -> None:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ProtocolError(RunStatus.TIMEOUT, "kernel did not finish within its time limit")
+            readable, _, _ = select.select([self._done], [], [], min(left, 0.05))
+            if readable:
+                got = os.read(self._done, 1)
+                if got == want:
+                    return
+                raise ProtocolError(RunStatus.CRASHED, f"the kernel's process answered {got!r}, not {want!r}")
+            if self.proc.poll() is not None:
+                raise ProtocolError(RunStatus.CRASHED, self._died())
+
+    def wait_ready(self, deadline: float) -> None:
+        self._answer(b"r", deadline)
+
+    def _drain(self) -> None:
+        """Bytes the child wrote ahead of time (a forged early answer) are dropped before a call."""
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self._done, 4096):
+                pass
+
+    def call(self, deadline: float) -> int:
+        """One call of the kernel, frozen before and after; its wall time in ns as seen from here."""
+        self._drain()
+        start = time.perf_counter_ns()
+        self.thaw()
+        os.write(self._go, b"c")
+        self._answer(b"d", deadline)
+        elapsed = time.perf_counter_ns() - start
+        self.freeze()
+        return elapsed
+
+    def _died(self) -> str:
+        code = self.proc.poll()
+        self._log.seek(max(0, os.fstat(self._log.fileno()).st_size - 1500))
+        tail = self._log.read(1500).decode(errors="replace").strip()
+        if code is not None and (code < 0 or code >= 128):
+            sig = -code if code < 0 else code - 128
+            with contextlib.suppress(ValueError):
+                return f"kernel process killed by {signal.Signals(sig).name}" + (f": {tail}" if tail else "")
+        return f"kernel process exited with status {code} during a call" + (f": {tail}" if tail else "")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.thaw()
+                os.write(self._go, b"q")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=0.5)
+        kill_tree(self.proc)
+        for fd in (self._go, self._done, self._fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._log.close()
+
+
+def _all_threads_stopped(pid: int) -> bool:
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True  # gone
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("T", "t", "Z", "X"):
+            return False
+    return True
+
+
+@dataclass
+class CallChecker:
+    """Checks one call's outputs and inputs against what the evaluator wrote: the same work on every
+    call (the whole-output scan, the input comparison, `CHECKED_ROWS` rows drawn after the call)."""
+
+    task: Task
+    base: Arrays
+    specs: Sequence[OutputSpec]
+    rows_of: tuple[tuple[str, int], ...] | None
+    draw: random.Random
+
+    def __post_init__(self) -> None:
+        self.expected = {n: np.empty_like(a) for n, a in self.base.items()}
+
+    def variant(self, factors: np.ndarray, call: int) -> None:
+        for name, array in self.base.items():
+            write_variant(array, factors, call, self.expected[name])
+
+    def write(self, server: KernelServer) -> None:
+        """Just before the server's own call, so that each kernel starts from the cache state this
+        write leaves, whatever the other kernel's call did to the shared caches."""
+        for buf, name in zip(server.inputs, self.expected, strict=True):
+            np.copyto(buf, self.expected[name])
+        for out in server.outputs:
+            out.fill(np.nan if out.dtype.kind == "f" else np.iinfo(out.dtype).min)
+
+    def check(self, call: int, servers: Sequence[KernelServer]) -> list[str]:
+        """Per server, "" when its call was right, else why not."""
+        rows = None
+        if self.rows_of is not None:
+            total = self.specs[0].shape[0]
+            rows = np.array(sorted(self.draw.sample(range(total), min(CHECKED_ROWS, total))))
+            want = self.task.reference(_slice(self.expected, self.rows_of, rows))
+        else:
+            want = self.task.reference(self.expected)
+        verdicts = []
+        for server in servers:
+            verdicts.append(self._check_one(call, server, want, rows))
+        return verdicts
+
+    def _check_one(
+        self, call: int, server: KernelServer, want: Mapping[str, Any], rows: np.ndarray | None
+    ) -> str:
+        changed = [n for n, buf in zip(self.expected, server.inputs, strict=True)
+                   if not np.array_equal(buf, self.expected[n])]  # fmt: skip
+        if changed:
+            return f"timed call {call}: the kernel modified input(s) {', '.join(changed)}"
+        for spec, out in zip(self.specs, server.outputs, strict=True):
+            # the rows not checked must still be written (compare scans the rows it checks)
+            bad = (~np.isfinite(out) if out.dtype.kind == "f" else out == np.iinfo(out.dtype).min) if (
+                rows is not None) else np.zeros(1, dtype=bool)  # fmt: skip
+            if bad.any():
+                first = int(np.flatnonzero(bad.ravel())[0])
+                kind = "NaN/inf" if out.dtype.kind == "f" else "unwritten (sentinel)"
+                return (f"timed call {call}: output {spec.name!r} has {int(bad.sum())} {kind} values "
+                        f"(first at flat index {first}): unwritten or invalid")  # fmt: skip
+            got = out[rows] if rows is not None else out  # frozen: the view cannot change under us
+            ok, reason, _ = compare(self.task, spec.name, got, np.asarray(want[spec.name]))
+            if not ok:
+                where = f" (rows {rows[:4].tolist()}... of those checked)" if rows is not None else ""
+                return f"timed call {call}: {reason}{where}"
+        return ""
+
+
+def time_isolated(
+    task: Task,
+    input_sets: Sequence[Arrays],
+    specs: Sequence[OutputSpec],
+    sizes: Sequence[int],
+    plan: TimingPlan,
+    artifacts: Sequence[str],
+    limits: SandboxLimits,
+) -> tuple[RunReport, CheckResult]:
+    """Time `artifacts` ([candidate, parent?]) interleaved, each in its own child, checking every
+    call; then run the candidate on every input set for `evaluator.verify`.
+
+    Returns the run's report (outputs and input digests of every set; `extra["times"]` per kernel,
+    `cpu_ns`, `threads_used`, `protocol`) and the verdict on the timed calls.
+    """
+    draw = random.SystemRandom()
+    with contextlib.ExitStack() as stack:
+        servers: list[KernelServer] = []
+        try:
+            for artifact in artifacts:
+                work = stack.enter_context(scratch_dir("kg-isolated-"))
+                servers.append(KernelServer(artifact, input_sets[0], specs, sizes, limits, work))
+                stack.callback(servers[-1].close)
+            deadline = time.monotonic() + limits.timeout_s
+            for server in servers:
+                server.wait_ready(deadline)
+                server.freeze()
+            return _run(task, input_sets, specs, plan, servers, draw, deadline)
+        except ProtocolError as exc:
+            return RunReport(exc.status, message=exc.message), CheckResult(Outcome.CRASHED, exc.message)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _run(
+    task: Task, input_sets: Sequence[Arrays], specs: Sequence[OutputSpec], plan: TimingPlan,
+    servers: list[KernelServer], draw: random.Random, deadline: float,
+) -> tuple[RunReport, CheckResult]:  # fmt: skip
+    base = input_sets[0]
+    checker = CallChecker(task, base, specs, row_inputs(task), draw)
+    calls = plan.warmup + plan.max_trials
+    factors = variant_factors(max(a.size for a in base.values()), calls, draw.randrange(1 << 31))
+    times: list[list[int]] = [[] for _ in servers]
+    threads_before = servers[0].threads()
+    threads_used = 0
+    cpu_start = [0] * len(servers)
+    started = time.perf_counter()
+    for call in range(calls):
+        checker.variant(factors, call)
+        order = list(enumerate(servers)) if call % 2 == 0 else list(enumerate(servers))[::-1]
+        if call == plan.warmup:
+            cpu_start = [s.cpu_ns() for s in servers]
+            started = time.perf_counter()
+        for k, server in order:  # A B, then B A: order effects hit both alike
+            checker.write(server)
+            elapsed = server.call(deadline)
+            if call >= plan.warmup:
+                times[k].append(elapsed)
+            if call == 0 and k == 0:
+                threads_used = max(1, servers[0].threads() - threads_before + 1) if threads_before else 0
+        for k, why in enumerate(checker.check(call, servers)):
+            if why:
+                if k == 0:
+                    return RunReport(RunStatus.OK, message=why), CheckResult(Outcome.INCORRECT, why)
+                message = f"the parent kernel was wrong while timed ({why}): the comparison is void"
+                return RunReport(RunStatus.OK, message=message), CheckResult(Outcome.CRASHED, message)
+        if call >= plan.warmup and enough_trials(times[0], time.perf_counter() - started, plan.request()):
+            break
+    cpu_ns = [s.cpu_ns() - c for s, c in zip(servers, cpu_start, strict=True)]
+    outputs, digests = [], []
+    candidate = servers[0]
+    for values in input_sets:  # the independent sets, for `evaluator.verify` (untimed)
+        for buf, array in zip(candidate.inputs, values.values(), strict=True):
+            np.copyto(buf, array)
+        for out in candidate.outputs:
+            out.fill(np.nan if out.dtype.kind == "f" else np.iinfo(out.dtype).min)
+        candidate.call(deadline)
+        outputs.append({s.name: np.array(o) for s, o in zip(specs, candidate.outputs, strict=True)})
+        digests.append({n: digest(b) for n, b in zip(values, candidate.inputs, strict=True)})
+    extra = {
+        "times": times, "cpu_ns": cpu_ns, "threads_used": threads_used, "protocol": "isolated",
+        "checked_rows": CHECKED_ROWS if checker.rows_of is not None else "all",
+    }  # fmt: skip
+    checked = len(times[0]) + plan.warmup
+    report = RunReport(RunStatus.OK, outputs=tuple(outputs), input_digests=tuple(digests), extra=extra)
+    return report, CheckResult(Outcome.KEPT, f"every one of {checked} calls checked")
