@@ -47,6 +47,7 @@ from pydantic import BaseModel
 
 from kernelgraph.client.signature import SIGNATURE_VERSION
 from kernelgraph.service.consolidation_rules import (
+    ADMITTED_OBJECT_EVALUATOR,
     EXTERNAL_COUNTER_SOURCES,
     NOISE_FLOOR,
     NOISE_Z,
@@ -170,7 +171,7 @@ def plan_weights(states: Sequence[State]) -> tuple[list[dict[str, Any]], int | N
         if measured_here and newest is not None and (s.evaluator_version or 1) < newest:
             superseded += 1
             reasons.append(f"evaluator {s.evaluator_version or 1} superseded by {newest}")
-        if s.counters_separate_build:
+        if s.counters_separate_build and (newest or 0) >= ADMITTED_OBJECT_EVALUATOR:
             reasons.append("cache counters from a separate build of the source")
         if (s.signature_version or 1) < SIGNATURE_VERSION:
             stale += 1

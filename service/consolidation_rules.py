@@ -23,7 +23,8 @@ so every rule is unit-tested on plain values. docs/retrieval.md ("Consolidation"
   in the namespace) counts `SUPERSEDED_EVALUATOR_WEIGHT`; one whose signature is older than
   `SIGNATURE_VERSION` and could not be re-signed counts `STALE_SIGNATURE_WEIGHT` (its position in
   signature space is not comparable); one whose cache counters came from a separate build of the
-  source (schema 0014, evaluators before 3) counts `SEPARATE_BUILD_WEIGHT` (its timing is the timed
+  source (schema 0014, evaluators before 3) counts `SEPARATE_BUILD_WEIGHT` more once the namespace
+  holds measurements of evaluator 3, which counts the admitted object (its timing is the timed
   object's, its cache dimensions may describe other code); all multiply. Imported measurements
   (published timings) were taken by no evaluator of ours and are never down-weighted for it.
 """
@@ -46,6 +47,8 @@ MERGE_RADIUS_SQ = 0.05
 SUPERSEDED_EVALUATOR_WEIGHT = 0.25
 STALE_SIGNATURE_WEIGHT = 0.5
 SEPARATE_BUILD_WEIGHT = 0.5
+# The first evaluator that counted the admitted object (agent.evaluator.EVALUATOR_VERSION 3).
+ADMITTED_OBJECT_EVALUATOR = 3
 # Counter sources measured by no evaluator of this project: their evaluator_version is absent by nature.
 EXTERNAL_COUNTER_SOURCES = frozenset({"kernelbench_timing"})
 RAN_OUTCOMES = frozenset({"kept", "discarded"})
@@ -190,7 +193,11 @@ def version_weight(
     counters_separate_build: bool = False,
 ) -> float:
     """How much a measured state's evidence counts (1.0: current). See the module docstring."""
-    weight = SEPARATE_BUILD_WEIGHT if counters_separate_build else 1.0
+    weight = 1.0
+    # Only beside counters of admitted objects: until one is measured in the namespace, all its cache
+    # counters are of one kind, and the ranking among them stays what the release answered.
+    if counters_separate_build and (newest_evaluator or 0) >= ADMITTED_OBJECT_EVALUATOR:
+        weight *= SEPARATE_BUILD_WEIGHT
     # A measurement without a version predates evaluator 2 (schema 0005): it is evaluator 1.
     measured_here = counter_source not in EXTERNAL_COUNTER_SOURCES
     if measured_here and newest_evaluator is not None and (evaluator_version or 1) < newest_evaluator:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from kernelgraph.agent.backends.timing import TimingPlan
@@ -180,6 +182,27 @@ def test_gpu_check_and_timing() -> None:  # pragma: no cover - needs a GPU
         assert prof.median_ns > 0 and prof.parent_median_ns and prof.counters["time_ns"] == prof.median_ns
 
 
+def honest_launches(request: dict[str, Any], trials: int, task: Task) -> dict[int, Any]:
+    """What a correct GPU worker keeps: every timed launch's outputs (the reference of that launch's
+    own input variant) and its inputs' digests."""
+    from kernelgraph.agent.backends._child import variant_factors, write_variant
+    from kernelgraph.agent.evaluator import digest
+
+    base, warmup = request["inputs"], int(request["warmup"])
+    factors = variant_factors(max(a.size for a in base.values()), warmup + int(request["max_trials"]),
+                              int(request["variant_seed"]))  # fmt: skip
+    kept = {}
+    for call in range(warmup, warmup + trials):
+        inputs = {}
+        for name, array in base.items():
+            inputs[name] = np.empty_like(array)
+            write_variant(array, factors, call, inputs[name])
+        want = task.reference(inputs)
+        kept[call] = {"outputs": [want[n] for n in request["output_shapes"]],
+                      "digests": [digest(v) for v in inputs.values()]}  # fmt: skip
+    return kept
+
+
 def test_gpu_time_beyond_the_peak_is_implausible(
     backend: TritonBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -189,16 +212,18 @@ def test_gpu_time_beyond_the_peak_is_implausible(
     from kernelgraph.agent.backends.triton import backend as triton_mod
 
     real_worker = triton_mod._run_worker
+    task = _task("softmax")
 
     def worker(request: dict[str, object], *args: object, **kwargs: object) -> dict[str, object]:
         if request["op"] != "profile":
             return real_worker(request, *args, **kwargs)  # type: ignore[arg-type]
-        return {"median_ns": 1.0, "iqr_ns": 0.1, "trials": 50, "parent_median_ns": None}  # 1 ns: impossible
+        trials = int(request["min_trials"])  # type: ignore[call-overload]
+        return {"median_ns": 1.0, "iqr_ns": 0.1, "trials": trials, "parent_median_ns": None,  # 1 ns: impossible
+                "timed_calls": honest_launches(request, trials, task)}  # fmt: skip
 
     monkeypatch.setattr(triton_mod, "local_cuda_arch", lambda: 90)
     monkeypatch.setattr(triton_mod, "_run_worker", worker)
     target = dataclasses.replace(get_target("cuda-sm90"), peak_gflops=1000.0, peak_gbps=3000.0)
-    task = _task("softmax")
     result = backend.profile(task, task.source("triton", task.baseline_config), target)
     assert result.outcome == Outcome.IMPLAUSIBLE, result
     assert "exceeds" in result.reason and math.isnan(result.median_ns)
@@ -212,17 +237,19 @@ def test_gpu_speedup_far_beyond_the_parent_is_reverified_as_in_c(
 
     real_worker = triton_mod._run_worker
     ops: list[object] = []
+    task = _task("softmax")
 
     def worker(request: dict[str, object], *args: object, **kwargs: object) -> dict[str, object]:
         ops.append(request["op"])
         if request["op"] != "profile":
             return real_worker(request, *args, **kwargs)  # type: ignore[arg-type]
         assert request["min_trials"] == backend.timing.min_trials  # the shared plan reaches the worker
-        return {"median_ns": 1e6, "iqr_ns": 1e4, "trials": 20, "parent_median_ns": 1e8}  # 100x the parent
+        trials = int(request["min_trials"])  # type: ignore[call-overload]
+        return {"median_ns": 1e6, "iqr_ns": 1e4, "trials": trials, "parent_median_ns": 1e8,  # 100x the parent
+                "timed_calls": honest_launches(request, trials, task)}  # fmt: skip
 
     monkeypatch.setattr(triton_mod, "local_cuda_arch", lambda: 90)
     monkeypatch.setattr(triton_mod, "_run_worker", worker)
-    task = _task("softmax")
     result = backend.profile(task, task.source("triton", task.baseline_config), get_target("cuda-sm90"))
     assert result.outcome == Outcome.KEPT, result
     assert result.reverified and "faster than its parent" in result.reason

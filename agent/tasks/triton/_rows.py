@@ -12,8 +12,11 @@ from kernelgraph.agent.tasks.triton._common import check_pow2, header, pow2
 AOT_ROWS, AOT_COLS = 4096, 4096
 
 
-def render_rows(task: str, config: Config, *, centered: bool, weight: str, bias: str | None = None) -> str:
-    """The row kernel's module; `launch` takes the task's own input names: `x`, `weight`, `bias`, `y`."""
+def render_rows(
+    task: str, config: Config, *, centered: bool, weight: str, eps: float, bias: str | None = None
+) -> str:
+    """The row kernel's module; `launch` takes the task's own input names: `x`, `weight`, `bias`, `y`.
+    `eps` is the task's (its C definition's), so that both backends compute the same function."""
     check_pow2(config, "BLOCK_N")
     looped, persistent = bool(config["looped"]), bool(config["persistent"])
     warps, stages = int(config["num_warps"]), int(config["num_stages"])
@@ -105,7 +108,7 @@ def _num_sms(t):
 def launch({args}):
     n_rows, n_cols = x.shape
     {task}_kernel[{grid}](
-        {args}, n_rows, n_cols, x.stride(0), 1e-5,
+        {args}, n_rows, n_cols, x.stride(0), {eps!r},
         BLOCK_N={block_expr}, NUM_STAGES={stages}, num_warps={warps}, num_stages={stages},
     )
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kernelgraph.agent.tasks.base import Config, Renderer
+from kernelgraph.agent.tasks.layernorm import EPS
 from kernelgraph.agent.tasks.triton._common import (
     BACKEND,
     set_knobs,
@@ -16,7 +17,7 @@ BASELINE: Config = {"looped": False, "BLOCK_N": 1024, "persistent": False, "num_
 
 
 def render(config: Config) -> str:
-    return render_rows("layernorm", config, centered=True, weight="gamma", bias="beta")
+    return render_rows("layernorm", config, centered=True, weight="gamma", bias="beta", eps=EPS)
 
 
 def renderer() -> Renderer:

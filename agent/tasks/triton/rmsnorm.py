@@ -1,8 +1,9 @@
-"""RMSNorm over the last axis with an affine weight (eps = 1e-5)."""
+"""RMSNorm over the last axis with an affine weight (eps: the C task's, 1e-6)."""
 
 from __future__ import annotations
 
 from kernelgraph.agent.tasks.base import Config, Renderer
+from kernelgraph.agent.tasks.rmsnorm import EPS
 from kernelgraph.agent.tasks.triton._common import (
     BACKEND,
     set_knobs,
@@ -16,7 +17,7 @@ BASELINE: Config = {"looped": False, "BLOCK_N": 1024, "persistent": False, "num_
 
 
 def render(config: Config) -> str:
-    return render_rows("rmsnorm", config, centered=False, weight="w")
+    return render_rows("rmsnorm", config, centered=False, weight="w", eps=EPS)
 
 
 def renderer() -> Renderer:
