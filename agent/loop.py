@@ -17,7 +17,7 @@ import math
 import statistics
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kernelgraph.agent.backends.base import Backend
 from kernelgraph.agent.backends.bubblewrap import UNSAFE_LABEL
+from kernelgraph.agent.library import LibraryTiming, Yardsticks, library_choice, time_library, yardsticks
 from kernelgraph.agent.proposers.base import (
     HistoryEntry,
     Proposal,
@@ -76,6 +77,7 @@ class StepReport:
     rationale: str
     attempt_key: str  # the key it was recorded (or tried to be recorded) under
     recorded: bool
+    retrieval: Mapping[str, Any] | None = None  # what the proposer retrieved (Proposal.retrieval)
 
 
 @dataclass
@@ -93,6 +95,8 @@ class OptimizeResult:
     unrecorded: int = 0
     chained_speedup: float = 1.0  # product of the kept steps' interleaved speedups
     final_interleaved: bool = False  # baseline_ns and best_ns come from one interleaved profile
+    library: LibraryTiming | None = None  # the task's library call, timed at the run's start
+    best_yardsticks: Yardsticks | None = None  # the best beside the library and the roofline, at the end
 
     @property
     def speedup(self) -> float:
@@ -134,7 +138,12 @@ class OptimizeResult:
             "outcomes": self.outcomes,
             "curve": self.curve,
             "final_interleaved": self.final_interleaved,
+            # The live "so far" figure: the product of the kept steps' interleaved speedups; `speedup`
+            # is the final re-timing (best and baseline interleaved) when final_interleaved.
+            "chained_speedup": _finite_or_none(self.chained_speedup),
             "best_config": dict(self.best_config) if self.best_config is not None else None,
+            "library": self.library.to_json() if self.library is not None else None,
+            "yardsticks": self.best_yardsticks.to_json() if self.best_yardsticks is not None else None,
             "unrecorded": self.unrecorded,
             "steps": [_step_json(s) for s in self.steps],
         }
@@ -154,6 +163,7 @@ def _step_json(s: StepReport) -> dict[str, Any]:
         "median_ns": s.median_ns,
         "speedup_so_far": s.speedup_so_far,
         "diagnosis": s.diagnosis[:500],
+        "retrieval": dict(s.retrieval) if s.retrieval is not None else None,
     }
 
 
@@ -175,10 +185,16 @@ def hardware_target(target: Target) -> HardwareTarget:
     )
 
 
-def measurement(profile: ProfileResult) -> Measurement:
-    """The service's Measurement of a successful profile, raw counters included."""
+def measurement(
+    profile: ProfileResult, parent_median_ns: float | None = None, beside: Yardsticks | None = None
+) -> Measurement:
+    """The service's Measurement of a successful profile, raw counters included; `parent_median_ns`:
+    the parent's time the speedup was computed against (the same run's, when timed interleaved);
+    its yardsticks `beside` it where they were measured."""
     timed = not profile.static
+    marks = beside if beside is not None and timed else None
     return Measurement(
+        parent_median_ns=parent_median_ns if timed else None,
         median_ns=profile.median_ns if timed else None,
         iqr_ns=profile.iqr_ns if timed and math.isfinite(profile.iqr_ns) and profile.iqr_ns >= 0 else None,
         trials=profile.trials,
@@ -189,7 +205,31 @@ def measurement(profile: ProfileResult) -> Measurement:
         tool_versions={k: v[:128] for k, v in profile.tool_versions.items()},
         evaluator_version=profile.evaluator_version,
         sandboxed=(profile.sandbox != UNSAFE_LABEL) if profile.sandbox else None,
+        library=marks.library if marks else None,
+        library_median_ns=marks.library_median_ns if marks else None,
+        naive_median_ns=marks.naive_median_ns if marks else None,
+        achieved_gflops=marks.achieved_gflops if marks else None,
+        achieved_gbps=marks.achieved_gbps if marks else None,
+        roofline_fraction=marks.roofline_fraction if marks else None,
     )
+
+
+def library_baseline(task: Task, backend: Backend, target: Target) -> LibraryTiming | None:
+    """The task's library call timed at the target's thread count, with the backend's timing plan;
+    None where there is none to time (a GPU target, a task without a library call)."""
+    if target.kind != "cpu" or library_choice(task) is None:
+        return None
+    return time_library(task, None, target.cores or 1, target, plan=getattr(backend, "timing", None))
+
+
+def beside_yardsticks(
+    task: Task, target: Target, result: OptimizeResult, profile: ProfileResult | None
+) -> Yardsticks | None:
+    """A timed profile of this run beside its naive baseline, its library and the roofline."""
+    if profile is None or profile.static or not math.isfinite(profile.median_ns) or profile.median_ns <= 0:
+        return None
+    naive = result.baseline_ns if math.isfinite(result.baseline_ns) else None
+    return yardsticks(task, profile.median_ns, target, naive_median_ns=naive, library=result.library)
 
 
 def _variant(task: Task, backend: str, source: str, label: str) -> KernelVariant:
@@ -368,6 +408,8 @@ def optimize(
         baseline_ns=baseline.profile.median_ns, best_ns=baseline.profile.median_ns,
         best_source=baseline_source, best_config=task.baseline_config,
     )  # fmt: skip
+    if not baseline.profile.static:
+        result.library = library_baseline(task, backend, target)
     history: list[HistoryEntry] = []
     tried: set[str] = {config_key(task.baseline_config)}
     diagnosis, idle = "", 0
@@ -398,6 +440,8 @@ def optimize(
             if progress is not None and console is not None:
                 progress.advance(progress.task_ids[0])
                 console.print(_step_line(report), highlight=False)
+                if report.retrieval is not None:
+                    console.print(_retrieval_line(report.retrieval), highlight=False, markup=False)
             if on_step is not None:
                 on_step(report)
     finally:
@@ -405,6 +449,9 @@ def optimize(
             progress.stop()
     if final_check and best is not baseline:
         _final_measurement(task, backend, target, result, baseline_source)
+    if not result.static_only:
+        result.best_yardsticks = yardsticks(task, result.best_ns, target, naive_median_ns=result.baseline_ns,
+                                            library=result.library)  # fmt: skip
     return result
 
 
@@ -477,10 +524,21 @@ def _attempt(
         # The parent in full until the service has it; afterwards only its measurement's id.
         parent_measurement_id=best.measurement_id,
         parent=None if best.measurement_id else _variant(task, backend.name, best.source, best.label),
-        parent_measurement=None if best.measurement_id else measurement(best.profile),
+        parent_measurement=None
+        if best.measurement_id
+        else measurement(best.profile, beside=beside_yardsticks(task, target, result, best.profile)),
         transform=AppliedTransform(name=proposal.transform, params=_params(proposal.params)),
         child=child,
-        child_measurement=measurement(profile) if profile is not None else None,
+        # The service checks `speedup` against this pair (evaluate's: the interleaved parent when timed).
+        child_measurement=measurement(
+            profile,
+            (profile.parent_median_ns or best.profile.median_ns)
+            if speedup is not None
+            else profile.parent_median_ns,
+            beside_yardsticks(task, target, result, profile),
+        )
+        if profile is not None
+        else None,
         outcome=outcome,
         speedup=speedup,
         diagnosis=diagnosis[:8000],
@@ -502,7 +560,7 @@ def _attempt(
         step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome, speedup=speedup,
         median_ns=profile.median_ns if profile is not None and not profile.static else None, best_ns=result.best_ns,
         speedup_so_far=result.chained_speedup, diagnosis=diagnosis, rationale=proposal.rationale,
-        attempt_key=record.attempt_key, recorded=recorded,
+        attempt_key=record.attempt_key, recorded=recorded, retrieval=proposal.retrieval,
     )  # fmt: skip
     entry = HistoryEntry(step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome,
                          speedup=speedup, config=proposal.config, diagnosis=diagnosis)  # fmt: skip
@@ -526,8 +584,17 @@ def _step_line(report: StepReport) -> str:
     style = _STYLE[report.outcome]
     return (
         f"  step {report.step:>2}  {report.transform}{f'({params})' if params else ''}"
-        f"  [{style}]{report.outcome.value}[/{style}]{gain}  best {report.speedup_so_far:.2f}x"
+        f"  [{style}]{report.outcome.value}[/{style}]{gain}  so far {report.speedup_so_far:.2f}x"
     )
+
+
+def _retrieval_line(retrieval: Mapping[str, Any]) -> str:
+    """What the experience proposer retrieved before the step, under its line."""
+    found = ", ".join(
+        f"{t['transform']} {t['score']:+.2f} ({t['attempts']})" for t in retrieval["transforms"]
+    )
+    why = f"; {retrieval['explanation']}" if retrieval.get("explanation") else ""
+    return f"           retrieved {retrieval['neighbours']} similar states: {found or 'no transforms'}{why}"
 
 
 def _progress(console: Console | None, label: str, budget: int) -> Progress | None:

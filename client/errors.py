@@ -89,6 +89,19 @@ class Retryable(KernelGraphError):
     retry_after_s = 2
 
 
+class CommandError(KernelGraphError):
+    """A command-line mistake or failure, named by the command that found it: the `kernelgraph` app
+    shows it as one line on stderr (one JSON object on stdout with --json) and exits with `exit_code`
+    (2: a usage error, 1: the command failed; docs/operations.md lists the exit codes)."""
+
+    status_code = 400
+    code = "command_error"
+
+    def __init__(self, message: str, *, exit_code: int = 1, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.exit_code = exit_code
+
+
 class LocalServerError(KernelGraphError):
     """The local Neo4j server could not be installed, started or stopped; the message says how to fix it."""
 

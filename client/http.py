@@ -235,6 +235,11 @@ class KernelGraphClient:
         body = {"attempt_keys": list(attempt_keys)}
         return list(self._request("POST", "/v1/evidence", json=body)["attempts"])
 
+    def vocabulary(self) -> dict[str, Any]:
+        """The names to choose from: transforms, tasks, patterns, backends, counters (GET /v1/vocabulary)."""
+        result: dict[str, Any] = self._request("GET", "/v1/vocabulary")
+        return result
+
     def health(self) -> dict[str, Any]:
         result: dict[str, Any] = self._request("GET", "/v1/health")
         return result

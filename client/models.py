@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -24,11 +25,13 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from kernelgraph.client.errors import InvalidInput
 from kernelgraph.client.signature import (
     SIGNATURE_DIM,
     SIGNATURE_VERSION,
+    CounterName,
     CounterSource,
     signature_from_values,
     source_dimensions,
@@ -47,34 +50,62 @@ Namespace = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_\-]*$", 
 ShortText = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS)]
 
 
-# The one finiteness rule of the contract: every float that crosses the seam is finite.
-FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
-PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-NonNegativeFinite = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-ParamValue = int | float | bool | Annotated[str, StringConstraints(max_length=256)]
+# The one finiteness rule of the contract: every float that crosses the seam is finite. Numbers and
+# flags are strict: a JSON number (an integer too) is a float, but "1e6", "yes" or true are refused,
+# never coerced (a bool is not a number, a string not a flag).
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False, strict=True)]
+PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
+NonNegativeFinite = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
+StrictInt = Annotated[int, Field(strict=True)]
+StrictBool = Annotated[bool, Field(strict=True)]
+# A transform parameter: an integer, a finite float, a flag or a short string, each as sent.
+ParamValue = StrictInt | FiniteFloat | StrictBool | Annotated[str, StringConstraints(max_length=256)]
 # Keys of a dict[Name, ...] must match Name's pattern: JSON Schema says so with patternProperties plus this.
 _NAME_KEYS: dict[str, Any] = {"additionalProperties": False}
 # The normalized counter signature: SIGNATURE_DIM components in [0, 1] (client/signature.py).
 # One entry per dimension of the signature version, in [0, 1], null where not measured.
 Signature = Annotated[
-    list[Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] | None],
+    list[Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)] | None],
     Field(min_length=SIGNATURE_DIM, max_length=SIGNATURE_DIM),
 ]
-_FINITE = TypeAdapter(FiniteFloat)
+_FINITE = TypeAdapter(Annotated[float, Field(allow_inf_nan=False)])  # a backend's numpy floats too
+
+
+def counter_range(name: str) -> tuple[float, float] | None:
+    """The values a counter the signature reads can take (None: a raw tool event, stored as sent).
+
+    Percentages lie in [0, 100], miss rates and the `fits` flag in [0, 1], every other named counter
+    (times, counts, rates, fractions of a peak) is non-negative.
+    """
+    if name not in _COUNTER_NAMES:
+        return None
+    if name.endswith("_pct"):
+        return (0.0, 100.0)
+    if name.endswith("_miss_rate") or name == CounterName.FITS:
+        return (0.0, 1.0)
+    return (0.0, math.inf)
+
+
+_COUNTER_NAMES = frozenset(CounterName)
 
 
 def finite_counters(raw: Mapping[str, float]) -> dict[str, float]:
-    """The counters of `raw` that a Measurement accepts (FiniteFloat), as floats.
+    """The counters of `raw` that a Measurement accepts (finite, within `counter_range`), as floats.
 
     Backends mark a counter they could not compute with NaN (e.g. a relative spread of a zero time);
     such a counter is left out, so the signature treats it as unmeasured rather than the record failing.
     """
     kept: dict[str, float] = {}
     for name, value in raw.items():
+        if isinstance(value, bool):
+            continue
         try:
-            kept[name] = _FINITE.validate_python(value, strict=False)
+            number = _FINITE.validate_python(value)
         except ValidationError:
             continue
+        bounds = counter_range(name)
+        if bounds is None or bounds[0] <= number <= bounds[1]:
+            kept[name] = number
     return kept
 
 
@@ -89,6 +120,12 @@ class Outcome(StrEnum):
     TIMEOUT = "timeout"
     REJECTED = "rejected"  # refused by the evaluator's admission checks before running
     IMPLAUSIBLE = "implausible"  # timed beyond the target's measured peak: never kept
+
+
+# Outcomes of attempts that never ran to a time: they carry no speedup.
+NO_RUNTIME_OUTCOMES = frozenset({Outcome.COMPILE_ERROR, Outcome.CRASHED, Outcome.TIMEOUT, Outcome.REJECTED})
+# How far a claimed speedup may differ from the ratio of its medians (relative): rounding, not more.
+SPEEDUP_TOLERANCE = 1e-3
 
 
 class TargetKind(StrEnum):
@@ -107,6 +144,9 @@ class RetrievalMode(StrEnum):
 class Role(StrEnum):
     READER = "reader"
     WRITER = "writer"
+    # A writer the operator trusts to have measured what it records (e.g. a re-measuring evaluator):
+    # its evidence is `verified` (docs/api.md, "Who vouches for evidence").
+    VERIFIER = "verifier"
     ADMIN = "admin"
 
 
@@ -126,12 +166,12 @@ class HardwareTarget(Strict):
     arch: Name
     peak_gflops: PositiveFinite | None = None
     peak_gbps: PositiveFinite | None = None
-    cores: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    cores: Annotated[int, Field(ge=1, le=100_000, strict=True)] | None = None
     isa: Name | None = None
     host: Annotated[str, StringConstraints(max_length=256)] | None = None
-    sm_count: Annotated[int, Field(ge=1, le=10_000)] | None = None
-    smem_per_block_bytes: Annotated[int, Field(ge=1, le=2**40)] | None = None
-    registers_per_sm: Annotated[int, Field(ge=1, le=2**40)] | None = None
+    sm_count: Annotated[int, Field(ge=1, le=10_000, strict=True)] | None = None
+    smem_per_block_bytes: Annotated[int, Field(ge=1, le=2**40, strict=True)] | None = None
+    registers_per_sm: Annotated[int, Field(ge=1, le=2**40, strict=True)] | None = None
     description: Annotated[str, StringConstraints(max_length=512)] = ""
 
 
@@ -157,6 +197,20 @@ class AppliedTransform(Strict):
     params: Annotated[dict[Name, ParamValue], Field(max_length=32, json_schema_extra=_NAME_KEYS)] = Field(
         default_factory=dict
     )
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _finite_params(cls, params: Any) -> Any:
+        # Before the union of ParamValue, which would report NaN as "not a valid integer".
+        if isinstance(params, Mapping):
+            for name, value in params.items():
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise PydanticCustomError(
+                        "finite_number",
+                        "must be finite, not {value}",
+                        {"value": str(value), "field": str(name)},
+                    )
+        return params
 
 
 def _signature_of_source(source: CounterSource) -> dict[str, Any]:
@@ -193,9 +247,9 @@ class Measurement(Strict):
 
     median_ns: PositiveFinite | None = None  # None only for static (compile-only) measurements
     iqr_ns: NonNegativeFinite | None = None
-    trials: Annotated[int, Field(ge=0, le=1_000_000)] = 0
-    correct: bool
-    static: bool = False
+    trials: Annotated[int, Field(ge=0, le=1_000_000, strict=True)] = 0
+    correct: StrictBool
+    static: StrictBool = False
     counter_source: CounterSource
     # Keyed by CounterName (what the signature reads); other names, such as raw tool events, are stored as sent.
     counters: Annotated[dict[Name, FiniteFloat], Field(max_length=256, json_schema_extra=_NAME_KEYS)] = Field(
@@ -212,8 +266,36 @@ class Measurement(Strict):
     ] = Field(default_factory=dict)
     # Which evaluator measured (agent.evaluator.EVALUATOR_VERSION) and whether its sandbox was on;
     # None on measurements recorded before these were kept (evaluator 1, unsandboxed).
-    evaluator_version: Annotated[int, Field(ge=1, le=1000)] | None = None
-    sandboxed: bool | None = None
+    # Both are the writer's claims: only evidence a trusted process recorded is `verified` (docs/api.md).
+    evaluator_version: Annotated[int, Field(ge=1, le=1000, strict=True)] | None = None
+    sandboxed: StrictBool | None = None
+    # The parent's median timed in the same run as this (child) measurement, interleaved with it: the
+    # pair an attempt's `speedup` is the ratio of, which the service checks it against.
+    parent_median_ns: PositiveFinite | None = None
+
+    @field_validator("counters")
+    @classmethod
+    def _counters_in_range(cls, counters: dict[str, float]) -> dict[str, float]:
+        for name, value in counters.items():
+            bounds = counter_range(name)
+            if bounds is not None and not bounds[0] <= value <= bounds[1]:
+                raise PydanticCustomError(  # `counter` extends the error's field (invalid_from)
+                    "counter_range", "{value} is outside [{low}, {high}]",
+                    {"counter": name, "value": f"{value:g}", "low": f"{bounds[0]:g}", "high": f"{bounds[1]:g}"},
+                )  # fmt: skip
+        return counters
+
+    # The yardsticks (agent/library.py; schema 0016): the library call a user would make instead, timed
+    # beside this kernel ("torch 2.5.1, 2 threads") and its time, the task's naive kernel's time, and the
+    # roofline: achieved FLOP/s and bytes/s, and the roofline's least time for this work on the target
+    # over `median_ns`. None where not measured, as on every measurement recorded before them. The
+    # speedups are computed from the times (`speedup_vs_library`, `speedup_vs_naive`), never sent.
+    library: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = None
+    library_median_ns: PositiveFinite | None = None
+    naive_median_ns: PositiveFinite | None = None
+    achieved_gflops: NonNegativeFinite | None = None
+    achieved_gbps: NonNegativeFinite | None = None
+    roofline_fraction: NonNegativeFinite | None = None
 
     @field_validator("signature")
     @classmethod
@@ -246,6 +328,19 @@ class Measurement(Strict):
         if not self.static and self.median_ns is None:
             raise ValueError("median_ns is required unless the measurement is static (compile-only)")
         return self
+
+    @property
+    def speedup_vs_library(self) -> float | None:
+        """library_median_ns / median_ns: above 1, faster than the library."""
+        if self.library_median_ns is None or not self.median_ns:
+            return None
+        return self.library_median_ns / self.median_ns
+
+    @property
+    def speedup_vs_naive(self) -> float | None:
+        if self.naive_median_ns is None or not self.median_ns:
+            return None
+        return self.naive_median_ns / self.median_ns
 
     def measurement_id(self, kernel_id: str, target: str) -> str:
         # Content, not time: a replay without `taken_at` must map to the stored measurement.
@@ -332,6 +427,51 @@ class AttemptRecord(Strict):
         if parent is None and info.data.get("parent_measurement_id") is None:
             raise ValueError("required unless parent_measurement_id names an already recorded parent")
         return parent
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AttemptRecord:
+        """The outcome agrees with correctness and times, and `speedup` with the pair it is the ratio of."""
+        child = self.child_measurement
+        if self.outcome in NO_RUNTIME_OUTCOMES and self.speedup is not None:
+            raise PydanticCustomError(
+                "inconsistent", "an attempt that is {outcome} never ran to a time: it carries no speedup",
+                {"outcome": self.outcome.value, "field": "speedup"},
+            )  # fmt: skip
+        if child is not None and not child.correct and self.outcome in (Outcome.KEPT, Outcome.DISCARDED):
+            raise PydanticCustomError(
+                "inconsistent", "the child measurement is not correct, so the attempt cannot be {outcome}",
+                {"outcome": self.outcome.value, "field": "child_measurement.correct"},
+            )  # fmt: skip
+        if child is not None and child.correct and self.outcome is Outcome.INCORRECT:
+            raise PydanticCustomError(
+                "inconsistent", "an incorrect attempt's child measurement cannot be correct",
+                {"field": "child_measurement.correct"},
+            )  # fmt: skip
+        if self.outcome is Outcome.KEPT and (self.speedup is None or self.speedup <= 1.0):
+            raise PydanticCustomError(
+                "inconsistent", "kept means correct and faster than the parent: the speedup must exceed 1",
+                {"field": "speedup"},
+            )  # fmt: skip
+        if self.speedup is None:
+            return self
+        if child is None or child.median_ns is None:
+            raise PydanticCustomError(
+                "inconsistent", "a speedup needs the child's timed measurement (child_measurement.median_ns)",
+                {"field": "speedup"},
+            )  # fmt: skip
+        if child.parent_median_ns is None:
+            raise PydanticCustomError(
+                "missing", "required with a speedup: the parent's median timed in the same run as the child",
+                {"field": "child_measurement.parent_median_ns"},
+            )  # fmt: skip
+        ratio = child.parent_median_ns / child.median_ns
+        if abs(self.speedup / ratio - 1.0) > SPEEDUP_TOLERANCE:
+            raise PydanticCustomError(
+                "inconsistent",
+                "{speedup} is not child_measurement.parent_median_ns / child_measurement.median_ns = {ratio}",
+                {"speedup": f"{self.speedup:.6g}", "ratio": f"{ratio:.6g}", "field": "speedup"},
+            )  # fmt: skip
+        return self
 
     @field_validator("parent_measurement")
     @classmethod
@@ -450,13 +590,15 @@ class RetrieveRequest(Strict):
     ) = None
     counter_source: CounterSource | None = None
     source: Annotated[str, StringConstraints(max_length=MAX_SOURCE_CHARS)] | None = None
-    k: Annotated[int, Field(ge=1, le=200)] = 20
-    limit: Annotated[int, Field(ge=1, le=100)] = 10
+    k: Annotated[int, Field(ge=1, le=200, strict=True)] = 20
+    limit: Annotated[int, Field(ge=1, le=100, strict=True)] = 10
     tasks: Annotated[list[Name], Field(min_length=1, max_length=64)] | None = None  # label mode
     exclude_task: Name | None = None  # held-out evaluation: ignore experience from this task
     exclude_tasks: Annotated[list[Name], Field(max_length=64)] = Field(
         default_factory=list
     )  # e.g. a whole family
+    # Only evidence a trusted process recorded: the service's own evaluator or a verifier key.
+    verified_only: StrictBool = False
 
     @property
     def excluded_tasks(self) -> list[str]:
@@ -505,6 +647,32 @@ class RetrievedTransform(BaseModel):
     # Contradictions consolidation flagged in this evidence (same state, transform and setting, outcomes
     # disagreeing beyond noise): the evidence counts, but a proposer should say it is disputed.
     disputed: int = 0
+    verified_attempts: int = 0  # of `attempts`, those a trusted process recorded (docs/api.md)
+    keys: int = 0  # how many API keys recorded the evidence (`legacy`, evidence older than keys, is one)
+
+
+class MissingDimension(BaseModel):
+    """A signature dimension the query did not measure, and what that cost."""
+
+    dimension: str
+    # The counters that fill it from the request's counter source; None when that source cannot
+    # measure it at all (docs/api.md, "What each counter source fills").
+    fill_with: str | None
+    # Explored states that measured it: none of them can be a neighbour of this query, since a state is
+    # compared on every dimension it measured (docs/retrieval.md).
+    blocked_states: int
+
+
+class RetrievalExplanation(BaseModel):
+    """Why a retrieval found fewer than `k` neighbours: what the query measured and what the graph holds."""
+
+    measured_dimensions: list[str]
+    missing_dimensions: list[MissingDimension]
+    states: int  # explored states in the namespaces read (re-measurements merged into another left out)
+    states_on_target: int  # of them, measured on the request's target
+    comparable_states: int  # of them, states this query can be compared with (before task exclusion)
+    excluded_by_task: int  # comparable states left out by `exclude_task(s)`
+    summary: str  # the above in one sentence, with what to send to find more
 
 
 class RetrieveResponse(BaseModel):
@@ -519,6 +687,17 @@ class RetrieveResponse(BaseModel):
     # How the evidence was scored, so that a client weighs its own attempts the same way:
     failure_log_speedup: float  # the log speedup an attempt without a runtime counts as
     prior_weight: float  # the evidence weight that confidence shrinks towards zero by
+    # Who vouches for the evidence behind `transforms`: its attempts, how many of them are verified,
+    # and from how many API keys; whether only verified evidence was read; and the most any key but
+    # the caller's moves a transform's score (docs/retrieval.md, "No writer dominates").
+    evidence_attempts: int = 0
+    verified_attempts: int = 0
+    evidence_keys: int = 0
+    verified_only: bool = False
+    influence_bound: float = 0.0
+    # Present when fewer than `k` neighbours were found: which dimensions were missing, how many states
+    # the namespaces and target hold, what was filtered out (None when the retrieval found k).
+    explanation: RetrievalExplanation | None = None
 
 
 class TransferRow(BaseModel):
@@ -543,7 +722,9 @@ class TransferMatrixRequest(Strict):
     """Ask for the transfer matrix over every target (optionally of one transform)."""
 
     transform: Name | None = None  # only this transform's effects; None: all, pooled
-    resamples: Annotated[int, Field(ge=0, le=10_000)] = 1_000  # bootstrap resamples for the CIs (0: none)
+    resamples: Annotated[int, Field(ge=0, le=10_000, strict=True)] = (
+        1_000  # bootstrap resamples for the CIs (0: none)
+    )
 
 
 class TransferTarget(BaseModel):
@@ -626,6 +807,18 @@ def validate(model: type[Strict], data: Any) -> Any:
 def invalid_from(exc: ValidationError) -> InvalidInput:
     errors = exc.errors(include_url=False, include_input=False)
     first = errors[0]
-    field = ".".join(str(part) for part in first["loc"]) or None
-    problems = [{"field": ".".join(str(p) for p in e["loc"]), "problem": e["msg"]} for e in errors]
+    field = _field_of(first) or None
+    problems = [{"field": _field_of(e), "problem": e["msg"]} for e in errors]
     return InvalidInput(f"{field}: {first['msg']}" if field else first["msg"], field=field, details=problems)
+
+
+def _field_of(error: Any) -> str:
+    return ".".join(str(part) for part in error_location(error))
+
+
+def error_location(error: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The location of one pydantic error: a counter out of its range names the counter too, and a
+    rule across fields (AttemptRecord._consistent, AppliedTransform params) the field it is about."""
+    ctx = error.get("ctx") or {}
+    extra = [str(ctx[name]) for name in ("counter", "field") if ctx.get(name)]
+    return (*error.get("loc", ()), *".".join(extra).split(".")) if extra else tuple(error.get("loc", ()))

@@ -94,6 +94,43 @@ class CounterName(StrEnum):
     ACHIEVED_OCCUPANCY_PCT = "achieved_occupancy_pct"
 
 
+# Nsight Compute metric -> the counter KernelGraph records. Percentages stay percentages.
+NCU_METRICS: dict[str, CounterName] = {
+    "gpu__time_duration.sum": CounterName.TIME_NS,
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed": CounterName.SM_THROUGHPUT_PCT,
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": CounterName.DRAM_THROUGHPUT_PCT,
+    "l1tex__t_sector_hit_rate.pct": CounterName.L1_HIT_RATE_PCT,
+    "lts__t_sector_hit_rate.pct": CounterName.L2_HIT_RATE_PCT,
+    "sm__warps_active.avg.pct_of_peak_sustained_active": CounterName.ACHIEVED_OCCUPANCY_PCT,
+    "sm__maximum_warps_per_active_cycle_pct": CounterName.THEORETICAL_OCCUPANCY_PCT,
+    "launch__registers_per_thread": CounterName.REGISTERS_PER_THREAD,
+    "launch__block_size": CounterName.THREADS_PER_BLOCK,
+    "dram__bytes.sum": CounterName.BYTES,
+}
+# ncu reports no FLOP count: it counts executed floating-point instructions per thread. FLOPs are
+# adds + multiplies + 2 x fused multiply-adds (the count Nsight Compute's own roofline uses), over
+# half, single and double precision; the target's peak is its fp32 peak.
+NCU_FLOP_METRICS: dict[str, float] = {
+    f"smsp__sass_thread_inst_executed_op_{precision}{op}_pred_on.sum": (2.0 if op == "fma" else 1.0)
+    for precision in ("h", "f", "d")
+    for op in ("add", "mul", "fma")
+}
+NCU_METRIC_NAMES = (*NCU_METRICS, *NCU_FLOP_METRICS)
+
+
+def with_ncu_names(counters: Mapping[str, float]) -> dict[str, float]:
+    """`counters` plus the KernelGraph counters its raw ncu metrics stand for (a counter given under
+    KernelGraph's own name wins); `flops` from the instruction counts when any is given."""
+    out = dict(counters)
+    for metric, name in NCU_METRICS.items():
+        if metric in counters and name.value not in counters:
+            out[name.value] = float(counters[metric])
+    flop_metrics = [m for m in NCU_FLOP_METRICS if m in counters]
+    if flop_metrics and CounterName.FLOPS.value not in counters:
+        out[CounterName.FLOPS.value] = sum(float(counters[m]) * NCU_FLOP_METRICS[m] for m in flop_metrics)
+    return out
+
+
 @dataclass(frozen=True)
 class Dimension:
     name: str
@@ -171,6 +208,25 @@ def source_property(source: CounterSource | str) -> str:
 def source_index(source: CounterSource | str) -> str:
     """The vector index over `source_property(source)`."""
     return f"measurement_signature_{CounterSource(source).value}"
+
+
+# Beyond these fractions of a target's peaks a time contradicts the hardware (the evaluator's
+# IMPLAUSIBLE outcome, agent/evaluator.py; the service's `implausible` flag, service/knowledge.py).
+MAX_COMPUTE_FRACTION = 1.1  # of the measured FMA peak
+MAX_MEMORY_FRACTION = 8.0  # of DRAM triad bandwidth: cache-resident data legitimately beats DRAM
+
+
+def plausibility_floor_ns(
+    flops: float | None, nbytes: float | None, peak_gflops: float | None, peak_gbps: float | None
+) -> float | None:
+    """The least time the declared work (`flops`, `nbytes`) can take within the peaks' fractions above
+    (GFLOP/s and GB/s are FLOP and bytes per ns); None when neither work nor a peak is known."""
+    floors = []
+    if flops and peak_gflops:
+        floors.append(flops / (MAX_COMPUTE_FRACTION * peak_gflops))
+    if nbytes and peak_gbps:
+        floors.append(nbytes / (MAX_MEMORY_FRACTION * peak_gbps))
+    return max(floors) if floors else None
 
 
 @dataclass(frozen=True)
@@ -376,9 +432,12 @@ def compute_signature(
     operational_intensity, counter_scale;
     NVIDIA: sm_throughput_pct, dram_throughput_pct, l1_hit_rate_pct, l2_hit_rate_pct,
     achieved_occupancy_pct, theoretical_occupancy_pct, registers_per_thread, spill_bytes.
-    Only the dimensions of `SOURCE_DIMENSIONS[source]` are read; the others stay unmeasured.
+    Nsight Compute's raw metric names (`NCU_METRICS`, `NCU_FLOP_METRICS`) are read as the counters
+    they stand for. Only the dimensions of `SOURCE_DIMENSIONS[source]` are read; the others stay
+    unmeasured.
     """
     source = CounterSource(source)
+    counters = with_ncu_names(counters)
     gflops, gbps = _achieved(counters)
     time_ns = _counter(counters, CounterName.TIME_NS)
     values: dict[str, float | None] = {

@@ -11,6 +11,7 @@ MATCH (m:Measurement {namespace: $namespace})
 WHERE m.measurement_id IN g.measurement_ids
 MATCH (a:Attempt)-[:FROM_STATE]->(m)
 WHERE a.transform = g.transform AND a.params_json = g.params_json
+  AND a.implausible IS NULL AND a.quarantined IS NULL  // never evidence (schema 0015)
 MATCH (a)-[:PRODUCED]->(child:Kernel)
 OPTIONAL MATCH (a)-[:RESULTED_IN]->(cm:Measurement)
 RETURN g.group_id AS group_id, a.attempt_key AS attempt_key, a.outcome AS outcome,

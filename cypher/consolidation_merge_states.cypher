@@ -58,10 +58,11 @@ CALL () {
   SET e.rollup_of = c.measurement_id
   WITH c, e
   ORDER BY e.measurement_id
-  WITH c, e.transform AS transform, e.params_json AS params, collect(e) AS parts
+  // One rollup per recording key too (schema 0015): per-key aggregates survive consolidation.
+  WITH c, e.transform AS transform, e.params_json AS params, e.key_id AS key_id, collect(e) AS parts
   MERGE (r:EvidenceRollup {namespace: $namespace, measurement_id: c.measurement_id, transform: transform,
-                           params_json: params})
-    ON CREATE SET r.created_at = datetime()
+                           params_json: params, key_id: key_id})
+    ON CREATE SET r.created_at = datetime(), r.verified = parts[0].verified
   MERGE (c)-[:HAS_ROLLUP]->(r)
   // The best example: the part with the fastest attempt, or the first part while none has a runtime.
   WITH c, r, parts,
@@ -82,6 +83,7 @@ CALL () {
       r.best_outcome = best.best_outcome,
       r.attempt_keys = reduce(k = [], x IN parts | k + x.attempt_keys)[..50],
       r.disputed = CASE WHEN any(x IN parts WHERE x.disputed) THEN true END,
+      r.quarantined = CASE WHEN all(x IN parts WHERE x.quarantined) THEN true END,
       r.rolled_up_at = datetime(), r.updated_at = datetime()
   RETURN count(DISTINCT c) AS rolled_up
 }

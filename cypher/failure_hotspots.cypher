@@ -1,5 +1,6 @@
-// Where the agent failed most: attempts per task, target and transform that were not kept,
-// split by outcome (compile_error, rejected, incorrect, crashed, timeout, implausible, discarded).
+// Where the agent failed most: attempts per task, target and transform that failed (compile_error,
+// rejected, incorrect, crashed, timeout, implausible), split by outcome. `discarded` (correct, but not
+// faster) is no failure: it is counted beside the failures, never among them.
 // Parameters: $namespaces, $target (or null for all), $limit.
 // Returns: task, target, transform, attempts, failures, failure_rate, compile_errors, rejected,
 //   incorrect, crashed, timeouts, implausible, discarded; most failures first.
@@ -10,7 +11,7 @@ MATCH (a:Attempt)
 WHERE a.namespace IN $namespaces AND ($target IS NULL OR a.target = $target)
 WITH a.task AS task, a.target AS target, a.transform AS transform,
      count(a) AS attempts,
-     sum(CASE WHEN a.outcome = 'kept' THEN 0 ELSE 1 END) AS failures,
+     sum(CASE WHEN a.outcome IN ['kept', 'discarded'] THEN 0 ELSE 1 END) AS failures,
      sum(CASE WHEN a.outcome = 'compile_error' THEN 1 ELSE 0 END) AS compile_errors,
      sum(CASE WHEN a.outcome = 'rejected' THEN 1 ELSE 0 END) AS rejected,
      sum(CASE WHEN a.outcome = 'incorrect' THEN 1 ELSE 0 END) AS incorrect,

@@ -6,12 +6,13 @@
 // transaction, so an aggregate counts exactly the attempts stored. Relationships hang off nodes created here
 // (marked with $write_token), so they are CREATEd, not MERGEd: recording stays fast as the graph grows.
 // Parameters: $namespace, $write_token (a fresh random string per call), $rows: list of maps
-//   {attempt_key, target, transform, attempt: {flat props}, parent: {kernel_id, patterns, props},
+//   {attempt_key, target, transform, evidence_gain, attempt: {flat props, recorded_by, verified,
+//    implausible, content_hash, ...}, parent: {kernel_id, patterns, props},
 //    child: {...}, parent_measurements: [0..1 of {measurement_id, props}], child_measurements: [0..1]}
 // Returns: attempt_key, created (false when the attempt was already stored).
 // :param namespace => 'demo'
 // :param write_token => 'browser-1'
-// :param rows => [{attempt_key: 'browser:1', target: 'cpu-native', transform: 'unroll', attempt: {run_id: 'browser', agent: 'me', target: 'cpu-native', task: 'matmul', outcome: 'kept', speedup: 1.5, log_speedup: 0.405, params_json: '{}', diagnosis: '', rationale: ''}, parent: {kernel_id: 'k0', patterns: ['dense-matmul'], props: {task: 'matmul', backend: 'c', family: 'dense-matmul', variant: 'naive', source: 'void kernel(){}'}}, child: {kernel_id: 'k1', patterns: ['dense-matmul'], props: {task: 'matmul', backend: 'c', family: 'dense-matmul', variant: 'unroll4', source: 'void kernel(){ }'}}, parent_measurements: [], child_measurements: []}]
+// :param rows => [{attempt_key: 'browser:1', target: 'cpu-native', transform: 'unroll', evidence_gain: 0.405, attempt: {run_id: 'browser', agent: 'me', target: 'cpu-native', task: 'matmul', outcome: 'kept', speedup: 1.5, log_speedup: 0.405, params_json: '{}', diagnosis: '', rationale: '', recorded_by: 'browser', verified: false, implausible: false, content_hash: 'x'}, parent: {kernel_id: 'k0', patterns: ['dense-matmul'], props: {task: 'matmul', backend: 'c', family: 'dense-matmul', variant: 'naive', source: 'void kernel(){}'}}, child: {kernel_id: 'k1', patterns: ['dense-matmul'], props: {task: 'matmul', backend: 'c', family: 'dense-matmul', variant: 'unroll4', source: 'void kernel(){ }'}}, parent_measurements: [], child_measurements: []}]
 UNWIND $rows AS row
 MATCH (h:HardwareTarget {namespace: $namespace, name: row.target})
 MATCH (t:Transform {namespace: $namespace, name: row.transform})
@@ -55,14 +56,17 @@ CALL (row, h, t, a, created) {
       MERGE (pm)-[:OF]->(p)
       MERGE (pm)-[:ON]->(h))
     CREATE (a)-[:FROM_STATE]->(pm)
-    // The per-state aggregate of (state, transform, setting), maintained here and only here (schema
-    // 0006, docs/graph-model.md). Every SET item below reads the property it writes, so Cypher takes
-    // the aggregate's write lock before reading it: concurrent writers never lose an increment.
+    // An implausible attempt (times beyond the target's peaks, schema 0015) is stored but never evidence.
+    WITH row, pm WHERE row.attempt.implausible IS NULL
+    // The per-state aggregate of (state, transform, setting, recording key), maintained here and only
+    // here (schemas 0006, 0015; docs/graph-model.md). Every SET item below reads the property it writes,
+    // so Cypher takes the aggregate's write lock before reading it: concurrent writers never lose an increment.
     WITH row, pm, {attempts: 0, successes: 0, runtime_attempts: 0, sum_log_speedup: 0.0,
                    sum_sq_log_speedup: 0.0, attempt_keys: []} AS empty
     MERGE (e:StateEvidence {namespace: $namespace, measurement_id: pm.measurement_id, transform: row.transform,
-                            params_json: row.attempt.params_json})
-      ON CREATE SET e += empty, e.target = pm.target, e.task = pm.task, e.created_at = datetime()
+                            params_json: row.attempt.params_json, key_id: row.attempt.recorded_by})
+      ON CREATE SET e += empty, e.target = pm.target, e.task = pm.task, e.created_at = datetime(),
+                    e.verified = row.attempt.verified
     // A new aggregate is linked to its state and learns the state's rollup (`rollup_into`: consolidation
     // merged re-measurements into or from it, schema 0010), read after locking the state (the SET
     // before it), the lock consolidation holds while it rolls the state up: either that roll-up sums
@@ -73,14 +77,16 @@ CALL (row, h, t, a, created) {
       SET e.rollup_of = pm.rollup_into)
     // The aggregate's lock, taken before `rollup_of` is read: consolidation sets it under the same lock.
     SET e.updated_at = datetime()
-    WITH row, e, empty, row.attempt.log_speedup AS gain
+    // The evidence's gain: the log speedup clipped to +-log(EVIDENCE_MAX_SPEEDUP) (service/knowledge.py).
+    WITH row, e, empty, row.evidence_gain AS gain
     // A rolled-up state's rollup (the one aggregate retrieval reads for it) takes the attempt too, in this
     // transaction, so a rollup always equals the sum of its parts without consolidation running again.
     CALL (row, e, empty) {
       WITH row, e, empty WHERE e.rollup_of IS NOT NULL
       MERGE (r:EvidenceRollup {namespace: $namespace, measurement_id: e.rollup_of, transform: row.transform,
-                               params_json: row.attempt.params_json})
-        ON CREATE SET r += empty, r.target = e.target, r.task = e.task, r.created_at = datetime()
+                               params_json: row.attempt.params_json, key_id: e.key_id})
+        ON CREATE SET r += empty, r.target = e.target, r.task = e.task, r.created_at = datetime(),
+                      r.verified = e.verified
       WITH e, r
       CALL (e, r) {
         WITH e, r WHERE r.attempts = 0

@@ -7,10 +7,12 @@
 MATCH (a1:Attempt)-[:FROM]->(k:Kernel)
 WHERE a1.namespace IN $namespaces AND a1.target = $source
   AND ($pattern IS NULL OR EXISTS { (k)-[:EXHIBITS]->(:AccessPattern {name: $pattern}) })
+  AND a1.implausible IS NULL AND a1.quarantined IS NULL  // never evidence (schema 0015)
 // The same kernel (same source, so the same kernel_id) may live in another permitted namespace.
 MATCH (a2:Attempt)-[:FROM]->(k2:Kernel {kernel_id: k.kernel_id})
 WHERE a2.namespace IN $namespaces AND a2.target = $destination
   AND a1.transform = a2.transform AND a1.params_json = a2.params_json
+  AND a2.implausible IS NULL AND a2.quarantined IS NULL
 WITH k, a1.transform AS transform, a1.params_json AS params,
      avg(coalesce(a1.log_speedup, $failure_log_speedup)) AS source_gain,
      avg(coalesce(a2.log_speedup, $failure_log_speedup)) AS destination_gain

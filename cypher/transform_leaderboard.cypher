@@ -9,6 +9,7 @@
 MATCH (a:Attempt)-[:FROM]->(k:Kernel)-[:EXHIBITS]->(ap:AccessPattern)
 WHERE a.namespace IN $namespaces AND ($pattern IS NULL OR ap.name = $pattern)
   AND ($target IS NULL OR a.target = $target)
+  AND a.implausible IS NULL AND a.quarantined IS NULL  // never evidence (schema 0015)
 WITH ap.name AS pattern, a.target AS target, a.transform AS transform,
      count(a) AS attempts,
      sum(CASE WHEN a.outcome = 'kept' THEN 1 ELSE 0 END) AS kept,

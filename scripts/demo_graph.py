@@ -142,9 +142,10 @@ def build_attempts(rng: random.Random) -> tuple[list[dict[str, Any]], dict[str, 
                 speedup = max(0.3, min(6.0, 2.718 ** rng.gauss(mean_gain, 0.12)))
                 child_median = median / speedup
                 child_progress = min(1.0, progress + max(0.0, mean_gain) * 0.5)
-                attempt["child_measurement"] = _measurement(
-                    rng, child_median, _signature(rng, memory_bound, child_progress), gpu
-                )
+                attempt["child_measurement"] = {
+                    **_measurement(rng, child_median, _signature(rng, memory_bound, child_progress), gpu),
+                    "parent_median_ns": median,
+                }
                 attempt["speedup"] = round(speedup, 4)
                 attempt["outcome"] = "kept" if speedup > 1.02 else "discarded"
                 attempts.append(attempt)

@@ -16,12 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernelgraph.client.errors import Forbidden, InvalidInput, Unauthorized
+from kernelgraph.client.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from kernelgraph.client.models import Role
 from kernelgraph.service.store import GraphStore
 
 KEY_PREFIX = "kg_"
-CACHE_TTL_S = 30.0
+# How long a replica trusts a key it looked up: a revoked key stops working within this on every replica
+# (at once on the replica that revoked it), for one key lookup per key per this many seconds.
+CACHE_TTL_S = 5.0
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_\-]*$")
 
 
@@ -109,6 +111,14 @@ def create_key(store: GraphStore, role: Role | str, namespace: str, label: str =
                       created_at=row["created_at"])  # fmt: skip
 
 
+def revoke_key(store: GraphStore, key_id: str) -> dict[str, Any]:
+    """Revoke the key `key_id` (kept, listed as revoked); NotFound when no key has that id."""
+    rows = store.write("api_key_revoke", key_id=key_id)
+    if not rows:
+        raise NotFound(f"no API key has id {key_id!r} (see `kernelgraph keys list`)", field="key_id")
+    return rows[0]
+
+
 def list_keys(store: GraphStore) -> list[dict[str, Any]]:
     """Every key's public part (id, role, namespace, label, creation time); never the key or its hash."""
     return store.read("api_keys_list")
@@ -117,8 +127,8 @@ def list_keys(store: GraphStore) -> list[dict[str, Any]]:
 class KeyAuthenticator:
     """Turns a presented bearer key into a Principal; hits Neo4j at most once per key per `ttl_s`.
 
-    Only known keys are cached, so a key created a moment ago works at once; a deleted key keeps
-    working for at most `ttl_s`.
+    Only known keys are cached, so a key created a moment ago works at once; a deleted or revoked key
+    keeps working for at most `ttl_s` (not at all here once `forget_key` or `forget_namespace` ran).
     """
 
     def __init__(
@@ -134,6 +144,12 @@ class KeyAuthenticator:
         """Drop the cached keys of `namespace` (its keys were just deleted): they stop working at once here."""
         with self._lock:
             for key_hash in [h for h, (_, p) in self._cache.items() if p.namespace == namespace]:
+                del self._cache[key_hash]
+
+    def forget_key(self, key_id: str) -> None:
+        """Drop the cached key `key_id` (it was just revoked): it stops working at once here."""
+        with self._lock:
+            for key_hash in [h for h, (_, p) in self._cache.items() if p.key_id == key_id]:
                 del self._cache[key_hash]
 
     def authenticate(self, key: str | None) -> Principal:

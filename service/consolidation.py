@@ -103,14 +103,15 @@ class State:
     version_weight: float | None
     signature: tuple[float, ...] | None = None
     signature_dims: tuple[int, ...] | None = None  # the measured dimensions (signature version 2)
+    counters_separate_build: bool = False  # schema 0014: cache counters of a rebuild, not the timed object
 
     @property
-    def merge_key(self) -> tuple[str, str, str, int, int] | None:
+    def merge_key(self) -> tuple[str, str, str, int, int, bool] | None:
         """States that measured the same thing the same way (None: no kernel to group by)."""
         if self.kernel_id is None:
             return None
         return (self.kernel_id, self.target, self.counter_source, self.evaluator_version or 1,
-                self.signature_version or 1)  # fmt: skip
+                self.signature_version or 1, self.counters_separate_build)  # fmt: skip
 
 
 def plan_merges(states: Sequence[State]) -> tuple[dict[str, str], list[dict[str, str]], int, int]:
@@ -120,7 +121,7 @@ def plan_merges(states: Sequence[State]) -> tuple[dict[str, str], list[dict[str,
     matches within noise (same_state): representatives are the states earlier runs merged others into
     (so runs agree over time), then the rest by id. Earlier merges are kept as they are.
     """
-    groups: dict[tuple[str, str, str, int, int], list[State]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, int, int, bool], list[State]] = defaultdict(list)
     for state in states:
         key = state.merge_key
         if key is not None:
@@ -162,13 +163,15 @@ def plan_weights(states: Sequence[State]) -> tuple[list[dict[str, Any]], int | N
         weight = version_weight(
             evaluator_version=s.evaluator_version, counter_source=s.counter_source,
             signature_version=s.signature_version, newest_evaluator=newest,
-            current_signature=SIGNATURE_VERSION,
+            current_signature=SIGNATURE_VERSION, counters_separate_build=s.counters_separate_build,
         )  # fmt: skip
         reasons = []
         measured_here = newest is not None and s.counter_source not in EXTERNAL_COUNTER_SOURCES
         if measured_here and newest is not None and (s.evaluator_version or 1) < newest:
             superseded += 1
             reasons.append(f"evaluator {s.evaluator_version or 1} superseded by {newest}")
+        if s.counters_separate_build:
+            reasons.append("cache counters from a separate build of the source")
         if (s.signature_version or 1) < SIGNATURE_VERSION:
             stale += 1
             reasons.append(f"signature version {s.signature_version or 1} < {SIGNATURE_VERSION}")
@@ -218,7 +221,8 @@ def group_evidence(rows: Sequence[dict[str, Any]], canonical: dict[str, str]) ->
         group = groups.get(key)
         if group is None:
             group = groups[key] = EvidenceGroup(state, row["transform"], row["params_json"], [])
-        group.measurement_ids.append(row["measurement_id"])
+        if row["measurement_id"] not in group.measurement_ids:  # one aggregate per recording key
+            group.measurement_ids.append(row["measurement_id"])
         group.attempts += int(row["attempts"] or 0)
         group.runtime_attempts += int(row["runtime_attempts"] or 0)
         for name, pick in (("min_log_speedup", min), ("max_log_speedup", max)):
@@ -279,6 +283,7 @@ def consolidate(
             version_weight=r["version_weight"],
             signature=tuple(r["signature"]) if r["signature"] is not None else None,
             signature_dims=tuple(r["signature_dims"]) if r["signature_dims"] is not None else None,
+            counters_separate_build=bool(r["counters_separate_build"]),
         )
         for r in store.read("consolidation_states", namespace=namespace)
     ]

@@ -22,8 +22,10 @@ so every rule is unit-tested on plain values. docs/retrieval.md ("Consolidation"
 - Version weights: a measurement from a superseded evaluator (older than the newest one measuring
   in the namespace) counts `SUPERSEDED_EVALUATOR_WEIGHT`; one whose signature is older than
   `SIGNATURE_VERSION` and could not be re-signed counts `STALE_SIGNATURE_WEIGHT` (its position in
-  signature space is not comparable); both multiply. Imported measurements (published timings) were
-  taken by no evaluator of ours and are never down-weighted for it.
+  signature space is not comparable); one whose cache counters came from a separate build of the
+  source (schema 0014, evaluators before 3) counts `SEPARATE_BUILD_WEIGHT` (its timing is the timed
+  object's, its cache dimensions may describe other code); all multiply. Imported measurements
+  (published timings) were taken by no evaluator of ours and are never down-weighted for it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ IQR_TO_SD = 1.349  # IQR of a normal distribution in standard deviations
 MERGE_RADIUS_SQ = 0.05
 SUPERSEDED_EVALUATOR_WEIGHT = 0.25
 STALE_SIGNATURE_WEIGHT = 0.5
+SEPARATE_BUILD_WEIGHT = 0.5
 # Counter sources measured by no evaluator of this project: their evaluator_version is absent by nature.
 EXTERNAL_COUNTER_SOURCES = frozenset({"kernelbench_timing"})
 RAN_OUTCOMES = frozenset({"kept", "discarded"})
@@ -184,9 +187,10 @@ def version_weight(
     signature_version: int | None,
     newest_evaluator: int | None,
     current_signature: int,
+    counters_separate_build: bool = False,
 ) -> float:
     """How much a measured state's evidence counts (1.0: current). See the module docstring."""
-    weight = 1.0
+    weight = SEPARATE_BUILD_WEIGHT if counters_separate_build else 1.0
     # A measurement without a version predates evaluator 2 (schema 0005): it is evaluator 1.
     measured_here = counter_source not in EXTERNAL_COUNTER_SOURCES
     if measured_here and newest_evaluator is not None and (evaluator_version or 1) < newest_evaluator:

@@ -27,34 +27,51 @@ from kernelgraph.client.models import (
     validate,
 )
 from kernelgraph.client.settings import Settings
-from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.knowledge import SERVICE, KnowledgeService, Recorder
 
 
 class InProcessClient:
     """The same client API straight on KernelService, for agents that run without a service.
 
-    `owned_driver`, when given, is closed by `close()` (what `connect()` passes).
+    `owned_driver`, when given, is closed by `close()` (what `connect()` passes). `recorder` is who
+    its writes are recorded as: the service's own process (verified) unless the caller relays claims
+    it did not measure (the MCP server does: `relaying`).
     """
 
     def __init__(
-        self, knowledge: KnowledgeService, namespace: str, *, owned_driver: Driver | None = None
+        self,
+        knowledge: KnowledgeService,
+        namespace: str,
+        *,
+        owned_driver: Driver | None = None,
+        recorder: Recorder = SERVICE,
     ) -> None:
         self.knowledge = knowledge
         self.namespace = namespace
         self._owned_driver = owned_driver
+        self.recorder = recorder
+
+    def relaying(self, key_id: str) -> InProcessClient:
+        """This client recording as the unverified key `key_id`: for writes it relays, not measures."""
+        self.recorder = Recorder(key_id)
+        return self
 
     def upsert_targets(self, targets: Sequence[TargetLike]) -> list[str]:
-        return self.knowledge.upsert_targets(self.namespace, list(targets))
+        return self.knowledge.upsert_targets(self.namespace, list(targets), self.recorder)
 
     def record_attempts(self, attempts: Sequence[AttemptLike]) -> list[RecordResult]:
         results: list[RecordResult] = []
         items = list(attempts)
         for start in range(0, len(items), MAX_BATCH):
-            results.extend(self.knowledge.record_attempts(self.namespace, items[start : start + MAX_BATCH]))
+            results.extend(
+                self.knowledge.record_attempts(
+                    self.namespace, items[start : start + MAX_BATCH], self.recorder
+                )
+            )
         return results
 
     def record_attempt(self, attempt: AttemptLike) -> RecordResult:
-        return self.knowledge.record_attempts(self.namespace, [attempt])[0]
+        return self.knowledge.record_attempts(self.namespace, [attempt], self.recorder)[0]
 
     def record_measurements(self, records: Sequence[MeasurementLike]) -> list[MeasurementResult]:
         results: list[MeasurementResult] = []
@@ -67,7 +84,7 @@ class InProcessClient:
 
     def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
         req = request if isinstance(request, RetrieveRequest) else validate(RetrieveRequest, request)
-        return self.knowledge.retrieve([self.namespace], req)
+        return self.knowledge.retrieve([self.namespace], req, self.recorder)
 
     def transfer(self, source: str, destination: str, pattern: str | None = None) -> TransferResponse:
         return self.knowledge.transfer([self.namespace], source, destination, pattern)
@@ -92,6 +109,12 @@ class InProcessClient:
     def evidence(self, attempt_keys: Sequence[str]) -> list[dict[str, Any]]:
         """The attempts behind retrieved evidence, in full (as `KernelGraphClient.evidence`)."""
         return self.knowledge.evidence([self.namespace], list(attempt_keys))
+
+    def vocabulary(self) -> dict[str, Any]:
+        """The names to choose from (as `KernelGraphClient.vocabulary`, GET /v1/vocabulary)."""
+        from kernelgraph.service.vocabulary import vocabulary
+
+        return vocabulary(self.knowledge.list_transforms([self.namespace]))
 
     def close(self) -> None:
         if self._owned_driver is not None:

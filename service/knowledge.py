@@ -12,11 +12,12 @@ import math
 import secrets
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from neo4j import ManagedTransaction
 
-from kernelgraph.client.errors import InvalidInput, KernelGraphError, NotFound
+from kernelgraph.client.errors import Conflict, Forbidden, InvalidInput, KernelGraphError, NotFound
 from kernelgraph.client.models import (
     AttemptRecord,
     HardwareTarget,
@@ -38,19 +39,24 @@ from kernelgraph.client.models import (
     TransferResponse,
     TransferRow,
     TransferTarget,
+    content_id,
     validate,
 )
+from kernelgraph.client.ncu import dimension_reads
 from kernelgraph.client.signature import (
     MIN_SHARED_DIMENSIONS,
     SIGNATURE_DIM,
+    CounterName,
     Signature,
     TargetPeaks,
     compute_signature,
     index_searches,
+    plausibility_floor_ns,
     signature_from_values,
 )
 from kernelgraph.service.consolidation import ConsolidationReport, consolidate
 from kernelgraph.service.embeddings import Embedder
+from kernelgraph.service.explain import explain
 from kernelgraph.service.stats import spearman
 from kernelgraph.service.store import REQUEST_WRITE_TIMEOUT_S, GraphStore, Reader
 from kernelgraph.service.transfer import (
@@ -77,6 +83,39 @@ FAILURE_LOG_SPEEDUP = -0.1  # a failed attempt (no runtime) costs a little: it w
 PRIOR_WEIGHT = 1.0  # shrinks transforms seen only a few times, far away, towards zero
 MERGED_STATE_SHARE = 4  # a merged state takes at most k / 4 of the k neighbour slots
 TARGET_CACHE_SECONDS = 5.0  # how long a replica reuses a target's stored facts (targets())
+# Evidence trust (docs/api.md, docs/retrieval.md "No writer dominates"):
+EVIDENCE_MAX_SPEEDUP = 1_000.0  # a log speedup counts as evidence clipped to +-log of this
+INFLUENCE_BOUND = 0.1  # the most another key's evidence moves a transform's score in your retrieval
+LEGACY_KEY = "legacy"  # the recorder of evidence stored before keys were tracked (schema 0015)
+PEAK_FIELDS = ("peak_gflops", "peak_gbps")  # a target's peaks: admin-only to change once stored
+
+
+@dataclass(frozen=True)
+class Recorder:
+    """Who records or retrieves: an API key's id, and whether its evidence is `verified` (the service's
+    own evaluator, in process, or a key of role verifier), and whether it may change stored peaks (admin)."""
+
+    key_id: str
+    verified: bool = False
+    admin: bool = False
+
+
+# The service's own process (the in-process client, the demo, imports an operator runs): trusted.
+SERVICE = Recorder("service", verified=True, admin=True)
+
+
+# The yardsticks a measurement carries (client/models.py Measurement; schema 0016), stored as properties
+# of the same names, the two speedups computed from the times; absent (null) where not measured.
+YARDSTICK_PROPERTIES: tuple[str, ...] = (
+    "library",
+    "library_median_ns",
+    "naive_median_ns",
+    "speedup_vs_library",
+    "speedup_vs_naive",
+    "achieved_gflops",
+    "achieved_gbps",
+    "roofline_fraction",
+)
 
 
 def peaks_of(target: dict[str, Any]) -> TargetPeaks:
@@ -115,13 +154,50 @@ class KnowledgeService:
         self.target_cache_hits = self.target_cache_misses = 0  # served at /metrics
 
     # ---- targets ---------------------------------------------------------------------------------
-    def upsert_targets(self, namespace: str, targets: Sequence[HardwareTarget | dict[str, Any]]) -> list[str]:
-        """Create or update hardware targets; returns their names."""
+    def upsert_targets(
+        self,
+        namespace: str,
+        targets: Sequence[HardwareTarget | dict[str, Any]],
+        recorder: Recorder = SERVICE,
+    ) -> list[str]:
+        """Create or update hardware targets; returns their names.
+
+        Changing the peaks of a stored target is admin-only (403 otherwise) and logged: the service
+        checks every time recorded on the target against them.
+        """
         models = [t if isinstance(t, HardwareTarget) else validate(HardwareTarget, t) for t in targets]
-        rows = [
-            {"name": t.name, "props": t.model_dump(mode="json", exclude={"name"}, exclude_none=True)}
-            for t in models
-        ]
+        names = [t.name for t in models]
+        if len(set(names)) != len(names):
+            duplicate = next(n for n in names if names.count(n) > 1)
+            raise InvalidInput(
+                f"target {duplicate!r} appears more than once in one request",
+                field=f"targets[{len(names) - 1 - names[::-1].index(duplicate)}].name",
+            )
+        stored = self.store.read("targets_by_name", namespaces=[namespace], names=sorted(names))
+        before = {row["target"]["name"]: row["target"] for row in stored}
+        for index, model in enumerate(models):
+            old = before.get(model.name)
+            if old is None:
+                continue
+            for peak in PEAK_FIELDS:
+                if old.get(peak) is not None and getattr(model, peak) != old.get(peak):
+                    if not recorder.admin:
+                        raise Forbidden(
+                            f"changing the {peak} of stored target {model.name!r} ({old.get(peak)} -> "
+                            f"{getattr(model, peak)}) needs an admin key",
+                            field=f"targets[{index}].{peak}",
+                        )
+                    log.warning(
+                        "target %s/%s: %s changed from %s to %s by key %s", namespace, model.name, peak,
+                        old.get(peak), getattr(model, peak), recorder.key_id,
+                    )  # fmt: skip
+        rows: list[dict[str, Any]] = []
+        for t in models:
+            props = t.model_dump(mode="json", exclude={"name"}, exclude_none=True)
+            old = before.get(t.name)
+            if old is not None and any(props.get(p) != old.get(p) for p in PEAK_FIELDS):
+                props["peaks_changed_by"] = recorder.key_id  # who, besides the log line above
+            rows.append({"name": t.name, "props": props})
         names = [
             r["name"]
             for r in self.store.write(
@@ -166,11 +242,17 @@ class KnowledgeService:
 
     # ---- recording -------------------------------------------------------------------------------
     def record_attempts(
-        self, namespace: str, attempts: Sequence[AttemptRecord | dict[str, Any]]
+        self,
+        namespace: str,
+        attempts: Sequence[AttemptRecord | dict[str, Any]],
+        recorder: Recorder = SERVICE,
     ) -> list[RecordResult]:
         """Record attempts in one transaction; a replayed attempt key writes nothing and returns created=False.
 
-        Invalid input raises InvalidInput naming the attempt index and field, before anything is written.
+        Invalid input raises InvalidInput naming the attempt index and field, before anything is written;
+        an attempt key already stored with other content raises Conflict naming the key. Each attempt
+        is stored as recorded by `recorder` (verified when it is trusted), and flagged `implausible`
+        when its times beat the target's stored peaks for its declared work (then it is no evidence).
         """
         models: list[AttemptRecord] = []
         for index, attempt in enumerate(attempts):
@@ -196,7 +278,7 @@ class KnowledgeService:
                     f"unknown target {model.target!r}: register it first (POST /v1/targets)",
                     field=f"attempts[{index}].target" if len(models) > 1 else "target",
                 )
-        rows = [self._attempt_row(m, known[m.target]) for m in models]
+        rows = [self._attempt_row(m, known[m.target], recorder) for m in models]
         # Taken before resolving fills in parents: a retried transaction resolves again, and must
         # not take a parent it filled in for one this batch records in full.
         in_batch = _measured_in_batch(rows)
@@ -257,8 +339,9 @@ class KnowledgeService:
                             failed[i] = exc
                 mine = [i for i in mine if i not in failed]
                 keys = sorted({row["attempt_key"] for i in mine for row in jobs[i].rows})
-                seen = {
-                    r["attempt_key"]
+                # attempt key -> the hash of the content stored (or taken by an earlier job) under it
+                seen: dict[str, str | None] = {
+                    r["attempt_key"]: r["content_hash"]
                     for r in self.store.run_in(
                         tx, "attempts_existing", namespace=namespace, attempt_keys=keys
                     )
@@ -266,12 +349,16 @@ class KnowledgeService:
                 fresh: list[dict[str, Any]] = []
                 owner: dict[str, int] = {}
                 for i in mine:
+                    conflict = _reused_key(jobs[i].rows, seen)
+                    if conflict is not None:
+                        failed[i] = conflict
+                        continue
                     for row in jobs[i].rows:
                         key = row["attempt_key"]
                         if key in seen:
                             created[i][key] = False
                         else:
-                            seen.add(key)
+                            seen[key] = row["attempt"]["content_hash"]
                             owner[key] = i
                             fresh.append(row)
                 if not fresh:
@@ -382,6 +469,8 @@ class KnowledgeService:
                 "tool_versions_json": json.dumps(measurement.tool_versions, sort_keys=True),
                 "evaluator_version": measurement.evaluator_version,
                 "sandboxed": measurement.sandboxed,
+                "parent_median_ns": measurement.parent_median_ns,
+                **{name: getattr(measurement, name) for name in YARDSTICK_PROPERTIES},  # speedups computed
             },
         }
 
@@ -446,35 +535,92 @@ class KnowledgeService:
             row["parent"] = row["parent"] or kernel
             row["parent_measurements"] = [measured]
 
-    def _attempt_row(self, attempt: AttemptRecord, target: dict[str, Any]) -> dict[str, Any]:
+    def _attempt_row(
+        self, attempt: AttemptRecord, target: dict[str, Any], recorder: Recorder
+    ) -> dict[str, Any]:
         """The write row of one attempt; a parent named by id is filled in by _resolve_parent_references."""
         speedup = attempt.speedup
+        parent_measurements = (
+            [self._measurement_row(attempt.parent_measurement, attempt.parent, target)]
+            if attempt.parent_measurement and attempt.parent is not None
+            else []
+        )
+        child_measurements = (
+            [self._measurement_row(attempt.child_measurement, attempt.child, target)]
+            if attempt.child_measurement
+            else []
+        )
+        log_speedup = math.log(speedup) if speedup is not None else None
+        clip = math.log(EVIDENCE_MAX_SPEEDUP)
+        props: dict[str, Any] = {
+            "run_id": attempt.run_id,
+            "agent": attempt.agent,
+            "target": attempt.target,
+            "task": attempt.child.task,  # the parent's too (validated)
+            "transform": attempt.transform.name,
+            "outcome": attempt.outcome.value,
+            "speedup": speedup,
+            "log_speedup": log_speedup,
+            "params_json": json.dumps(attempt.transform.params, sort_keys=True),
+            "diagnosis": attempt.diagnosis,
+            "rationale": attempt.rationale,
+        }
+        # The content a replay must repeat: every stored property and what the attempt links to.
+        parent_ref = attempt.parent_measurement_id or (
+            parent_measurements[0]["measurement_id"] if parent_measurements else None
+        )
+        props["content_hash"] = content_id(
+            "attempt", props, parent_ref,
+            attempt.parent.kernel_id if attempt.parent is not None else None,
+            attempt.child.kernel_id, [m["measurement_id"] for m in child_measurements],
+            attempt.child_measurement.parent_median_ns if attempt.child_measurement else None,
+        )  # fmt: skip
+        floor, why = _implausibility(attempt, target)
+        props.update(
+            recorded_by=recorder.key_id,
+            verified=recorder.verified,
+            # Only set when true (a null property is not stored): queries test `implausible IS NULL`.
+            implausible=True if why else None,
+            implausible_reason=why or None,
+            # The peaks the check used, as stored with the target when the attempt was recorded.
+            plausibility_floor_ns=floor,
+            checked_peak_gflops=target.get("peak_gflops"),
+            checked_peak_gbps=target.get("peak_gbps"),
+        )
         return {
             "attempt_key": attempt.attempt_key,
             "target": attempt.target,
             "transform": attempt.transform.name,
-            "attempt": {
-                "run_id": attempt.run_id,
-                "agent": attempt.agent,
-                "target": attempt.target,
-                "task": attempt.child.task,  # the parent's too (validated)
-                "transform": attempt.transform.name,
-                "outcome": attempt.outcome.value,
-                "speedup": speedup,
-                "log_speedup": math.log(speedup) if speedup is not None else None,
-                "params_json": json.dumps(attempt.transform.params, sort_keys=True),
-                "diagnosis": attempt.diagnosis,
-                "rationale": attempt.rationale,
-            },
+            "evidence_gain": max(-clip, min(clip, log_speedup)) if log_speedup is not None else None,
+            "attempt": props,
             "parent": _kernel_row(attempt.parent) if attempt.parent is not None else None,
             "child": _kernel_row(attempt.child),
-            "parent_measurements": [self._measurement_row(attempt.parent_measurement, attempt.parent, target)]
-            if attempt.parent_measurement and attempt.parent is not None
-            else [],
-            "child_measurements": [self._measurement_row(attempt.child_measurement, attempt.child, target)]
-            if attempt.child_measurement
-            else [],
+            "parent_measurements": parent_measurements,
+            "child_measurements": child_measurements,
         }
+
+    # ---- operators: quarantine ---------------------------------------------------------------------
+    def quarantine(
+        self, namespace: str, key_id: str, *, apply: bool = False, release: bool = False
+    ) -> dict[str, Any]:
+        """Quarantine (`release`: un-quarantine) the evidence key `key_id` recorded in `namespace`.
+
+        Without `apply`, a dry run: counts what would change and changes nothing. Quarantined evidence
+        stays stored, is left out of retrieval and consolidation, and comes back on release.
+        """
+        if not key_id or len(key_id) > 128:
+            raise InvalidInput("key_id: a key id as `kernelgraph keys list` shows it", field="key_id")
+        row = self.store.write(
+            "quarantine_key_evidence", namespace=namespace, key_id=key_id, apply=apply, release=release,
+            timeout_s=REQUEST_WRITE_TIMEOUT_S,
+        )[0]  # fmt: skip
+        if apply:
+            log.warning("%s key %s's evidence in namespace %s: %d aggregates, %d attempts",
+                        "released" if release else "quarantined", key_id, namespace, row["aggregates"],
+                        row["attempts"])  # fmt: skip
+        return {"namespace": namespace, "key_id": key_id, "dry_run": not apply, "release": release,
+                "aggregates": row["aggregates"], "rollups": row["rollups"], "attempts": row["attempts"],
+                "transforms": sorted(row["transforms"])}  # fmt: skip
 
     # ---- consolidation ---------------------------------------------------------------------------
     def consolidate(self, namespace: str, *, dry_run: bool = False) -> ConsolidationReport:
@@ -483,9 +629,12 @@ class KnowledgeService:
 
     # ---- retrieval -------------------------------------------------------------------------------
     def retrieve(
-        self, namespaces: Sequence[str], request: RetrieveRequest | dict[str, Any]
+        self, namespaces: Sequence[str], request: RetrieveRequest | dict[str, Any], reader: Recorder = SERVICE
     ) -> RetrieveResponse:
-        """Transforms that worked from measured states like the given one, ranked, with their evidence."""
+        """Transforms that worked from measured states like the given one, ranked, with their evidence.
+
+        `reader`'s own evidence counts in full; every other key's moves a transform's score by less
+        than INFLUENCE_BOUND (aggregate_transforms.cypher)."""
         req = request if isinstance(request, RetrieveRequest) else validate(RetrieveRequest, request)
         spaces = list(namespaces)
         target = self.targets(spaces, [req.target]).get(req.target)
@@ -506,10 +655,16 @@ class KnowledgeService:
             raise InvalidInput("label mode needs `tasks`, the task labels to retrieve", field="tasks")
         # Every query of one retrieval in one read transaction: fewer round trips (docs/scaling.md).
         neighbours, rows = self.store.read_transaction(
-            lambda reader: self._neighbours_and_transforms(reader, spaces, req, signature, embedding)
+            lambda tx: self._neighbours_and_transforms(tx, spaces, req, signature, embedding, reader)
         )
         transforms = [_retrieved(row) for row in rows]
+        keys = {key for row in rows for key in row["keys"]}
         ranked = sorted(neighbours, key=lambda m: (-neighbours[m], m))
+        explanation = None
+        if len(neighbours) < req.k:  # found little: say why (service/explain.py)
+            explanation = self.store.read_transaction(
+                lambda reader: explain(reader, spaces, req, signature, len(neighbours))
+            )
         return RetrieveResponse(
             mode=req.mode,
             target=req.target,
@@ -520,6 +675,12 @@ class KnowledgeService:
             transforms=transforms,
             failure_log_speedup=FAILURE_LOG_SPEEDUP,
             prior_weight=PRIOR_WEIGHT,
+            evidence_attempts=sum(t.attempts for t in transforms),
+            verified_attempts=sum(t.verified_attempts for t in transforms),
+            evidence_keys=len(keys),
+            verified_only=req.verified_only,
+            influence_bound=INFLUENCE_BOUND,
+            explanation=explanation,
         )
 
     def _neighbours_and_transforms(
@@ -529,6 +690,7 @@ class KnowledgeService:
         req: RetrieveRequest,
         signature: Signature | None,
         embedding: list[float] | None,
+        recorder: Recorder,
     ) -> tuple[dict[str, float], list[dict[str, Any]]]:
         """The neighbour states (id -> similarity) of a retrieval and the aggregate_transforms rows."""
         neighbours: dict[str, float] = {}
@@ -560,6 +722,9 @@ class KnowledgeService:
                 failure_log_speedup=FAILURE_LOG_SPEEDUP,
                 prior_weight=PRIOR_WEIGHT,
                 limit=req.limit,
+                own_keys=[recorder.key_id, LEGACY_KEY],
+                influence_bound=INFLUENCE_BOUND,
+                verified_only=req.verified_only,
             )
         return neighbours, rows
 
@@ -572,9 +737,11 @@ class KnowledgeService:
             raise InvalidInput("`counter_source` is required with raw `counters`", field="counter_source")
         signature = compute_signature(req.counter_source, req.counters, peaks_of(target))
         if not signature.measured:
+            reads = "; ".join(f"{d}: {r}" for d, r in dimension_reads(req.counter_source).items())
             raise InvalidInput(
                 f"the counters measure no signature dimension of counter source {req.counter_source.value!r} "
-                "on this target (docs/counter-signature.md says which counters each dimension reads)",
+                f"on this target; it reads {reads} (docs/api.md, 'What each counter source fills'; "
+                "GET /v1/vocabulary or the MCP tool vocabulary lists the names)",
                 field="counters",
             )
         return signature
@@ -865,6 +1032,48 @@ class KnowledgeService:
         return self.store.read("list_transforms", namespaces=list(namespaces))
 
 
+def _reused_key(rows: Sequence[dict[str, Any]], seen: Mapping[str, str | None]) -> Conflict | None:
+    """A Conflict naming the first attempt key of `rows` stored (or taken) with other content, if any.
+
+    A key stored before schema 0015 has no content hash: sending it again stays a replay."""
+    for index, row in enumerate(rows):
+        key = row["attempt_key"]
+        stored = seen.get(key)
+        if key in seen and stored is not None and stored != row["attempt"]["content_hash"]:
+            return Conflict(
+                f"attempt_key {key!r} is already stored with other content: an attempt key names one "
+                "attempt; give a new attempt a new key (the same content again is an idempotent replay)",
+                field="attempt_key" if len(rows) == 1 else f"attempts[{index}].attempt_key",
+            )
+    return None
+
+
+def _implausibility(attempt: AttemptRecord, target: Mapping[str, Any]) -> tuple[float | None, str]:
+    """The least time the attempt's declared work allows on `target`'s stored peaks (None: no work
+    or peaks to judge by), and why one of its times beats it ("" when none does)."""
+    floor: float | None = None
+    reasons = []
+    for name, measured in (("parent_measurement", attempt.parent_measurement),
+                           ("child_measurement", attempt.child_measurement)):  # fmt: skip
+        if measured is None:
+            continue
+        least = plausibility_floor_ns(
+            measured.counters.get(CounterName.FLOPS), measured.counters.get(CounterName.BYTES),
+            target.get("peak_gflops"), target.get("peak_gbps"),
+        )  # fmt: skip
+        if least is None:
+            continue
+        floor = least if floor is None else max(floor, least)
+        for field, value in (
+            ("median_ns", measured.median_ns),
+            ("parent_median_ns", measured.parent_median_ns),
+        ):
+            if value is not None and value < least:
+                reasons.append(f"{name}.{field} {value:g} ns is below the {least:.4g} ns its declared work "
+                               "takes at the target's peaks")  # fmt: skip
+    return floor, "; ".join(reasons)
+
+
 def _measured_in_batch(rows: list[dict[str, Any]]) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """Measurement id -> (measurement row, kernel row) of every measurement the batch records in full."""
     return {
@@ -907,5 +1116,6 @@ def _retrieved(row: dict[str, Any]) -> RetrievedTransform:
             "best_example": best,
             "params": [json.loads(p) for p in row["params"]],
             "by_params": by_params,
+            "keys": len(row["keys"]),
         }
     )

@@ -7,31 +7,60 @@ the server's lifespan and closed when the server stops; tools never open connect
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from kernelgraph.client import ExperienceClient
 from kernelgraph.client.errors import KernelGraphError
-from kernelgraph.client.models import AttemptRecord
+from kernelgraph.client.models import AttemptRecord, HardwareTarget, validate
 
 INSTRUCTIONS = """KernelGraph is an experience graph of kernel optimizations: which code transforms
 (unroll, tile, vectorize, ...) made which kernels faster on which hardware, keyed by the kernel's
-measured performance-counter signature. Before choosing a transform, call retrieve_transforms with
-the current kernel's measurement; after trying one, call record_attempt so others learn from it."""
+measured performance-counter signature. Start with vocabulary (the transform, task, pattern and
+counter names to use) and list_targets; register your hardware once with register_target. Before
+choosing a transform, call retrieve_transforms with the current kernel's measurement; after trying
+one, call record_attempt so others learn from it; evidence shows the attempts behind a recommendation."""
+
+# What an MCP agent calls instead of the HTTP routes a service message may name.
+_TOOL_FOR_ROUTE = {
+    "POST /v1/targets": "the register_target tool",
+    "GET /v1/targets": "the list_targets tool",
+    "GET /v1/vocabulary": "the vocabulary tool",
+    "POST /v1/evidence": "the evidence tool",
+    "POST /v1/retrieve": "the retrieve_transforms tool",
+}
 
 
-def _client(ctx: Context) -> ExperienceClient:
-    client: ExperienceClient = ctx.request_context.lifespan_context["client"]
+class ToolClient(ExperienceClient, Protocol):
+    """What the tools call: an ExperienceClient with evidence and the vocabulary (both clients have them)."""
+
+    def evidence(self, attempt_keys: Sequence[str]) -> list[dict[str, Any]]: ...
+
+    def vocabulary(self) -> dict[str, Any]: ...
+
+
+def _client(ctx: Context) -> ToolClient:
+    client: ToolClient = ctx.request_context.lifespan_context["client"]
     return client
 
 
 def _tool_error(exc: KernelGraphError) -> ToolError:
+    """One line an agent can act on: the code, the message (HTTP routes named as the tools that do the
+    same), the field and, for invalid input, every problem found."""
+    message = exc.message
+    for route, tool in _TOOL_FOR_ROUTE.items():
+        message = message.replace(route, tool)
     where = f" (field: {exc.field})" if exc.field else ""
-    return ToolError(f"{exc.code}: {exc.message}{where}")
+    problems = ""
+    if isinstance(exc.details, list) and len(exc.details) > 1:
+        problems = "; all problems: " + "; ".join(
+            f"{d.get('field')}: {d.get('problem')}" for d in exc.details if isinstance(d, dict)
+        )
+    return ToolError(f"{exc.code}: {message}{where}{problems}")
 
 
 def retrieve_transforms(
@@ -63,6 +92,7 @@ def retrieve_transforms(
     - `source`: the kernel's source code (only for text/hybrid modes).
     - `limit`: at most this many transforms come back; `k`: how many similar states to draw from.
     - `exclude_task`: ignore experience from this task (for held-out evaluation).
+    - `counters` may use Nsight Compute's raw metric names (vocabulary lists them per source).
     Returns {"transforms": [...], "signature": [...], "neighbours": n, "neighbour_ids": [...], ...};
     each transform has `transform` (its name), `score`, `success_rate`, `attempts`, `evidence_weight`
     (how much similar evidence there is), `best_speedup`, `params` (parameter settings that were tried)
@@ -70,7 +100,10 @@ def retrieve_transforms(
     `disputed` > 0 has settings whose evidence contradicts itself beyond measurement noise (one attempt
     helped, another hurt; or the same kernel ran once and failed once): treat it as uncertain and
     re-measure before relying on it. `by_params` gives each setting's mean (`weighted_log_speedup`)
-    and spread (`sd_log_speedup`) of the log speedup.
+    and spread (`sd_log_speedup`) of the log speedup. When fewer than `k` similar states were found,
+    `explanation` says why: the dimensions your query lacked (`missing_dimensions`, each with the
+    counters that fill it and how many stored states it kept out), how many states the namespace and
+    the target hold, and how many `exclude_task` left out; `explanation.summary` in one sentence.
     """
     request: dict[str, Any] = {"target": target, "mode": mode, "limit": limit, "k": k}
     optional = {"signature": signature, "counters": counters, "counter_source": counter_source, "source": source,
@@ -82,24 +115,116 @@ def retrieve_transforms(
         raise _tool_error(exc) from None
 
 
-def record_attempt(ctx: Context, attempt: AttemptRecord) -> dict[str, Any]:
+def record_attempt(
+    ctx: Context,
+    attempt_key: str | None = None,
+    run_id: str | None = None,
+    agent: str | None = None,
+    target: str | None = None,
+    transform: str | dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None,
+    child: dict[str, Any] | None = None,
+    outcome: str | None = None,
+    parent: dict[str, Any] | None = None,
+    parent_measurement: dict[str, Any] | None = None,
+    parent_measurement_id: str | None = None,
+    child_measurement: dict[str, Any] | None = None,
+    speedup: float | None = None,
+    diagnosis: str = "",
+    rationale: str = "",
+    attempt: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Record one optimization attempt so that later retrievals (yours and other agents') learn from it.
 
-    Call this after every attempt, kept or not: failures are evidence too. `attempt` holds:
-    `attempt_key` (unique id you choose, e.g. "<run_id>:<step>"; sending the same key again is a
-    harmless no-op), `run_id`, `agent`, `target` (a registered hardware target), `parent` (the kernel
-    before: task, backend, source, patterns), `parent_measurement` (or, instead of both, once the parent
-    is recorded: `parent_measurement_id` from an earlier result), `transform` ({name, params}),
-    `child` (the kernel after), `child_measurement` (omit when it did not compile or run), `outcome`
-    (kept | discarded | compile_error | rejected | incorrect | crashed | timeout | implausible:
-    rejected = refused by the evaluator's admission checks, implausible = timed beyond the target's
-    peak), `speedup` (parent time / child time, when both ran), and optional `diagnosis` and
-    `rationale` text. Measurements may carry `evaluator_version` and `sandboxed`.
+    Call this after every attempt, kept or not: failures are evidence too. Arguments (flat):
+    - `attempt_key`: a unique id you choose, e.g. "<run_id>:<step>"; the same key again is a harmless no-op.
+    - `run_id`, `agent`: your run and your name.
+    - `target`: a registered hardware target (list_targets; register_target to add yours).
+    - `transform`: its name (vocabulary lists them, e.g. "tile") and `params` its settings, e.g.
+      {"bm": 128}; a {"name", "params"} object is accepted too.
+    - `parent`: the kernel before, {"task", "backend", "source", "patterns": [...]}, with
+      `parent_measurement`; or, once the parent is recorded, only `parent_measurement_id` (the
+      `child_measurement_id` of an earlier result).
+    - `child`: the kernel after (same shape as `parent`, same task).
+    - `child_measurement`: omit when it did not compile or run. A measurement is {"median_ns",
+      "iqr_ns", "trials", "correct", "counter_source", "counters": {...}}; counters may use Nsight
+      Compute's raw metric names (vocabulary lists what each counter source reads).
+    - `outcome`: kept | discarded | compile_error | rejected | incorrect | crashed | timeout | implausible
+      (rejected = refused by the evaluator's admission checks, implausible = timed beyond the peak).
+    - `speedup`: parent time / child time, when both ran; `diagnosis`, `rationale`: optional text.
+    (Earlier versions took all of this wrapped in one `attempt` object; that still works.)
     Returns {"attempt_key", "created" (false when it was already recorded), "parent_kernel_id",
-    "child_kernel_id", "parent_measurement_id", "child_measurement_id"}; use `child_kernel_id` with lineage.
+    "child_kernel_id", "parent_measurement_id", "child_measurement_id"}; use `child_kernel_id` with
+    lineage and `child_measurement_id` as the next attempt's `parent_measurement_id`.
     """
+    flat = {"attempt_key": attempt_key, "run_id": run_id, "agent": agent, "target": target,
+            "child": child, "outcome": outcome, "parent": parent, "parent_measurement": parent_measurement,
+            "parent_measurement_id": parent_measurement_id, "child_measurement": child_measurement,
+            "speedup": speedup, "diagnosis": diagnosis or None, "rationale": rationale or None}  # fmt: skip
+    record: dict[str, Any] = dict(attempt or {})
+    record.update({key: value for key, value in flat.items() if value is not None})
+    if isinstance(transform, str):
+        record["transform"] = {"name": transform, "params": params or {}}
+    elif transform is not None:
+        record["transform"] = transform
     try:
-        return _client(ctx).record_attempt(attempt).model_dump(mode="json")
+        model = validate(AttemptRecord, record)
+        return _client(ctx).record_attempt(model).model_dump(mode="json")
+    except KernelGraphError as exc:
+        raise _tool_error(exc) from None
+
+
+def register_target(
+    ctx: Context,
+    name: str,
+    kind: Literal["cpu", "cuda"],
+    arch: str,
+    peak_gflops: float | None = None,
+    peak_gbps: float | None = None,
+    cores: int | None = None,
+    isa: str | None = None,
+    sm_count: int | None = None,
+    description: str = "",
+) -> dict[str, Any]:
+    """Register (or update) the hardware target your kernels run on; needed once before recording.
+
+    - `name`: your choice, e.g. "h100-sxm" (list_targets shows those already registered).
+    - `kind`: "cpu" or "cuda"; `arch`: e.g. "sm90" or "x86-64-v3".
+    - `peak_gflops`, `peak_gbps`: the fp32 compute peak and memory bandwidth; the signature's
+      compute_fraction and memory_fraction are fractions of these (without them those stay unmeasured).
+    - `cores` (CPU), `isa` (CPU march level), `sm_count` (GPU), `description`: optional.
+    Returns {"names": [name]}. Registering the same name again updates it.
+    """
+    target = {"name": name, "kind": kind, "arch": arch, "peak_gflops": peak_gflops, "peak_gbps": peak_gbps,
+              "cores": cores, "isa": isa, "sm_count": sm_count, "description": description}  # fmt: skip
+    try:
+        model = validate(HardwareTarget, {k: v for k, v in target.items() if v is not None})
+        return {"names": _client(ctx).upsert_targets([model])}
+    except KernelGraphError as exc:
+        raise _tool_error(exc) from None
+
+
+def evidence(ctx: Context, attempt_keys: list[str]) -> dict[str, Any]:
+    """The attempts behind a recommendation, in full: pass a retrieved transform's `evidence_attempt_keys`
+    (at most 200). Returns {"attempts": [...]}, each with who recorded it (`agent`, `run_id`), when
+    (`created_at`), its task, target, transform, params, outcome, speedup and the parent and child kernels.
+    Keys you may not read are left out."""
+    try:
+        return {"attempts": _client(ctx).evidence(attempt_keys)}
+    except KernelGraphError as exc:
+        raise _tool_error(exc) from None
+
+
+def vocabulary(ctx: Context) -> dict[str, Any]:
+    """The names to choose from, so you never invent a label: `transforms` (name, what it does, how often
+    it was tried and kept here), `tasks` (family, access patterns, backends, instances), `patterns`,
+    `families`, `backends`, and `counter_sources`: for each (cpu_cachegrind, cpu_timing, nvidia_ncu,
+    nvidia_timing, nvidia_static, kernelbench_timing) the signature dimensions it `fills` and from
+    which counters, those it `cannot_fill`, and every counter name it reads (for nvidia_ncu, Nsight
+    Compute's raw metric names such as "dram__throughput.avg.pct_of_peak_sustained_elapsed" too).
+    Also the signature's dimensions, the outcomes and the retrieval modes."""
+    try:
+        return _client(ctx).vocabulary()
     except KernelGraphError as exc:
         raise _tool_error(exc) from None
 
@@ -184,8 +309,11 @@ def _jsonable(value: Any) -> bool:
 
 
 TOOLS = (
+    vocabulary,
+    register_target,
     retrieve_transforms,
     record_attempt,
+    evidence,
     transfer,
     transfer_matrix,
     predict_transfer,

@@ -59,6 +59,11 @@ def _strip_comments(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
 
 
+def parameters_of(text: str) -> frozenset[str]:
+    """The `$name` parameters a Cypher text uses (outside comments and strings)."""
+    return frozenset(_PARAM.findall(_STRING_OR_COMMENT.sub(" ", text)))
+
+
 def parse_query(path: Path) -> NamedQuery:
     text = path.read_text()
     header_lines = []
@@ -66,9 +71,7 @@ def parse_query(path: Path) -> NamedQuery:
         if not line.lstrip().startswith("//"):
             break
         header_lines.append(line.lstrip()[2:].strip())
-    code = _STRING_OR_COMMENT.sub(" ", text)
-    params = frozenset(_PARAM.findall(code))
-    return NamedQuery(path.stem, path, text, "\n".join(header_lines), params)
+    return NamedQuery(path.stem, path, text, "\n".join(header_lines), parameters_of(text))
 
 
 @dataclass(frozen=True)

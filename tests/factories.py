@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -60,7 +61,7 @@ def attempt(key: str = "run-1:0", transform: str = "unroll", speedup: float | No
         "parent_measurement": measurement(1e6, parent_signature),
         "transform": {"name": transform, "params": {"factor": 4}},
         "child": kernel(task, child_source),
-        "child_measurement": measurement(1e6 / speedup) if speedup else None,
+        "child_measurement": measurement(1e6 / speedup, parent_median_ns=1e6) if speedup else None,
         "outcome": outcome,
         "speedup": speedup,
         **overrides,
@@ -90,8 +91,10 @@ def in_source_index(store: GraphStore, namespace: str, expected: set[str]) -> se
 def script(name: str) -> ModuleType:
     """scripts/<name>.py, imported as a module (the diagnostics are scripts, not a package)."""
     path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(f"scripts.{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    # Registered before it runs: a script that defines a dataclass needs its module in sys.modules.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module

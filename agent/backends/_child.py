@@ -244,18 +244,40 @@ def _serve(req: Any) -> None:
         os.write(done, b"d")
 
 
+def install_seccomp(program: bytes) -> None:
+    """Load the parent's seccomp allow-list (agent/backends/seccomp.py KERNEL_FILTER) on this process
+    and every thread it starts, before the kernel's object is even loaded."""
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(program, len(program))
+    prog = SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
+    if (
+        libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0
+        or libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(prog), 0, 0) != 0
+    ):
+        raise OSError(ctypes.get_errno(), "cannot install the seccomp filter")
+
+
 def main(request_path: str, result_dir: str) -> None:
     with open(request_path, "rb") as f:
         req = pickle.load(f)
     if req["mode"] == "serve":
         headroom = int(req["memory_bytes"])
         resource.setrlimit(resource.RLIMIT_AS, (_vm_size() + headroom, _vm_size() + headroom))
+        if req.get("seccomp"):
+            install_seccomp(req["seccomp"])
         _serve(req)
         return
     result: dict[str, Any] = {}
     try:
         headroom = int(req["memory_bytes"])
         resource.setrlimit(resource.RLIMIT_AS, (_vm_size() + headroom, _vm_size() + headroom))
+        if req.get("seccomp"):
+            install_seccomp(req["seccomp"])
         fns = [_bind(p) for p in req["artifacts"]]
         sets = req["input_sets"]
         buffers = [np.array(a, copy=True) for a in sets[0]]

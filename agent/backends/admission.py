@@ -6,7 +6,11 @@ writable data) is read with `nm` and `objdump` inside the sandbox, and rejected 
   the OpenMP runtime, compiler support): no I/O, no processes, no sockets, no dlopen, no time;
 - holds writable global or static data (.data, .bss, COMMON, TLS): a kernel must not keep state
   between calls, which is how caches keyed on inputs and call counters cheat a timer;
-- contains a system-call instruction (inline assembly reaching the kernel without libc).
+- holds a system-call encoding (`syscall`, `sysenter`, `int $0x80`) or valgrind's client-request
+  preamble at ANY byte offset of an executable section of the linked `kernel.so` (not only at the
+  instruction starts a disassembler decodes: a jump into the middle of another instruction runs the
+  bytes there), or a constructor/destructor section (code that runs at load, before any call is
+  measured or checked, and sees the harness's argv and environment).
 Triton: the Python source's imports and a few escape hatches are checked on its syntax tree; the
 sandbox, not this check, is the boundary (Python has too many ways around any list).
 Each rejection is one sentence a model can act on: which symbol or construct, and why.
@@ -16,9 +20,10 @@ from __future__ import annotations
 
 import ast
 import re
+import struct
 from dataclasses import dataclass
 
-ADMISSION_VERSION = 1
+ADMISSION_VERSION = 2
 
 _MATH = [
     "sin",
@@ -102,7 +107,18 @@ ALLOWED_PREFIXES = ("GOMP_", "omp_", "__kmpc_")  # the OpenMP runtime (libgomp)
 _LIBMVEC = re.compile(r"^_ZGV[a-zA-Z]+\d+[a-zA-Z]*_(?P<name>\w+)$")
 # nm symbol types of writable storage: data, bss, common, small data/bss, unique globals.
 WRITABLE_TYPES = frozenset("DdBbCGgSsu")
-SYSCALL_INSTRUCTIONS = re.compile(r"\s(syscall|sysenter|int\s+\$0x80)\b")
+# Byte sequences a kernel's code may hold at no offset: each reaches the OS, or the counter tool,
+# without any symbol. (A 32-bit far call into compat mode still needs one of the first three.)
+FORBIDDEN_ENCODINGS: dict[bytes, str] = {
+    b"\x0f\x05": "`syscall` instruction",
+    b"\x0f\x34": "`sysenter` instruction",
+    b"\xcd\x80": "`int $0x80` instruction",
+    # rol $3,%rdi; rol $13,%rdi; rol $61,%rdi; rol $51,%rdi: how code asks whether valgrind runs it
+    bytes.fromhex("48c1c70348c1c70d48c1c73d48c1c733"): "valgrind client request",
+}
+# Sections whose code the loader runs before (or after) any call of `kernel`.
+LOAD_TIME_SECTIONS = (".init_array", ".fini_array", ".ctors", ".dtors", ".preinit_array", ".init", ".fini")
+_SHF_EXECINSTR, _SHT_NOBITS = 0x4, 8
 
 
 @dataclass(frozen=True)
@@ -121,8 +137,9 @@ def allowed_symbol(name: str) -> bool:
     return bool(vector and vector["name"] in ALLOWED_EXACT)
 
 
-def check_object(nm_output: str, disassembly: str) -> list[Rejection]:
-    """Rejections of a kernel object from `nm kernel.o` and `objdump -d kernel.o` (empty: admitted)."""
+def check_object(nm_output: str, kernel_object: bytes, shared_object: bytes) -> list[Rejection]:
+    """Rejections of a kernel from `nm kernel.o`, the bytes of `kernel.o` and those of the linked
+    `kernel.so` (empty: admitted)."""
     found: list[Rejection] = []
     for line in nm_output.splitlines():
         parts = line.split()
@@ -143,16 +160,64 @@ def check_object(nm_output: str, disassembly: str) -> list[Rejection]:
                     "not keep state between calls (caches, counters); use locals or `static const` tables"
                 )
             )
-    for line in disassembly.splitlines():
-        match = SYSCALL_INSTRUCTIONS.search(line)
-        if match:
-            found.append(
-                Rejection(
-                    f"contains a `{match.group(1)}` instruction (inline assembly): a kernel may not make "
-                    "system calls; remove the asm"
+    try:
+        for name, _, _ in elf_sections(kernel_object):
+            if name.startswith(LOAD_TIME_SECTIONS):
+                found.append(
+                    Rejection(
+                        f"has a `{name}` section (a constructor or destructor): a kernel's code may run "
+                        "only when `kernel` is called; remove `__attribute__((constructor))`"
+                    )
                 )
-            )
-            break
+                break
+        found += scan_encodings(shared_object)
+    except ValueError as exc:
+        found.append(Rejection(f"the built object is not a readable ELF file ({exc})"))
+    return found
+
+
+def elf_sections(data: bytes) -> list[tuple[str, int, bytes]]:
+    """(name, flags, contents) of each section of a 64-bit little-endian ELF file; ValueError when
+    the file is not one (it came out of a sandbox that ran model-written input through the compiler)."""
+    if data[:6] != b"\x7fELF\x02\x01":
+        raise ValueError("not a 64-bit little-endian ELF")
+    try:
+        (shoff,) = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+        headers = []
+        for k in range(shnum):
+            name, kind, flags, _, offset, size = struct.unpack_from("<IIQQQQ", data, shoff + k * shentsize)
+            if kind != _SHT_NOBITS and offset + size > len(data):
+                raise ValueError(f"section {k} runs past the end of the file")
+            headers.append((name, kind, flags, offset, size))
+        strtab = headers[shstrndx]
+        names = data[strtab[3] : strtab[3] + strtab[4]]
+    except (struct.error, IndexError) as exc:
+        raise ValueError(f"malformed section headers: {exc}") from None
+    out = []
+    for name, kind, flags, offset, size in headers:
+        label = names[name : names.find(b"\0", name)].decode(errors="replace") if name < len(names) else "?"
+        out.append((label, flags, b"" if kind == _SHT_NOBITS else data[offset : offset + size]))
+    return out
+
+
+def scan_encodings(elf: bytes) -> list[Rejection]:
+    """A rejection for each FORBIDDEN_ENCODINGS sequence found at any byte offset of an executable
+    section (the first place of each kind is named)."""
+    found: list[Rejection] = []
+    for what_bytes, what in FORBIDDEN_ENCODINGS.items():
+        for name, flags, contents in elf_sections(elf):
+            at = contents.find(what_bytes) if flags & _SHF_EXECINSTR else -1
+            if at >= 0:
+                found.append(
+                    Rejection(
+                        f"holds the bytes {what_bytes[:2].hex(' ')}... of a {what} at offset {at:#x} of "
+                        f"{name} (inline assembly, or hidden inside another instruction): a kernel may not "
+                        "make system calls or probe the counter tool; remove the asm (if a constant or "
+                        "offset happens to encode them, change it)"
+                    )
+                )
+                break
     return found
 
 

@@ -37,8 +37,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from kernelgraph import PACKAGE_ROOT
+from kernelgraph.agent.backends.seccomp import STEP_FILTER
 
 SANDBOX_UID = 65534  # nobody: owns nothing on the host
+# Size caps of the writable filesystems: the sandbox's /tmp and the scratch directory (tmpfs, so RAM).
+TMP_BYTES = 256 << 20
+SCRATCH_BYTES = 1 << 30
 UNSAFE_LABEL = "off (--unsafe-no-sandbox)"
 INSTALL_FIX = (
     "install bubblewrap (`apt-get install bubblewrap`, which `make install` does), or pass "
@@ -130,6 +134,8 @@ class Sandbox:
 
     enabled: bool = True
     gpu: bool = False
+    # The seccomp filters (agent/backends/seccomp.py); off only to show, in tests, what they stop.
+    seccomp: bool = True
     bwrap: str | None = field(default=None, compare=False)
 
     def _bwrap(self) -> str:
@@ -149,13 +155,16 @@ class Sandbox:
             _bwrap_version(self._bwrap())
 
     def command(
-        self, argv: Sequence[str], *, mounts: Sequence[Mount], env: Mapping[str, str], cwd: Path
-    ) -> list[str]:
-        """The full command line: bwrap + setpriv around `argv` (just `argv` when disabled)."""
+        self, argv: Sequence[str], *, mounts: Sequence[Mount], env: Mapping[str, str], cwd: Path,
+        seccomp_fd: int | None = None,
+    ) -> list[str]:  # fmt: skip
+        """The full command line: bwrap + setpriv around `argv` (just `argv` when disabled); with
+        `seccomp_fd`, bwrap loads the step filter (agent/backends/seccomp.py) from that descriptor."""
         if not self.enabled:
             return list(argv)
         cmd = [
             self._bwrap(),
+            *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
             "--unshare-ipc",
             "--unshare-pid",
             "--unshare-net",
@@ -186,6 +195,8 @@ class Sandbox:
             "/dev",
             "--perms",
             "1777",
+            "--size",
+            str(TMP_BYTES),
             "--tmpfs",
             "/tmp",
         ]
@@ -255,16 +266,18 @@ class Sandbox:
         """Start `argv` confined; `env` is added to the allow-listed base. Its own session and process
         group, so `kill_tree` ends it and (through the PID namespace) everything it started."""
         full_env = self.environment(env)
-        return subprocess.Popen(
-            self.command(argv, mounts=mounts, env=full_env, cwd=cwd),
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
-            env=full_env if not self.enabled else {"PATH": "/usr/bin:/bin"},
-            cwd=cwd,
-            start_new_session=True,
-            preexec_fn=_limiter(limits),
-        )
+        with _filter_fd(self.enabled and self.seccomp) as seccomp_fd:
+            return subprocess.Popen(
+                self.command(argv, mounts=mounts, env=full_env, cwd=cwd, seccomp_fd=seccomp_fd),
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                env=full_env if not self.enabled else {"PATH": "/usr/bin:/bin"},
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=_limiter(limits),
+                pass_fds=() if seccomp_fd is None else (seccomp_fd,),
+            )
 
     def run(
         self,
@@ -287,6 +300,21 @@ class Sandbox:
         finally:
             kill_tree(proc)
         return Finished(proc.returncode, _text(out), _text(err))
+
+
+@contextlib.contextmanager
+def _filter_fd(wanted: bool) -> Iterator[int | None]:
+    """A descriptor holding STEP_FILTER for bwrap's `--seccomp` (bwrap reads it at start)."""
+    if not wanted:
+        yield None
+        return
+    fd = os.memfd_create("kg-seccomp", 0)
+    try:
+        os.write(fd, STEP_FILTER)
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def _text(data: bytes | None) -> str:
@@ -329,12 +357,29 @@ def read_untrusted(path: Path, max_bytes: int = 1 << 30) -> bytes:
 
 
 @contextlib.contextmanager
-def scratch_dir(prefix: str) -> Iterator[Path]:
-    """A fresh host directory the sandboxed uid may write: the step's only writable bind."""
+def scratch_dir(prefix: str, size_bytes: int | None = None) -> Iterator[Path]:
+    """A fresh host directory the sandboxed uid may write: the step's only writable bind. As root it
+    is a tmpfs of at most `size_bytes` (SCRATCH_BYTES), so a step cannot fill the host's disk; without
+    root only the per-file size limit applies (docs/sandbox.md)."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         path = Path(tmp)
-        if os.geteuid() == 0:
-            os.chown(path, SANDBOX_UID, SANDBOX_UID)
-        else:  # not root: setpriv cannot switch uid, so bwrap's own user namespace maps us instead
-            path.chmod(0o777)
-        yield path
+        mounted = os.geteuid() == 0 and _mount_tmpfs(path, size_bytes or SCRATCH_BYTES)
+        try:
+            if os.geteuid() == 0:
+                os.chown(path, SANDBOX_UID, SANDBOX_UID)
+            else:  # not root: setpriv cannot switch uid, so bwrap's own user namespace maps us instead
+                path.chmod(0o777)
+            yield path
+        finally:
+            if mounted:
+                subprocess.run(["umount", "-l", str(path)], capture_output=True, timeout=30, check=False)
+
+
+def _mount_tmpfs(path: Path, size_bytes: int) -> bool:
+    """Mount a size-capped tmpfs on `path` (root only); False when mounting is not possible here."""
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_bytes},mode=0700", "kg-scratch",
+                               str(path)], capture_output=True, timeout=30, check=False)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0

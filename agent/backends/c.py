@@ -55,24 +55,39 @@ from kernelgraph.client.signature import CounterName, CounterSource
 log = logging.getLogger(__name__)
 
 BASE_FLAGS: tuple[str, ...] = ("-O2", "-fPIC", "-shared", "-fopenmp", "-std=gnu11")
-COMPILE_TIMEOUT_S = 120.0
-# Compile to kernel.o, list its symbols and disassembly for admission, then link kernel.so: one
-# sandboxed shell, so gcc, nm and objdump (which parse model-written input) never run unconfined.
+COMPILE_TIMEOUT_S = 30.0
+# An honest kernel compiles in about a second of CPU and a few hundred MB; these end a source that
+# explodes in the preprocessor or optimizer (self-inclusion, huge unrolling) within seconds.
+COMPILE_CPU_S = 5
+COMPILE_MEMORY_BYTES = 1 << 30
+# Compile to kernel.o, list its symbols for admission, then link kernel.so: one sandboxed shell, so
+# gcc and nm (which parse model-written input) never run unconfined. Admission reads both objects' bytes.
 _BUILD_SCRIPT = """set -u
-gcc "$@" -c kernel.c -o kernel.o 2> compile.log || exit 10
+gcc -fmax-include-depth=24 -fmax-errors=20 "$@" -c kernel.c -o kernel.o 2> compile.log || exit 10
 nm kernel.o > nm.txt 2>> compile.log || exit 11
-objdump -d --no-show-raw-insn kernel.o > asm.txt 2>> compile.log || exit 11
 gcc -shared -fopenmp kernel.o -o kernel.so -lm 2>> compile.log || exit 12
 nm -D --defined-only kernel.so > exports.txt 2>> compile.log || exit 11
 """
 COMPILE_LIMITS = Rlimits(
-    address_space_bytes=8 << 30, cpu_seconds=int(COMPILE_TIMEOUT_S), file_size_bytes=256 << 20
+    address_space_bytes=COMPILE_MEMORY_BYTES, cpu_seconds=COMPILE_CPU_S, file_size_bytes=256 << 20
 )
 _DIAG = re.compile(
     r"^(?P<file>[^:\n]+):(?P<line>\d+):(?:(?P<col>\d+):)?\s*(?P<sev>fatal error|error|warning|note):\s*(?P<msg>.*)$",
     re.M,
 )
 TIMING_SEED = 7
+# What gcc prints when its rlimits end it (memory, CPU time).
+_COMPILER_LIMIT_HIT = re.compile(r"out of memory|memory exhausted|terminated program|CPU time limit")
+
+
+def over_compile_limits(what: str) -> str:
+    """The diagnosis of a compile that its limits ended."""
+    return (
+        f"the compiler {what}: a kernel gets {COMPILE_CPU_S} s of compiler CPU, "
+        f"{COMPILE_MEMORY_BYTES >> 20} MiB of memory and {COMPILE_TIMEOUT_S:g} s in all; a source that "
+        "explodes in the preprocessor or optimizer (self-inclusion, doubling macros, huge unrolling) "
+        "does not compile"
+    )
 
 
 @cache
@@ -167,14 +182,16 @@ class CBackend:
             )
             log_text = _read(work / "compile.log")
             if done.timed_out:
-                return CompileResult(
-                    False, diagnostics=(Diagnostic(f"gcc timed out after {COMPILE_TIMEOUT_S:g} s"),)
-                )
+                return CompileResult(False, diagnostics=(Diagnostic(over_compile_limits("timed out")),))
             if done.returncode != 0:
                 text = log_text or done.stderr
                 diags = parse_diagnostics(text) or (Diagnostic(text.strip()[-500:] or "gcc failed"),)
+                if _COMPILER_LIMIT_HIT.search(text):
+                    diags = (Diagnostic(over_compile_limits("ran out of memory or CPU time")), *diags)
                 return CompileResult(False, diagnostics=diags, log=text)
-            rejections = self._admit(_read(work / "nm.txt"), _read(work / "asm.txt"))
+            rejections = self._admit(
+                _read(work / "nm.txt"), _read_bytes(work / "kernel.o"), _read_bytes(work / "kernel.so")
+            )
             if rejections:
                 return CompileResult(
                     False,
@@ -201,9 +218,10 @@ class CBackend:
             True, artifact=str(artifact), diagnostics=parse_diagnostics(log_text), log=log_text
         )
 
-    def _admit(self, nm_output: str, disassembly: str) -> list[admission.Rejection]:
-        """The admission checks on kernel.o (a seam: the red-team tests also run kernels past them)."""
-        return admission.check_object(nm_output, disassembly)
+    def _admit(self, nm_output: str, kernel_object: bytes, shared_object: bytes) -> list[admission.Rejection]:
+        """The admission checks on kernel.o and kernel.so (a seam: the red-team tests also run kernels
+        past them)."""
+        return admission.check_object(nm_output, kernel_object, shared_object)
 
     def _limits(self, target: Target, timeout_s: float) -> SandboxLimits:
         return SandboxLimits(
@@ -276,7 +294,7 @@ class CBackend:
         judged = judge_timing(
             task, sets[0], float(np.median(walls[0])),
             float(np.median(walls[1])) if parent_artifact else None,
-            peak_gflops=target.peak_gflops, peak_gbps=target.peak_gbps,
+            peak_gflops=target.peak_gflops, peak_gbps=target.max_gbps,
             reverify=lambda: self.check(task, source, target, seeds=REVERIFY_SEEDS),
         )  # fmt: skip
         if judged.outcome is not None:
@@ -290,11 +308,13 @@ class CBackend:
             del derived[CounterName.THREADS]
         counter_source, tool_versions = CounterSource.CPU_TIMING, {"gcc": gcc_version()}
         if self.counters:
-            # On the very inputs that were timed, with the threads the timed run used.
+            # Of the admitted object that was timed, on the very inputs timed, with its threads.
             measured = counters_mod.cachegrind_counters(
-                task, source, target, sandbox=self.sandbox, inputs=sets[0], threads=int(threads),
+                task, built.artifact, sandbox=self.sandbox, inputs=sets[0], threads=int(threads),
                 cpu_ns_per_call=parallel.get(CounterName.CPU_TIME_NS),
             )  # fmt: skip
+            if measured.incorrect:
+                return self._failed(Outcome.INCORRECT, measured.incorrect)
             derived.update(measured.counters)
             counter_source = measured.source
             tool_versions.update(measured.tool_versions)
@@ -369,6 +389,14 @@ def _read(path: Path) -> str:
         return read_untrusted(path, max_bytes=64 << 20).decode(errors="replace")
     except UntrustedFileError:
         return ""
+
+
+def _read_bytes(path: Path) -> bytes:
+    """A binary the sandboxed build wrote (b"" when absent or not a plain file: admission rejects it)."""
+    try:
+        return read_untrusted(path, max_bytes=256 << 20)
+    except UntrustedFileError:
+        return b""
 
 
 def _exports_kernel(exports: str) -> bool:

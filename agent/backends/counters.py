@@ -5,21 +5,27 @@ reads; cachegrind's raw events are kept too, prefixed `cg_`.
 Cachegrind runs the kernel once on the very inputs that were timed (the task's full-size inputs of
 the timed seed), with the thread count the timed run used, its outputs written just before the call as
 the timing loop writes them, and a fixed cache model (32 KiB D1, 8 MiB LL, 64 B lines; so counters
-compare across hosts). Valgrind runs a program's threads one at a time through one simulated cache, so
+compare across hosts).
+The counted program is the evaluator's own harness linked against the admitted, timed `kernel.so`
+itself: the same machine code, never a rebuild of the source (a rebuild has other predefined macros,
+`__PIE__` among them, that a kernel can tell apart). The counts are the whole process's events of a
+run that calls the kernel minus those of the same harness that does not (so they cover the kernel, its
+OpenMP runtime and the libm it calls, and no debug information the kernel wrote can move them
+elsewhere); the counted call's outputs are checked against the reference like any other call. Valgrind runs a program's threads one at a time through one simulated cache, so
 with several threads the counts are of the whole work through shared caches (docs/counter-signature.md).
 The last-level data misses give the traffic past the LL (`ll_miss_bytes`) and the measured operational
 intensity (`operational_intensity` = flops / ll_miss_bytes).
 Simulation costs about CACHEGRIND_SLOWDOWN times the timed call's CPU time: when that would pass
 CACHEGRIND_BUDGET_S, no cache counter is taken (the report says so and the source is `cpu_timing`),
-rather than simulating another size whose cache regime may differ. Valgrind cannot decode AVX-512, so
-v4/native kernels are counted from an x86-64-v3 build, labelled in `counter_build_isa`.
+rather than simulating another size whose cache regime may differ. Valgrind (3.19) cannot decode
+AVX-512: an admitted object that uses it dies under cachegrind, and then no cache counter is stored
+(`cpu_timing`, the note names the signature dimensions left unmeasured), never another build's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -30,15 +36,21 @@ from pathlib import Path
 import numpy as np
 
 from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, read_untrusted, scratch_dir
+from kernelgraph.agent.evaluator import compare
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Arrays, Task
-from kernelgraph.client.signature import CounterName, CounterSource
+from kernelgraph.client.signature import SOURCE_DIMENSIONS, CounterName, CounterSource
 
 log = logging.getLogger(__name__)
 
 # A fixed model (32 KiB 8-way L1s, 8 MiB 16-way LL, 64 B lines) instead of the host's CPUID.
 CACHE_MODEL = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64")
-VALGRIND_UNSAFE_ISAS = {"x86-64-v4", "native"}
+# The signature dimensions only cache counters give: what a `cpu_timing` measurement leaves unmeasured.
+CACHE_DIMENSIONS = tuple(
+    d
+    for d in SOURCE_DIMENSIONS[CounterSource.CPU_CACHEGRIND]
+    if d not in SOURCE_DIMENSIONS[CounterSource.CPU_TIMING]
+)
 LINE_BYTES = 64  # the model's line: a last-level miss moves one line
 # Cachegrind with cache simulation, build included, took 30-70x a timed call on this project's
 # machine (measured: docs/counter-signature.md); the estimate takes a pessimistic factor.
@@ -52,6 +64,15 @@ class CounterReport:
     source: CounterSource  # CPU_CACHEGRIND, or CPU_TIMING when cachegrind could not run (see `note`)
     tool_versions: dict[str, str] = field(default_factory=dict)
     note: str = ""
+    # Set when the counted call's outputs were wrong: a kernel that behaves otherwise under valgrind.
+    incorrect: str = ""
+
+
+def without_cache_counters(note: str) -> CounterReport:
+    """No cache counter measured: the report says why and which signature dimensions are missing."""
+    return CounterReport(
+        {}, CounterSource.CPU_TIMING, note=f"{note}; missing dimensions: {', '.join(CACHE_DIMENSIONS)}"
+    )
 
 
 def derived_counters(
@@ -92,7 +113,9 @@ def _ctype(dtype: np.dtype) -> str:
 
 
 def harness_source(task: Task, inputs: Arrays) -> str:
-    """A main() that reads each input from argv files, allocates outputs, calls `kernel` once."""
+    """A main() that reads each input from argv files, allocates outputs and, when argv[1] is "call",
+    calls `kernel` once and writes each output to out<k>.bin (argv[1] "skip": everything but the call,
+    the baseline whose events are subtracted)."""
     specs = task.output_shapes(inputs)
     sizes = list(task.sizes(inputs).values())
     params = [f"const {_ctype(a.dtype)}*" for a in inputs.values()]
@@ -103,47 +126,39 @@ def harness_source(task: Task, inputs: Arrays) -> str:
         f"void kernel({', '.join(params)});\n",
         'static void* load(const char* p, size_t n) { void* b = malloc(n ? n : 1); FILE* f = fopen(p, "rb");\n'
         "  if (!f || fread(b, 1, n, f) != n) { perror(p); exit(2); } fclose(f); return b; }\n",
+        'static void save(const char* p, const void* b, size_t n) { FILE* f = fopen(p, "wb");\n'
+        "  if (!f || fwrite(b, 1, n, f) != n || fclose(f)) { perror(p); exit(3); } }\n",
         "int main(int argc, char** argv) {\n  (void)argc;\n",
     ]
     args = []
     for k, a in enumerate(inputs.values()):
-        lines.append(f"  void* in{k} = load(argv[{k + 1}], {a.nbytes}u);\n")
+        lines.append(f"  void* in{k} = load(argv[{k + 2}], {a.nbytes}u);\n")
         args.append(f"in{k}")
+    saves = []
     for k, (name, shape) in enumerate(specs.items()):
         nbytes = int(np.prod(shape)) * np.dtype(task.output_dtype(name)).itemsize
         # Written just before the call, as the timing loop fills its outputs: the same cache state.
         lines.append(f"  void* out{k} = malloc({nbytes}u + 1); memset(out{k}, 0xff, {nbytes}u + 1);\n")
         args.append(f"out{k}")
+        saves.append(f'save("out{k}.bin", out{k}, {nbytes}u); ')
     args += [str(int(s)) for s in sizes]
-    lines.append(f"  kernel({', '.join(args)});\n  return 0;\n}}\n")
+    lines.append(f'  if (strcmp(argv[1], "call") == 0) {{ kernel({", ".join(args)}); {"".join(saves)}}}\n')
+    lines.append("  return 0;\n}\n")
     return "".join(lines)
 
 
-def parse_cachegrind(text: str, kernel_file: str) -> dict[str, float]:
-    """Sum the event counts of every function in `kernel_file` (the kernel and its OpenMP outlines)."""
+def parse_cachegrind_summary(text: str) -> dict[str, float]:
+    """The whole program's event totals (cachegrind's `summary:` line), keyed by the `events:` names."""
     events: list[str] = []
-    totals: np.ndarray | None = None
-    names: dict[str, str] = {}
-    in_kernel = False
     for line in text.splitlines():
         if line.startswith("events:"):
             events = line.split()[1:]
-            totals = np.zeros(len(events))
-        elif line.startswith("fl="):
-            ref = line[3:]
-            m = re.match(r"\((\d+)\)\s*(.*)", ref)
-            if m:
-                if m.group(2):
-                    names[m.group(1)] = m.group(2)
-                ref = names.get(m.group(1), "")
-            in_kernel = Path(ref).name == kernel_file
-        elif line[:1].isdigit() and in_kernel and totals is not None:
-            values = line.split()[1:]
-            for k, v in enumerate(values[: len(events)]):
-                totals[k] += float(v)
-    if totals is None:
-        raise ValueError("no events line in cachegrind output")
-    return dict(zip(events, totals.tolist(), strict=True))
+        elif line.startswith("summary:") and events:
+            values = [float(v) for v in line.split()[1:]]
+            if len(values) != len(events):
+                raise ValueError("cachegrind summary and events lines differ in length")
+            return dict(zip(events, values, strict=True))
+    raise ValueError("no events and summary lines in cachegrind output")
 
 
 CACHEGRIND_TIMEOUT_S = 120.0
@@ -152,8 +167,7 @@ CACHEGRIND_LIMITS = Rlimits(address_space_bytes=16 << 30, cpu_seconds=int(2 * CA
 
 def cachegrind_counters(
     task: Task,
-    source: str,
-    target: Target,
+    artifact: str,
     *,
     sandbox: Sandbox,
     inputs: Arrays,
@@ -161,64 +175,84 @@ def cachegrind_counters(
     cpu_ns_per_call: float | None = None,
 ) -> CounterReport:
     """instructions, d1/ll miss rates, ll_miss_bytes, operational_intensity (+ raw events) from cachegrind
-    on `inputs` (the timed ones) with `threads` OpenMP threads; never raises.
+    on `inputs` (the timed ones) with `threads` OpenMP threads, of the admitted shared object `artifact`
+    (the one that was timed); never raises.
 
     The harness is built and run under valgrind inside `sandbox`, like every step that runs the kernel.
     `cpu_ns_per_call` (the timed call's process CPU time) sizes the simulation against the budget.
     """
     version = valgrind_version()
     if not version:
-        return CounterReport(
-            {}, CounterSource.CPU_TIMING, note="valgrind not installed: counters are timing-only"
-        )
+        return without_cache_counters("valgrind not installed: counters are timing-only")
     if cpu_ns_per_call is not None:
         estimate_s = cpu_ns_per_call * CACHEGRIND_SLOWDOWN / 1e9
         if estimate_s > CACHEGRIND_BUDGET_S:
-            return CounterReport(
-                {},
-                CounterSource.CPU_TIMING,
-                note=f"cachegrind at the timed size would take about {estimate_s:.0f} s (budget "
-                f"{CACHEGRIND_BUDGET_S:.0f} s): cache counters not measured",
+            return without_cache_counters(
+                f"cachegrind at the timed size would take about {estimate_s:.0f} s (budget "
+                f"{CACHEGRIND_BUDGET_S:.0f} s): cache counters not measured"
             )
-    build_isa = "x86-64-v3" if (target.isa or "") in VALGRIND_UNSAFE_ISAS else (target.isa or "x86-64-v2")
     threads = max(1, int(threads))
+    so = Path(artifact).resolve()
     try:
         with scratch_dir("kg-cachegrind-") as d:
-            (d / "kernel.c").write_text(source)
             (d / "harness.c").write_text(harness_source(task, inputs))
             files = []
             for k, a in enumerate(inputs.values()):
                 path = d / f"in{k}.bin"
                 np.ascontiguousarray(a).tofile(path)
                 files.append(str(path))
-            build = ["gcc", "-O2", "-g", "-fopenmp", "-std=gnu11", f"-march={build_isa}", "harness.c",
-                     "kernel.c", "-o", "harness", "-lm"]  # fmt: skip
-            run = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", *CACHE_MODEL,
-                   "--cachegrind-out-file=cg.out", "./harness", *files]  # fmt: skip
+            # Our harness (trusted code) linked to the admitted object by its path, which the sandbox
+            # binds read-only at the same place.
+            build = ["gcc", "-O1", "-std=gnu11", "harness.c", str(so), f"-Wl,-rpath,{so.parent}", "-o",
+                     "harness"]  # fmt: skip
             env = {"OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "passive"}
-            steps: tuple[tuple[str, list[str], dict[str, str]], ...] = (
-                ("cachegrind build", build, {}),
-                ("cachegrind", run, env),
-            )
-            for what, argv, step_env in steps:
-                done = sandbox.run(argv, mounts=[Mount(d, writable=True)], env=step_env, cwd=d,
-                                   limits=CACHEGRIND_LIMITS, timeout_s=CACHEGRIND_TIMEOUT_S)  # fmt: skip
+            mounts = [Mount(d, writable=True), Mount(so.parent)]
+            done = sandbox.run(build, mounts=mounts, env={}, cwd=d, limits=CACHEGRIND_LIMITS,
+                               timeout_s=CACHEGRIND_TIMEOUT_S)  # fmt: skip
+            if done.timed_out or done.returncode != 0:
+                return without_cache_counters(f"cachegrind harness build failed: {done.stderr[-300:]}")
+            totals = {}
+            for mode in ("skip", "call"):
+                run = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", *CACHE_MODEL,
+                       f"--cachegrind-out-file=cg.{mode}", "./harness", mode, *files]  # fmt: skip
+                done = sandbox.run(run, mounts=mounts, env=env, cwd=d, limits=CACHEGRIND_LIMITS,
+                                   timeout_s=CACHEGRIND_TIMEOUT_S)  # fmt: skip
                 if done.timed_out or done.returncode != 0:
                     status = "timed out" if done.timed_out else "failed"
-                    return CounterReport(
-                        {}, CounterSource.CPU_TIMING, note=f"{what} {status}: {done.stderr[-300:]}"
-                    )
-            # read_untrusted: the harness ran the kernel, which could have planted a link here
-            raw = parse_cachegrind(
-                read_untrusted(d / "cg.out", 256 << 20).decode(errors="replace"), "kernel.c"
-            )
+                    undecodable = "unhandled instruction" in done.stderr or "SIGILL" in done.stderr
+                    why = (f"valgrind ({version}) cannot run the admitted object (AVX-512?)" if undecodable
+                           else f"cachegrind {status}: {done.stderr[-300:]}")  # fmt: skip
+                    return without_cache_counters(why)
+                # read_untrusted: the harness ran the kernel, which could have planted a link here
+                totals[mode] = parse_cachegrind_summary(
+                    read_untrusted(d / f"cg.{mode}", 256 << 20).decode(errors="replace")
+                )
+            incorrect = _check_counted_outputs(task, inputs, d)
+            if incorrect:
+                return CounterReport({}, CounterSource.CPU_TIMING, note=incorrect, incorrect=incorrect)
     except (OSError, ValueError) as exc:
-        return CounterReport({}, CounterSource.CPU_TIMING, note=f"cachegrind unavailable: {exc}")
+        return without_cache_counters(f"cachegrind unavailable: {exc}")
+    raw = {k: max(0.0, totals["call"][k] - totals["skip"].get(k, 0.0)) for k in totals["call"]}
     return CounterReport(
         _rates(raw, float(task.flops(inputs)), threads),
         CounterSource.CPU_CACHEGRIND,
-        {"valgrind": version, "counter_build_isa": build_isa, "cache_model": " ".join(CACHE_MODEL)},
+        {"valgrind": version, "counted_object": "admitted", "cache_model": " ".join(CACHE_MODEL)},
     )
+
+
+def _check_counted_outputs(task: Task, inputs: Arrays, directory: Path) -> str:
+    """Why the counted call's outputs are wrong ("" when they are right)."""
+    want = task.reference(inputs)
+    for k, (name, shape) in enumerate(task.output_shapes(inputs).items()):
+        dtype = np.dtype(task.output_dtype(name))
+        data = read_untrusted(directory / f"out{k}.bin", int(np.prod(shape)) * dtype.itemsize)
+        got = np.frombuffer(data, dtype=dtype)
+        if got.size != int(np.prod(shape)):
+            return f"the counted call left output {name!r} incomplete"
+        ok, reason, _ = compare(task, name, got.reshape(shape), np.asarray(want[name]), inputs)
+        if not ok:
+            return f"the call counted under cachegrind is incorrect: {reason}"
+    return ""
 
 
 def _rates(raw: Mapping[str, float], flops: float, threads: int) -> dict[str, float]:
@@ -234,7 +268,7 @@ def _rates(raw: Mapping[str, float], flops: float, threads: int) -> dict[str, fl
         CounterName.COUNTER_THREADS: float(threads),
         CounterName.D1_MISS_RATE: d1 / data if data else 0.0,
         # of the accesses that reach LL, the share that miss
-        CounterName.LL_MISS_RATE: ll / d1 if d1 else 0.0,
+        CounterName.LL_MISS_RATE: min(1.0, ll / d1) if d1 else 0.0,  # two runs subtracted: 1 + noise
         CounterName.LL_GLOBAL_MISS_RATE: ll / data if data else 0.0,
         CounterName.LL_MISS_BYTES: ll * LINE_BYTES,
     }

@@ -51,7 +51,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     python_mounts,
     scratch_dir,
 )
-from kernelgraph.agent.backends.sandbox import CHILD, SandboxLimits, child_env
+from kernelgraph.agent.backends.sandbox import CHILD, SandboxLimits, child_env, kernel_filter
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus, compare, digest
 from kernelgraph.agent.results import CheckResult, Outcome
@@ -168,6 +168,7 @@ class KernelServer:
             "mode": "serve", "artifacts": [artifact], "layout": layout, "inputs": len(base),
             "sizes": [int(v) for v in sizes], "shared_path": str(shared), "go_path": str(work / "go"),
             "done_path": str(work / "done"), "memory_bytes": limits.memory_bytes,
+            "seccomp": kernel_filter(limits.sandbox),
         }  # fmt: skip
         with (work / "request.pkl").open("wb") as f:
             pickle.dump(request, f, protocol=5)

@@ -40,6 +40,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
+from kernelgraph.agent.backends.seccomp import KERNEL_FILTER
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus, compare, conforming, digest
 from kernelgraph.agent.results import CheckResult, Outcome
@@ -83,6 +84,12 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+def kernel_filter(sandbox: Sandbox) -> bytes:
+    """The seccomp allow-list a kernel's child installs on itself before loading the kernel (empty:
+    none, only where the sandbox or its filters are off to show, in tests, what they stop)."""
+    return KERNEL_FILTER if sandbox.enabled and sandbox.seccomp else b""
+
+
 def run_request(
     request: dict[str, Any], artifacts: Sequence[str], limits: SandboxLimits
 ) -> tuple[RunStatus, dict[str, Any], str]:
@@ -94,7 +101,11 @@ def run_request(
     with scratch_dir("kg-sandbox-") as tmp:
         req_path = tmp / "request.pkl"  # pickled by us, for the child: the trusted direction
         with req_path.open("wb") as f:
-            pickle.dump({**request, "memory_bytes": limits.memory_bytes}, f, protocol=5)
+            pickle.dump(
+                {**request, "memory_bytes": limits.memory_bytes, "seccomp": kernel_filter(limits.sandbox)},
+                f,
+                protocol=5,
+            )
         mounts = [Mount(tmp, writable=True), *python_mounts(), *(Mount(Path(a)) for a in artifacts)]
         # The log is read back through our own descriptor: the child may replace the path with a
         # symlink to a secret, and the log's tail goes into the diagnosis.
@@ -271,7 +282,7 @@ def _verify_timed_calls(
             spec = OutputSpec(name, tuple(int(d) for d in shapes[name]), task.output_dtype(name))
             conforming(out, spec)
         for name, want in expected.items():
-            ok, reason, err = compare(task, name, np.asarray(outputs[name]), np.asarray(want))
+            ok, reason, err = compare(task, name, np.asarray(outputs[name]), np.asarray(want), inputs)
             if not ok:
                 return CheckResult(Outcome.INCORRECT, f"timed call {call}: {reason}")
             worst = max(worst, err)

@@ -1,4 +1,4 @@
-"""The agent's benchmarks: `kernelgraph bench gpu` and `kernelgraph bench sandbox`."""
+"""The agent's benchmarks: `kernelgraph bench gpu`, `sandbox`, `landscape` and `yardsticks`."""
 
 from __future__ import annotations
 
@@ -118,9 +118,77 @@ def landscape(
             progress.console.print(f"{task.name}: {path}")
 
 
+def tolerances(
+    target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build for"),
+    tasks: str = typer.Option("", "--tasks", help="comma-separated C tasks (default: all)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON report is saved"),
+) -> None:
+    """Every landscape config of every C task on 100 seeds and its edge set: the tolerances pass honest
+    kernels (exit 1 when a config fails)."""
+    import tempfile
+    from pathlib import Path
+
+    from rich.progress import Progress
+
+    from kernelgraph.agent.bench.tolerance_sweep import run_sweep
+    from kernelgraph.client.reports import save_report
+
+    with Progress() as bar, tempfile.TemporaryDirectory(prefix="kg-tol-") as cache:
+        job = bar.add_task("configs", total=None)
+
+        def progress(task: str, total: int) -> None:
+            bar.update(job, advance=1, description=task)
+
+        report = run_sweep(target, [t for t in tasks.split(",") if t], Path(cache), progress)
+    path = save_report(report, Path(results_dir), "tolerance-sweep")
+    for row in report["tasks"]:
+        typer.echo(
+            f"{row['task']:>20}: {row['configs']:4d} configs, {row['failed']} failed, {row['seconds']} s"
+        )
+    for failure in report["failures"]:
+        typer.echo(f"FAILED {failure['task']} {failure['config']}: {failure['reason'][:300]}")
+    typer.echo(f"saved {path}")
+    raise typer.Exit(1 if report["failed"] else 0)
+
+
+ALL_C_TASKS = ("matmul,matvec,transpose,softmax,layernorm,rmsnorm,stencil2d,reduction,prefix_scan,histogram,"
+               "elementwise_chain,spmv_csr")  # fmt: skip
+
+
+def yardsticks(
+    tasks: str = typer.Option(ALL_C_TASKS, "--tasks", help="comma-separated C tasks"),
+    target: str = typer.Option("cpu-native", "--target", help="the CPU target to build and time for"),
+    budget: int = typer.Option(8, "--budget", min=0, max=200, help="greedy-search evaluations per task"),
+    full_timing: bool = typer.Option(False, "--full-timing", help="the backend's full trial counts (slower)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+) -> None:
+    """Every task's kernels beside the library a user would call and the roofline; fast_p over all tasks."""
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from kernelgraph.agent.backends.timing import FAST_TIMING, TimingPlan
+    from kernelgraph.agent.bench.yardsticks import render, run_yardsticks
+    from kernelgraph.client.reports import save_report
+
+    console = Console(stderr=as_json)
+    names = [t for t in tasks.split(",") if t]
+    report = run_yardsticks(names, target, budget, TimingPlan() if full_timing else FAST_TIMING, console)
+    path = save_report(report, Path(results_dir), "yardsticks")
+    if as_json:
+        typer.echo(json.dumps({k: v for k, v in report.items() if k != "tasks"} | {"saved": str(path)}))
+    else:
+        console.print(render(report))
+        console.print(f"saved to {path}")
+
+
 def register(bench_app: typer.Typer) -> None:
     """Add the agent's benchmarks to the `bench` group (kernelgraph/cli.py owns it)."""
     bench_app.command("gpu")(gpu)
     bench_app.command("sandbox")(sandbox)
+    bench_app.command("tolerances")(tolerances)
     bench_app.command("landscape")(landscape)
     bench_app.command("keep")(keep)
+    bench_app.command("yardsticks")(yardsticks)

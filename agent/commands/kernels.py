@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from kernelgraph.client.errors import CommandError
+from kernelgraph.client.tables import readable
+
 if TYPE_CHECKING:
     from kernelgraph.agent.backends.base import Backend
     from kernelgraph.agent.backends.bubblewrap import Sandbox
+    from kernelgraph.agent.library import Yardsticks
+    from kernelgraph.agent.results import Evaluation
+    from kernelgraph.agent.targets import Target
+    from kernelgraph.agent.tasks.base import Task
 
 UNSAFE_HELP = (
     "Run model-written code WITHOUT the bubblewrap sandbox (debugging only): it can then read secrets, "
@@ -24,8 +31,8 @@ targets_app = typer.Typer(help="Compilation targets and their measured peaks.", 
 
 
 def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+    """A usage error: the app shows it as one line (one JSON object with --json) and exits 2."""
+    raise CommandError(message, exit_code=2)
 
 
 @tasks_app.command("list")
@@ -42,18 +49,79 @@ def list_tasks(
         table.add_row(
             task.name, task.family, ", ".join(task.patterns), ", ".join(t.name for t in task.transforms)
         )
-    Console().print(table)
+    Console().print(readable(table))
+
+
+@tasks_app.command("show")
+def show_task(
+    task_name: str = typer.Argument(..., metavar="TASK", help="Task name (see `kernelgraph tasks list`)."),
+    backend: str = typer.Option("c", "--backend", help="c | triton: whose baseline source to print."),
+    as_json: bool = typer.Option(False, "--json", help="Print exactly one JSON object."),
+) -> None:
+    """What a kernel of TASK must look like: the C signature to export, the baseline source, the
+    instances (problem sizes), the access patterns and the transforms that apply."""
+    from kernelgraph.agent.tasks import UnknownTaskError, get_task
+    from kernelgraph.agent.vocabulary import c_signature
+
+    try:
+        task = get_task(task_name, backend)
+    except UnknownTaskError as exc:
+        _fail(str(exc))
+        return
+    transforms: list[dict[str, Any]] = [
+        {"name": t.name, "params": {k: list(v) for k, v in t.params.items()}} for t in task.transforms
+    ]
+    shown: dict[str, Any] = {
+        "task": task.name, "family": task.family, "patterns": list(task.patterns), "description": task.description,
+        "backend": backend, "c_signature": c_signature(task), "baseline_config": dict(task.baseline_config),
+        "instances": [{"name": i.name, "regime": i.regime} for i in task.instances],
+        "transforms": transforms,
+        "baseline_source": task.source(backend, task.baseline_config),
+    }  # fmt: skip
+    if as_json:
+        typer.echo(json.dumps(shown))
+        return
+    console = Console()
+    console.print(f"[bold]{task.name}[/] ({task.family}): {task.description}", highlight=False)
+    console.print(f"patterns: {', '.join(task.patterns)}", highlight=False)
+    label = "C signature" if backend == "c" else "C signature (of the c backend's kernels)"
+    console.print(f"{label}: {shown['c_signature']}", highlight=False, markup=False, soft_wrap=True)
+    instances = ", ".join(f"{i.name} ({i.regime})" for i in task.instances) or "none (one full size)"
+    console.print(f"instances: {instances}", highlight=False, soft_wrap=True)
+    console.print("transforms: " + "; ".join(
+        f"{t['name']}({', '.join(f'{k}={v}' for k, v in t['params'].items())})" for t in transforms
+    ), highlight=False, markup=False, soft_wrap=True)  # fmt: skip
+    console.rule(f"baseline source ({backend})")
+    typer.echo(shown["baseline_source"])
 
 
 @targets_app.command("list")
 def list_targets(
     measure: bool = typer.Option(True, help="Probe peaks if this host has none cached."),
+    refresh_peaks: bool = typer.Option(
+        False,
+        "--refresh-peaks",
+        help="Probe again, keeping the larger of each peak (run on a quiet machine).",
+    ),
 ) -> None:
-    """List every target with its availability on this host and its measured fp32 peaks."""
-    from kernelgraph.agent.targets import all_targets
+    """List every target with its availability on this host and its measured fp32 peaks (upper bounds)."""
+    from kernelgraph.agent.targets import all_targets, host_peaks
 
+    if refresh_peaks:
+        host_peaks(refresh=True)
     table = Table(title="Targets")
-    for column in ("name", "kind", "arch", "available", "cores", "peak GFLOP/s", "peak GB/s", "note"):
+    columns = (
+        "name",
+        "kind",
+        "arch",
+        "available",
+        "cores",
+        "peak GFLOP/s",
+        "peak GB/s",
+        "GB/s L1/L2/LLC",
+        "note",
+    )
+    for column in columns:
         table.add_column(column)
     for t in all_targets(measure=measure):
         table.add_row(
@@ -64,9 +132,10 @@ def list_targets(
             str(t.cores or ""),
             f"{t.peak_gflops:.1f}" if t.peak_gflops else "-",
             f"{t.peak_gbps:.1f}" if t.peak_gbps else "-",
+            "/".join(f"{v:.0f}" for level, v in t.bandwidth_gbps.items() if level != "memory") or "-",
             t.unavailable_reason,
         )
-    Console().print(table)
+    Console().print(readable(table))
 
 
 def check(
@@ -94,7 +163,7 @@ def check(
         _fail(f"source file not found: {source}")
     chosen, confinement = _backend(backend, unsafe_no_sandbox)
     try:
-        result = chosen.check(task, source.read_text(), target)
+        result = chosen.check(task, _read_source(source, "--source"), target)
         sandbox = confinement.label
     except SandboxUnavailable as exc:
         _fail(str(exc))
@@ -115,6 +184,16 @@ def check(
         Console().print(f"{task.name} on {target.name}: {verdict} - {result.reason}")
     if not result.correct:
         raise typer.Exit(1)
+
+
+def _read_source(path: Path, option: str) -> str:
+    """A kernel source file's text, or a usage error naming the option (a binary file is no source)."""
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise CommandError(
+            f"{option} {path}: not a text file (a kernel source is UTF-8 text)", exit_code=2
+        ) from None
 
 
 def _backend(name: str, unsafe_no_sandbox: bool) -> tuple[Backend, Sandbox]:
@@ -171,25 +250,29 @@ def evaluate(
     if parent == "baseline":
         parent_source = task.source(backend, task.baseline_config)
     elif Path(parent).is_file():
-        parent_source = Path(parent).read_text()
+        parent_source = _read_source(Path(parent), "--parent")
     else:
         _fail(f"--parent: expected `baseline` or an existing source file, got {parent!r}")
         return
     chosen, confinement = _backend(backend, unsafe_no_sandbox)
     try:
-        verdict = evaluate_candidate(task, chosen, target, source.read_text(), parent_source)
+        verdict = evaluate_candidate(task, chosen, target, _read_source(source, "--source"), parent_source)
         sandbox = confinement.label
     except SandboxUnavailable as exc:
         _fail(str(exc))
         return
+    beside = _yardsticks(task, chosen, target, verdict, parent == "baseline")
     report = {"task": task.name, "target": target.name, "backend": backend, "parent": parent,
-              **verdict.to_json(), "evaluator_version": EVALUATOR_VERSION, "sandbox": sandbox}  # fmt: skip
+              **verdict.to_json(), "evaluator_version": EVALUATOR_VERSION, "sandbox": sandbox,
+              "yardsticks": beside.to_json() if beside is not None else None}  # fmt: skip
     if as_json:
         typer.echo(json.dumps(report))
     else:
         style = "green" if verdict.outcome.value == "kept" else "red"
         gain = f" {verdict.speedup:.3f}x over the parent" if verdict.speedup else ""
         Console().print(f"{task.name} on {target.name}: [{style}]{verdict.outcome.value}[/{style}]{gain}")
+        if beside is not None:
+            Console().print(f"  {beside.line()}", highlight=False, markup=False)
         if verdict.reason:
             Console().print(f"  reason: {verdict.reason}", highlight=False, markup=False)
         Console().print(
@@ -197,6 +280,22 @@ def evaluate(
         )
     if verdict.outcome.value != "kept":
         raise typer.Exit(1)
+
+
+def _yardsticks(
+    task: Task, backend: Backend, target: Target, verdict: Evaluation, parent_is_naive: bool
+) -> Yardsticks | None:
+    """The candidate's time beside the library and the roofline (and the naive baseline when it was
+    the parent); None when it was not timed or the target is not a CPU."""
+    from kernelgraph.agent.library import yardsticks
+    from kernelgraph.agent.loop import library_baseline
+
+    profile = verdict.profile
+    if profile is None or profile.static or not profile.median_ns > 0 or target.kind != "cpu":
+        return None
+    naive = profile.parent_median_ns if parent_is_naive else None
+    library = library_baseline(task, backend, target)
+    return yardsticks(task, profile.median_ns, target, naive_median_ns=naive, library=library)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,16 +8,31 @@ from typing import Any
 import typer
 
 
-def _parse_config(pairs: list[str]) -> dict[str, Any]:
+def _parse_config(pairs: list[str], baseline: dict[str, Any]) -> dict[str, Any]:
+    """--config KEY=VALUE pairs checked against the task's knobs: a known key, a value of its type."""
     config: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep:
-            raise typer.BadParameter(f"expected KEY=VALUE, got {pair!r}")
+            raise typer.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--config")
+        if key not in baseline:
+            known = ", ".join(sorted(baseline)) or "none"
+            raise typer.BadParameter(
+                f"unknown knob {key!r}; this task's knobs: {known}", param_hint="--config"
+            )
         try:
-            config[key] = json.loads(raw.lower() if raw.lower() in ("true", "false") else raw)
+            value = json.loads(raw.lower() if raw.lower() in ("true", "false") else raw)
         except json.JSONDecodeError:
-            config[key] = raw
+            value = raw
+        expected = type(baseline[key])
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            raise typer.BadParameter(
+                f"{key}={raw!r}: expected {expected.__name__} (baseline {key}={baseline[key]!r})",
+                param_hint="--config",
+            )
+        config[key] = value
     return config
 
 
@@ -41,7 +56,7 @@ def compile_cmd(
         the_task = get_task(task, backend)
     except UnknownTaskError as exc:  # also a task defined but not rendered for Triton
         raise typer.BadParameter(str(exc), param_hint="TASK") from None
-    cfg = {**the_task.baseline_config, **_parse_config(config)}
+    cfg = {**the_task.baseline_config, **_parse_config(config, dict(the_task.baseline_config))}
     result = TritonBackend().compile(
         the_task, the_task.source(backend, cfg), get_target(target, measure=False)
     )
@@ -60,13 +75,15 @@ def compile_cmd(
         from rich.console import Console
         from rich.table import Table
 
+        from kernelgraph.client.tables import readable
+
         table = Table(title=f"{task} on {target} ({'ok' if result.ok else 'failed'})")
         table.add_column("metric")
         table.add_column("value", justify="right")
         for key, value in sorted(result.static_metrics.items()):
             table.add_row(key, f"{value:g}")
         console = Console()
-        console.print(table)
+        console.print(readable(table))
         if not result.ok:
             console.print(result.diagnosis)
     raise typer.Exit(0 if result.ok else 1)

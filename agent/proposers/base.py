@@ -60,6 +60,9 @@ class Proposal:
     source: str | None = None  # free-form source (llm); otherwise the task renders `config`
     rationale: str = ""
     evidence: Sequence[str] = ()  # attempt keys the choice leaned on
+    # What the proposer retrieved for this step ({neighbours, transforms: [{transform, score,
+    # attempts}], explanation}), shown in optimize's output and JSON; None for proposers that retrieve nothing.
+    retrieval: Mapping[str, Any] | None = None
 
     def render(self, task: Task, backend_name: str) -> str:
         """The source to evaluate: the proposal's own, or the task's rendering of its config."""

@@ -242,6 +242,7 @@ class ExperienceProposer:
             config=choice.config,
             rationale=rationale[:2000],
             evidence=list(found.evidence_attempt_keys[:10]) if found else [],
+            retrieval=retrieval_summary(self.last_response),
         )
 
     def _params(self, options: list[Candidate], evidence: RetrievedTransform | None) -> tuple[Candidate, str]:
@@ -262,3 +263,16 @@ class ExperienceProposer:
             else "parameters without evidence (exploring)"
         )
         return best_option, why
+
+
+def retrieval_summary(response: RetrieveResponse | None, top: int = 3) -> dict[str, Any] | None:
+    """What one retrieval found, for a step's report: the neighbours, the best `top` transforms and,
+    when it found fewer than k states, the service's explanation."""
+    if response is None:
+        return None
+    return {
+        "neighbours": response.neighbours,
+        "transforms": [{"transform": t.transform, "score": round(t.score, 4), "attempts": t.attempts}
+                       for t in response.transforms[:top]],
+        "explanation": response.explanation.summary if response.explanation is not None else None,
+    }  # fmt: skip

@@ -22,15 +22,27 @@ Arrays = dict[str, np.ndarray]
 
 @dataclass(frozen=True)
 class Tolerance:
+    """An output value is correct when |got - want| <= rtol * |want| + floor * scale, where `scale` is
+    the output's magnitude (`Task.error_scale`; by default the RMS of the whole output). The floor is
+    relative, so it sits far below the values themselves: writing 0 where the true value is small is
+    an error of the whole value, far above it (an absolute 1e-4 accepted zeros for softmax outputs
+    below 1e-4, 55% of them)."""
+
     rtol: float
-    atol: float
+    floor: float
 
 
 DEFAULT_TOLERANCES: Mapping[str, Tolerance] = {
-    "float32": Tolerance(rtol=1e-4, atol=1e-4),
-    "float16": Tolerance(rtol=1e-2, atol=1e-2),
-    "bfloat16": Tolerance(rtol=1e-2, atol=1e-2),
+    "float32": Tolerance(rtol=1e-4, floor=1e-5),
+    "float16": Tolerance(rtol=1e-2, floor=1e-3),
+    "bfloat16": Tolerance(rtol=1e-2, floor=1e-3),
 }
+
+
+def rms_scale(want: np.ndarray) -> np.ndarray:
+    """The default magnitude of an output: the RMS of all its values (a scalar array)."""
+    w = np.asarray(want, dtype="f8")
+    return np.asarray(np.sqrt(np.mean(w * w)) if w.size else 0.0)
 
 
 @dataclass(frozen=True)
@@ -85,6 +97,23 @@ Shape = tuple[int, ...]
 
 
 @dataclass(frozen=True)
+class LibraryCall:
+    """The one call a user would make instead of writing this task's kernel (agent/library.py times
+    it, in its own sandboxed process, beside every kernel of the task).
+
+    `torch(torch, tensors)` is torch CPU eager, used where torch is installed; `numpy(arrays)` is the
+    fallback. Each takes the task's named inputs and returns its named outputs (any dtype or shape
+    that converts to the task's outputs without arithmetic: a 0-d sum, int64 counts). `torch_call`
+    and `numpy_call` say the call in words for reports ("torch.mm(a, b)").
+    """
+
+    numpy: Callable[[Arrays], Mapping[str, Any]]
+    numpy_call: str
+    torch: Callable[[Any, Mapping[str, Any]], Mapping[str, Any]] | None = None
+    torch_call: str = ""
+
+
+@dataclass(frozen=True)
 class Instance:
     """One problem size of a task. The source is the same at every size (sizes are run-time `int`
     arguments), so only a measurement can tell two instances apart (docs/study.md)."""
@@ -116,6 +145,14 @@ class Task:
     transforms: tuple[TransformSpec, ...]
     render: Mapping[str, Callable[[Config], str]]  # backend name -> config -> source
     tolerances: Mapping[str, Tolerance] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
+    # Per output, the magnitude an element's absolute error is measured against (broadcastable to
+    # the output): for sums, the sum of the terms' absolute values, so that an honest reordered sum
+    # that lands near zero still passes. None: `rms_scale` of the reference output.
+    error_scale: Callable[[Arrays], Mapping[str, np.ndarray]] | None = None
+    # An input set at the edge of the task's domain, made from a regular set (same shapes): every
+    # check verifies it beside the random sets (softmax logits around +-80 catch a missing
+    # max-subtraction).
+    edge_inputs: Callable[[Arrays], Arrays] | None = None
     # The C ABI's trailing `int` arguments, in order (docs/adding-a-task.md); empty when none.
     sizes: Callable[[Arrays], Mapping[str, int]] = field(default=lambda inputs: {})
     # Output dtypes that differ from `dtype` (e.g. a histogram's int32 counts); others use `dtype`.
@@ -125,6 +162,9 @@ class Task:
     inputs_at: Callable[[int, Shape], Arrays] | None = None
     instances: tuple[Instance, ...] = ()
     instance: str = ""
+    # What a user would call instead (the library baseline every kernel is quoted beside); None only
+    # where no library has the operation.
+    library: LibraryCall | None = None
 
     @property
     def tolerance(self) -> Tolerance:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernelgraph.agent.tasks._common import (
+    EDGE_SEED,
     f32,
     nt_fence,
     nt_store,
@@ -17,7 +18,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = 8 * 1024 * 1024, 30_011
@@ -86,8 +87,26 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """On the kink of max(1.5x + z, 0): z = -1.5x exactly for half the elements (dyadic x)."""
+    g = rng(EDGE_SEED)
+    shape = inputs["x"].shape
+    x = g.integers(-64, 65, shape) / 8.0
+    z = np.where(g.random(shape) < 0.5, -1.5 * x, g.standard_normal(shape))
+    return {"x": f32(x), "z": f32(z)}
+
+
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"y": np.maximum(1.5 * x["x"] + x["z"], 0.0) * x["x"] - 0.5 * x["z"]},
+    numpy_call="np.maximum(1.5 * x + z, 0) * x - 0.5 * z",
+    torch=lambda torch, x: {"y": torch.relu(1.5 * x["x"] + x["z"]) * x["x"] - 0.5 * x["z"]},
+    torch_call="torch.relu(1.5 * x + z) * x - 0.5 * z",
+)
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="elementwise_chain",
         family="elementwise",
         patterns=("contiguous-stream", "elementwise", "multi-pass"),
@@ -96,6 +115,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": x["x"].shape},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 6.0 * x["x"].size,
         bytes_moved=lambda x: 12.0 * x["x"].size,
         baseline_config={

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelgraph.agent.tasks._common import C_PRELUDE, SCHEDULES, f32, rng, schedule_of, set_knob, turn_on
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks._common import (
+    C_PRELUDE,
+    EDGE_SEED,
+    SCHEDULES,
+    f32,
+    rng,
+    schedule_of,
+    set_knob,
+    turn_on,
+)
+from kernelgraph.agent.tasks.base import Arrays, Config, LibraryCall, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL, BINS = 8 * 1024 * 1024, 40_009, 256
@@ -98,8 +107,25 @@ def render_c(config: Config) -> str:
     )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Values exactly on bin edges (k / BINS), 0 and the largest value below 1."""
+    g = rng(EDGE_SEED)
+    shape = inputs["x"].shape
+    edges = g.integers(0, BINS, shape) / BINS
+    return {"x": f32(np.where(g.random(shape) < 0.1, 0.999999, edges))}
+
+
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"hist": np.bincount((x["x"] * np.float32(BINS)).astype(np.int64), minlength=BINS)},
+    numpy_call="np.bincount((x * bins).astype(np.int64), minlength=bins)",
+    torch=lambda torch, x: {"hist": torch.bincount((x["x"] * BINS).long(), minlength=BINS)},
+    torch_call="torch.bincount((x * bins).long(), minlength=bins)",
+)
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="histogram",
         family="scatter",
         patterns=("scatter", "data-dependent-index", "contention"),
@@ -108,6 +134,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"hist": (BINS,)},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: float(x["x"].size),
         bytes_moved=lambda x: 4.0 * x["x"].size,
         baseline_config={"parallel": "none", "schedule": "static", "copies": 1, "pad": False, "simd": False},

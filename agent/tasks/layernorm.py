@@ -6,6 +6,7 @@ import numpy as np
 
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
+    EDGE_SEED,
     f32,
     omp_for,
     parallelize,
@@ -15,7 +16,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 1024), (33, 70)
@@ -102,8 +103,36 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Even rows constant (zero variance: only EPS keeps the divide finite; the values are dyadic, so
+    any summation order gets the mean exactly), odd rows around a mean of 3."""
+    x = inputs["x"]
+    g = rng(EDGE_SEED)
+    rows = np.arange(x.shape[0])[:, None]
+    constant = np.broadcast_to(g.integers(-8, 9, (x.shape[0], 1)) / 4.0, x.shape)
+    return {**inputs, "x": f32(np.where(rows % 2 == 0, constant, 3.0 + g.standard_normal(x.shape)))}
+
+
+def _numpy_layernorm(inputs: Arrays) -> Arrays:
+    x = inputs["x"]
+    mean = x.mean(axis=1, keepdims=True)
+    var = x.var(axis=1, keepdims=True)
+    return {"y": (x - mean) / np.sqrt(var + np.float32(EPS)) * inputs["gamma"] + inputs["beta"]}
+
+
+LIBRARY = LibraryCall(
+    numpy=_numpy_layernorm,
+    numpy_call="(x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + eps) * gamma + beta",
+    torch=lambda torch, x: {
+        "y": torch.nn.functional.layer_norm(x["x"], (x["x"].shape[1],), x["gamma"], x["beta"], EPS)
+    },
+    torch_call="torch.nn.functional.layer_norm(x, (c,), gamma, beta, eps)",
+)
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="layernorm",
         family="row-reduction",
         patterns=("row-reduction", "row-major-stream", "broadcast-vector", "multi-pass"),
@@ -112,6 +141,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": x["x"].shape},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 8.0 * x["x"].size,
         bytes_moved=lambda x: 8.0 * x["x"].size,
         baseline_config={

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
+    EDGE_SEED,
+    abs_products,
     f32,
     omp_for,
     parallelize,
     rng,
     schedule,
     set_knob,
+    signed_wide,
     simd,
     turn_on,
     unroll,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 N_FULL, N_SMALL = 300, 72  # 72 is not a multiple of any tile: edge handling gets checked
@@ -127,8 +132,27 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Signs random, magnitudes 2^-10..2^10: many outputs are sums that cancel to near zero."""
+    return {"a": signed_wide(inputs["a"].shape), "b": signed_wide(inputs["b"].shape, EDGE_SEED + 1)}
+
+
+def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
+    return {"c": abs_products(inputs["a"], inputs["b"])}
+
+
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"c": x["a"] @ x["b"]},
+    numpy_call="a @ b",
+    torch=lambda torch, x: {"c": torch.mm(x["a"], x["b"])},
+    torch_call="torch.mm(a, b)",
+)
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
+        error_scale=error_scale,
         name="matmul",
         family="dense-matmul",
         patterns=("dense-2d", "reuse-blocked", "row-major-stream", "column-stride"),
@@ -137,6 +161,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"c": x["a"].shape},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 2.0 * x["a"].shape[0] ** 3,
         bytes_moved=lambda x: 3.0 * 4 * x["a"].size,
         baseline_config=BASELINE,

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
+    EDGE_SEED,
+    abs_products,
     f32,
     omp_for,
     par_simd,
@@ -11,11 +15,12 @@ from kernelgraph.agent.tasks._common import (
     rng,
     schedule,
     set_knob,
+    signed_wide,
     simd,
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (6144, 2048), (67, 45)
@@ -106,8 +111,27 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Signs random, magnitudes 2^-10..2^10: many outputs are sums that cancel to near zero."""
+    return {"a": signed_wide(inputs["a"].shape), "x": signed_wide(inputs["x"].shape, EDGE_SEED + 1)}
+
+
+def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
+    return {"y": abs_products(inputs["a"], inputs["x"])}
+
+
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"y": x["a"] @ x["x"]},
+    numpy_call="a @ x",
+    torch=lambda torch, x: {"y": torch.mv(x["a"], x["x"])},
+    torch_call="torch.mv(a, x)",
+)
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
+        error_scale=error_scale,
         name="matvec",
         family="dense-matvec",
         patterns=("row-major-stream", "row-reduction", "broadcast-vector"),
@@ -116,6 +140,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": (x["a"].shape[0],)},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 2.0 * x["a"].size,
         bytes_moved=lambda x: 4.0 * (x["a"].size + x["x"].size + x["a"].shape[0]),
         baseline_config={

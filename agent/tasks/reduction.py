@@ -12,10 +12,11 @@ from kernelgraph.agent.tasks._common import (
     rng,
     schedule,
     set_knob,
+    signed_wide,
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = 8 * 1024 * 1024, 100_003
@@ -64,8 +65,27 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Signs random, magnitudes 2^-10..2^10: a sum that cancels to near zero."""
+    return {"x": signed_wide(inputs["x"].shape)}
+
+
+def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
+    return {"out": np.abs(inputs["x"].astype("f8")).sum(keepdims=True)}
+
+
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"out": x["x"].sum()},
+    numpy_call="x.sum()",
+    torch=lambda torch, x: {"out": x["x"].sum()},
+    torch_call="x.sum()",
+)
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
+        error_scale=error_scale,
         name="reduction",
         family="reduction",
         patterns=("full-reduction", "contiguous-stream"),
@@ -74,6 +94,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"out": (1,)},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: float(x["x"].size),
         bytes_moved=lambda x: 4.0 * x["x"].size,
         baseline_config={"acc": 1, "unroll": 1, "simd": False, "parallel": False, "schedule": "static"},

@@ -6,6 +6,7 @@ import numpy as np
 
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
+    EDGE_SEED,
     f32,
     omp_for,
     parallelize,
@@ -16,7 +17,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 2048), (31, 66)
@@ -83,8 +84,26 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Rows alternately of magnitude 1e4 (squares near 1e8) and 1e-4 (mean square far below EPS)."""
+    x = inputs["x"]
+    scale = np.where(np.arange(x.shape[0]) % 2 == 0, 1e4, 1e-4)[:, None]
+    return {**inputs, "x": f32(rng(EDGE_SEED).standard_normal(x.shape) * scale)}
+
+
+LIBRARY = LibraryCall(
+    numpy=lambda x: {
+        "y": x["x"] / np.sqrt((x["x"] * x["x"]).mean(axis=1, keepdims=True) + np.float32(EPS)) * x["w"]
+    },
+    numpy_call="x / np.sqrt((x * x).mean(1, keepdims=True) + eps) * w",
+    torch=lambda torch, x: {"y": torch.nn.functional.rms_norm(x["x"], (x["x"].shape[1],), x["w"], EPS)},
+    torch_call="torch.nn.functional.rms_norm(x, (c,), w, eps)",
+)
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="rmsnorm",
         family="row-reduction",
         patterns=("row-reduction", "row-major-stream", "broadcast-vector"),
@@ -93,6 +112,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": x["x"].shape},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 4.0 * x["x"].size,
         bytes_moved=lambda x: 8.0 * x["x"].size,
         baseline_config={

@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernelgraph.agent.tasks._common import C_PRELUDE, f32, parallelize, rng, set_knob, turn_on, unroll
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks._common import (
+    C_PRELUDE,
+    f32,
+    parallelize,
+    rng,
+    set_knob,
+    signed_wide,
+    turn_on,
+    unroll,
+)
+from kernelgraph.agent.tasks.base import Arrays, Config, LibraryCall, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = 8 * 1024 * 1024, 50_001
@@ -82,8 +91,27 @@ def render_c(config: Config) -> str:
     )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Signs random, magnitudes 2^-10..2^10: prefix sums that cancel to near zero."""
+    return {"x": signed_wide(inputs["x"].shape)}
+
+
+def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
+    return {"y": np.cumsum(np.abs(inputs["x"].astype("f8")))}
+
+
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"y": np.cumsum(x["x"])},
+    numpy_call="np.cumsum(x)",
+    torch=lambda torch, x: {"y": torch.cumsum(x["x"], dim=0)},
+    torch_call="torch.cumsum(x, dim=0)",
+)
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
+        error_scale=error_scale,
         name="prefix_scan",
         family="scan",
         patterns=("scan", "contiguous-stream", "loop-carried-dependency"),
@@ -92,6 +120,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": x["x"].shape},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: float(x["x"].size),
         bytes_moved=lambda x: 8.0 * x["x"].size,
         baseline_config={"parallel": False, "block": 0, "fuse": False, "lanes": 1, "unroll": 1},

@@ -9,6 +9,7 @@ import numpy as np
 
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
+    EDGE_SEED,
     f32,
     omp_for,
     parallelize,
@@ -19,7 +20,7 @@ from kernelgraph.agent.tasks._common import (
     vloop,
     with_,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task, TransformSpec
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task, TransformSpec
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 1024), (37, 50)
@@ -116,8 +117,31 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Logits around +80 (even rows) and -80 (odd rows): exp without max-subtraction overflows on the
+    first and underflows to denormals on the second."""
+    x = inputs["x"]
+    sign = np.where(np.arange(x.shape[0]) % 2 == 0, 1.0, -1.0)[:, None]
+    return {"x": f32(sign * 80.0 + rng(EDGE_SEED).standard_normal(x.shape) * 3.0)}
+
+
+def _numpy_softmax(inputs: Arrays) -> Arrays:
+    x = inputs["x"]
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return {"y": e / e.sum(axis=1, keepdims=True)}
+
+
+LIBRARY = LibraryCall(
+    numpy=_numpy_softmax,
+    numpy_call="e = np.exp(x - x.max(1, keepdims=True)); e / e.sum(1, keepdims=True)",
+    torch=lambda torch, x: {"y": torch.softmax(x["x"], dim=1)},
+    torch_call="torch.softmax(x, dim=1)",
+)
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="softmax",
         family="row-reduction",
         patterns=("row-reduction", "row-major-stream", "transcendental", "multi-pass"),
@@ -126,6 +150,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": x["x"].shape},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 5.0 * x["x"].size,
         bytes_moved=lambda x: 8.0 * x["x"].size,
         baseline_config={

@@ -6,6 +6,7 @@ import numpy as np
 
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
+    EDGE_SEED,
     SCHEDULES,
     f32,
     parallelize,
@@ -13,11 +14,12 @@ from kernelgraph.agent.tasks._common import (
     schedule,
     schedule_of,
     set_knob,
+    signed_wide,
     simd,
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, LibraryCall, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = 300_000, 523
@@ -85,8 +87,31 @@ def render_c(config: Config) -> str:
     )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """The same structure; values and x of random sign, magnitudes 2^-10..2^10 (rows that cancel)."""
+    return {**inputs, "values": signed_wide(inputs["values"].shape),
+            "x": signed_wide(inputs["x"].shape, EDGE_SEED + 1)}  # fmt: skip
+
+
+def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
+    abs_values = {**inputs, "values": np.abs(inputs["values"]), "x": np.abs(inputs["x"])}
+    return {"y": reference(abs_values)["y"].astype("f8")}
+
+
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"y": np.add.reduceat(x["values"] * x["x"][x["col_idx"]], x["row_ptr"][:-1])},
+    numpy_call="np.add.reduceat(values * x[col_idx], row_ptr[:-1])  # every row has an entry",
+    torch=lambda torch, x: {
+        "y": torch.sparse_csr_tensor(x["row_ptr"], x["col_idx"], x["values"], (x["x"].shape[0],) * 2) @ x["x"]
+    },
+    torch_call="torch.sparse_csr_tensor(row_ptr, col_idx, values) @ x",
+)
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
+        error_scale=error_scale,
         name="spmv_csr",
         family="gather",
         patterns=("gather", "indirect-index", "load-imbalance", "row-reduction"),
@@ -95,6 +120,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"y": (x["row_ptr"].size - 1,)},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 2.0 * x["values"].size,
         bytes_moved=lambda x: 12.0 * x["values"].size + 12.0 * x["x"].size,
         baseline_config={"parallel": False, "schedule": "static", "acc": 1, "unroll": 1, "simd": False},

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from kernelgraph.agent.tasks._common import (
+    EDGE_SEED,
     f32,
     nt_fence,
     nt_store,
@@ -16,7 +21,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (2048, 1024), (41, 53)
@@ -88,8 +93,30 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Positive values of magnitudes 1e-6 to 1e6 side by side."""
+    g = rng(EDGE_SEED)
+    shape = inputs["u"].shape
+    return {"u": f32(g.uniform(0.5, 1.0, shape) * 10.0 ** g.uniform(-6, 6, shape))}
+
+
+def _five_point(u: Any) -> Any:  # numpy arrays and torch tensors slice alike
+    v = u.copy() if isinstance(u, np.ndarray) else u.clone()
+    v[1:-1, 1:-1] = 0.2 * (u[1:-1, 1:-1] + u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+    return v
+
+
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"v": _five_point(x["u"])},
+    numpy_call="v = u.copy(); v[1:-1, 1:-1] = 0.2 * (five shifted slices of u)",
+    torch=lambda torch, x: {"v": _five_point(x["u"])},
+    torch_call="v = u.clone(); v[1:-1, 1:-1] = 0.2 * (five shifted slices of u)",
+)
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="stencil2d",
         family="stencil",
         patterns=("stencil-2d", "neighbor-reuse", "row-major-stream"),
@@ -98,6 +125,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"v": x["u"].shape},
         reference=reference,
+        library=LIBRARY,
         flops=lambda x: 5.0 * x["u"].size,
         bytes_moved=lambda x: 8.0 * x["u"].size,
         baseline_config={

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernelgraph.agent.tasks._common import (
+    EDGE_SEED,
     f32,
     nt_fence,
     nt_store,
@@ -16,7 +17,7 @@ from kernelgraph.agent.tasks._common import (
     set_knob,
     turn_on,
 )
-from kernelgraph.agent.tasks.base import Arrays, Config, Instance, Shape, Task
+from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
 FULL, SMALL = (1536, 1536), (70, 45)
@@ -68,8 +69,25 @@ INSTANCES = (
 )
 
 
+def edge_inputs(inputs: Arrays) -> Arrays:
+    """Denormals, negative zeros, the largest floats and ordinary values, each moved bit for bit."""
+    g = rng(EDGE_SEED)
+    shape = inputs["a"].shape
+    pool = np.array([1e-45, -1e-40, -0.0, 3.4e38, -3.4e38, 1.0, -2.5], dtype=np.float32)
+    return {"a": f32(pool[g.integers(0, pool.size, shape)])}
+
+
+LIBRARY = LibraryCall(
+    numpy=lambda x: {"b": np.ascontiguousarray(x["a"].T)},
+    numpy_call="np.ascontiguousarray(a.T)",
+    torch=lambda torch, x: {"b": x["a"].t().contiguous()},
+    torch_call="a.t().contiguous()",
+)
+
+
 def task() -> Task:
     return Task(
+        edge_inputs=edge_inputs,
         name="transpose",
         family="transpose",
         patterns=("row-major-stream", "column-stride", "data-movement"),
@@ -78,6 +96,7 @@ def task() -> Task:
         make_inputs=make_inputs,
         output_shapes=lambda x: {"b": x["a"].shape[::-1]},
         reference=lambda x: {"b": np.ascontiguousarray(x["a"].T)},
+        library=LIBRARY,
         flops=lambda x: 0.0,
         bytes_moved=lambda x: 8.0 * x["a"].size,
         baseline_config={

@@ -223,6 +223,7 @@ class Generator:
         child_measured = self._measurement(
             parent_state["median_ns"] / speedup, signature, cuda, evaluator_version
         )
+        child_measured["parent_median_ns"] = parent_state["median_ns"]
         return {**record, "outcome": "kept" if speedup > 1.0 else "discarded", "speedup": speedup,
                 "child_measurement": child_measured}  # fmt: skip
 

@@ -421,6 +421,7 @@ def record_experience(
                 child_measurement=Measurement(
                     median_ns=child_ns, correct=True, counter_source=CounterSource.CPU_TIMING,
                     counters={CounterName.TIME_NS: child_ns}, sandboxed=True,
+                    parent_median_ns=states[(task_name, instance, parent_key)].median_ns,
                 ) if child_ns else None,
                 outcome=step.outcome, speedup=step.speedup,
             )  # fmt: skip

@@ -30,6 +30,7 @@ from kernelgraph.client.errors import (
     Retryable,
     UnsupportedMediaType,
 )
+from kernelgraph.client.models import error_location
 from kernelgraph.client.settings import Settings
 from kernelgraph.service.api.metrics import MetricsMiddleware, ServiceMetrics
 from kernelgraph.service.api.ratelimit import RateLimiter
@@ -79,7 +80,7 @@ def _from_validation(exc: RequestValidationError) -> InvalidInput:
     if not errors:
         return InvalidInput("invalid request")
     problems = [
-        {"field": _field_of(e.get("loc", ())) or "body", "problem": str(e.get("msg", ""))} for e in errors
+        {"field": _field_of(error_location(e)) or "body", "problem": str(e.get("msg", ""))} for e in errors
     ]
     first = errors[0]
     if first.get("type") == "json_invalid":
@@ -182,7 +183,15 @@ def create_app(
     settings: Settings, *, driver: Driver | None = None, max_body_bytes: int = MAX_BODY_BYTES
 ) -> FastAPI:
     """The service app. With `driver`, the caller owns it; otherwise the lifespan opens and closes one."""
-    from kernelgraph.service.api.routes import attempts, experience, health, namespaces, targets
+    from kernelgraph.service.api.routes import (
+        attempts,
+        experience,
+        health,
+        namespaces,
+        targets,
+        trust,
+        vocabulary,
+    )
     from kernelgraph.service.embeddings import MiniLMEmbedder
 
     @asynccontextmanager
@@ -225,7 +234,7 @@ def create_app(
         app.add_exception_handler(exc_type, handle_error)
     app.add_middleware(BodyGuard, max_bytes=max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)  # outermost: times everything, 413s included
-    for module in (health, targets, attempts, experience, namespaces):
+    for module in (health, targets, attempts, experience, namespaces, trust, vocabulary):
         app.include_router(module.router, prefix="/v1")
 
     @app.get(

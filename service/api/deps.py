@@ -8,10 +8,11 @@ from fastapi import Depends, Header, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from kernelgraph.client.errors import InvalidInput
+from kernelgraph.client.models import Role
 from kernelgraph.client.settings import Settings
 from kernelgraph.service.api.state import ServiceState
 from kernelgraph.service.auth import Principal
-from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.knowledge import KnowledgeService, Recorder
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from `kernelgraph keys create`.")
 
@@ -46,6 +47,16 @@ def get_principal(
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+def get_recorder(principal: PrincipalDep) -> Recorder:
+    """Who the caller's writes are recorded as: its key, verified only for a verifier key."""
+    return Recorder(
+        principal.key_id, verified=principal.role is Role.VERIFIER, admin=principal.role is Role.ADMIN
+    )
+
+
+RecorderDep = Annotated[Recorder, Depends(get_recorder)]
 
 _ONE_NAMESPACE = r"[a-z0-9][a-z0-9_\-]{0,63}"
 # One or more namespaces, comma-separated: what `check_namespace` accepts.

@@ -168,7 +168,8 @@ class Agent:
             else:
                 speedup = parent_counters["time_ns"] / child_counters["time_ns"]
                 record.update(outcome="kept" if speedup > 1.02 else "discarded", speedup=speedup,
-                              child_measurement=self.measurement(child_counters))  # fmt: skip
+                              child_measurement={**self.measurement(child_counters),
+                                                 "parent_median_ns": parent_counters["time_ns"]})  # fmt: skip
             answer = self.timed(
                 lambda body=record: self.call("POST /v1/attempts", "POST", "/v1/attempts", body)
             )

@@ -193,6 +193,7 @@ def generate(options: BenchOptions, on_state: Callable[[int], None] | None = Non
                 **base, "speedup": speedup, "outcome": "kept" if speedup > 1.0 else "discarded",
                 "child_measurement": {
                     **parent_measurement, "median_ns": child_median, "iqr_ns": child_median * 0.02,
+                    "parent_median_ns": median,
                     "counters": {"time_ns": child_median},
                     "signature": _noisy(rng, centres[bottleneck], counter_source),
                 },

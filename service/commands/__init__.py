@@ -15,9 +15,10 @@ def register_all(app: typer.Typer, bench_app: typer.Typer) -> None:
         consolidate_cmd,
         graph,
         import_cmd,
+        retrieve_cmd,
         service_cmd,
     )
 
-    for module in (graph, import_cmd, service_cmd, browser_cmd, consolidate_cmd):
+    for module in (graph, import_cmd, service_cmd, browser_cmd, consolidate_cmd, retrieve_cmd):
         module.register(app)
     bench_cmd.register(bench_app)

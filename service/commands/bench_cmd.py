@@ -1,5 +1,5 @@
-"""The service's benchmarks: `kernelgraph bench service`, `bench load`, `bench transfer`, and `bench tables`
-(docs/scaling.md's tables from their saved reports)."""
+"""The service's benchmarks: `kernelgraph bench service`, `bench load`, `bench transfer`, `bench poisoning`
+and `bench tables` (docs/scaling.md's tables from their saved reports)."""
 
 from __future__ import annotations
 
@@ -186,9 +186,27 @@ def tables(
     typer.echo(f"{doc}: {'tables rewritten' if changed else 'already up to date'}")
 
 
+def poisoning(
+    states: int = typer.Option(
+        2, "--states", min=1, max=50, help="measured states the honest key works from"
+    ),
+    repeats: int = typer.Option(
+        2, "--repeats", min=1, max=20, help="honest attempts per state and transform"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+) -> None:
+    """Can one writer key spoil another's retrieval? 1, 10 and 100 poisoned attempts per honest one
+    (service/bench/poisoning.py); exit code 1 when the honest key's top three transforms changed."""
+    from kernelgraph.service.bench.poisoning import main
+
+    raise typer.Exit(main(states=states, repeats=repeats, as_json=as_json, results_dir=results_dir))
+
+
 def register(bench_app: typer.Typer) -> None:
     """Add the service's benchmarks to the `bench` group (kernelgraph/cli.py owns it)."""
     bench_app.command("service")(service)
     bench_app.command("load")(load)
     bench_app.command("transfer")(transfer_bench)
     bench_app.command("tables")(tables)
+    bench_app.command("poisoning")(poisoning)

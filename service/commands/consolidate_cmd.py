@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Annotated
 
 import typer
@@ -11,10 +10,10 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelgraph.client.settings import get_settings
+from kernelgraph.client.tables import readable
 
 console = Console()
 err = Console(stderr=True)
-NAMESPACE = re.compile(r"[a-z0-9][a-z0-9_\-]{0,63}")  # client.models.Namespace
 
 
 def consolidate_cmd(
@@ -34,16 +33,21 @@ def consolidate_cmd(
     evidence from superseded evaluator or signature versions down, and flag contradictions (the same
     state, transform and setting with outcomes that disagree beyond noise) for re-measurement. Nothing
     is deleted; a second run over unchanged evidence changes nothing (docs/retrieval.md)."""
+    from kernelgraph.service.auth import check_namespace
     from kernelgraph.service.commands.graph import cli_errors, fail, open_store
     from kernelgraph.service.consolidation import consolidate, namespaces_with_states
 
     if all_namespaces and namespace:
         raise fail("give --namespace or --all, not both")
-    if namespace is not None and not NAMESPACE.fullmatch(namespace):
-        raise fail(f"--namespace: {namespace!r} is not a namespace (lower-case letters, digits, '_' and '-')")
+    if namespace is not None:
+        check_namespace(namespace, field="--namespace")
     settings = get_settings()
     with open_store(settings) as store, cli_errors():
-        spaces = namespaces_with_states(store) if all_namespaces else [namespace or settings.namespace]
+        known = namespaces_with_states(store)
+        spaces = known if all_namespaces else [namespace or settings.namespace]
+        if not all_namespaces and spaces[0] not in known:
+            raise fail(f"namespace {spaces[0]!r} holds no measured states; namespaces that do: "
+                       f"{', '.join(known) or 'none'}")  # fmt: skip
         reports = []
         for space in spaces:
             with err.status(f"Consolidating {space}...") as status:
@@ -62,7 +66,7 @@ def consolidate_cmd(
                       f"{r.weighed:,}",
                       f"{r.contradictions_flagged} / {r.contradictions_resolved} / {r.contradictions_open}",
                       f"{r.changes:,}", f"{r.wall_s:.1f}")  # fmt: skip
-    console.print(table)
+    console.print(readable(table))
     if any(r.contradictions_open for r in reports):
         console.print("Open contradictions: kernelgraph cypher --file cypher/contradictions.cypher --read "
                       "--param 'namespaces=[\"NS\"]' --param status=open --param limit=25 (docs/exploring.md)",

@@ -11,8 +11,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kernelgraph.client.errors import KernelGraphError
+from kernelgraph.client.errors import CommandError
 from kernelgraph.client.settings import Settings, get_settings
+from kernelgraph.client.tables import readable
 
 console = Console()
 err = Console(stderr=True)
@@ -21,20 +22,16 @@ neo4j_app = typer.Typer(help="The local Neo4j 5.26 server (no Docker needed).", 
 schema_app = typer.Typer(help="Schema migrations (schema/NNNN_*.cypher).", no_args_is_help=True)
 
 
-def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print one clear error line and return the exit to raise."""
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    return typer.Exit(code)
+def fail(message: str, code: int = 1) -> CommandError:
+    """The error to raise: the app shows it as one line (one JSON object with --json), exit `code`."""
+    return CommandError(message, exit_code=code)
 
 
 @contextmanager
 def cli_errors():  # type: ignore[no-untyped-def]
-    """Turn the service's errors into one line on stderr and exit 1, instead of a traceback."""
-    try:
-        yield
-    except KernelGraphError as exc:
-        field = f" ({exc.field})" if exc.field else ""
-        raise fail(f"{exc.message}{field}") from None
+    """Where a command reaches the graph. Its errors pass unchanged: the app's one wrapper
+    (kernelgraph/cli.py) shows each as one line, or one JSON object with --json, with its code and field."""
+    yield
 
 
 @contextmanager
@@ -159,7 +156,7 @@ def schema_status() -> None:
     table = Table("version", "migration", "state")
     for state in states:
         table.add_row(str(state.version), state.name, "applied" if state.applied else "[yellow]pending[/]")
-    console.print(table)
+    console.print(readable(table))
 
 
 def parse_param(text: str) -> tuple[str, Any]:
@@ -180,11 +177,49 @@ def _jsonable(value: Any) -> Any:
         return {k: _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
+    if hasattr(value, "relationships") and hasattr(value, "nodes"):  # a path
+        return {"nodes": [_jsonable(n) for n in value.nodes],
+                "relationships": [_jsonable(r) for r in value.relationships]}  # fmt: skip
     if hasattr(value, "element_id"):  # nodes and relationships
         data = {k: _jsonable(v) for k, v in dict(value).items() if k != "source_embedding"}
         labels = getattr(value, "labels", None)
         return {"labels": sorted(labels), **data} if labels is not None else {"type": value.type, **data}
     return value
+
+
+# How a node is captioned in a table (as docs/kernelgraph.grass captions it in Browser).
+CAPTIONS = {"Kernel": ("task", "variant"), "Measurement": ("median_ns",), "Transform": ("name",),
+            "Attempt": ("outcome", "transform"), "HardwareTarget": ("name",), "AccessPattern": ("name",)}  # fmt: skip
+
+
+def _node_text(node: Any) -> str:
+    labels = sorted(getattr(node, "labels", ()))
+    label = next((lab for lab in labels if lab in CAPTIONS), labels[0] if labels else "")
+    parts = [str(node.get(key)) for key in CAPTIONS.get(label, ()) if node.get(key) not in (None, "")]
+    return f"({label}{' ' if parts else ''}{' '.join(parts)})"
+
+
+def _path_text(path: Any) -> str:
+    """(Kernel softmax fuse)-[DERIVED_FROM fuse]->(Kernel softmax naive): a path as one readable line."""
+    nodes = list(path.nodes)
+    text = _node_text(nodes[0])
+    for previous, rel, node in zip(nodes, path.relationships, nodes[1:], strict=False):
+        label = rel.get("transform") or ""
+        arrow = f"-[{rel.type}{' ' + str(label) if label else ''}]-"
+        forward = rel.start_node is not None and rel.start_node.element_id == previous.element_id
+        text += f"{arrow}>{_node_text(node)}" if forward else f"<{arrow}{_node_text(node)}"
+    return text
+
+
+def _cell(value: Any) -> str:
+    """A value as a table cell: paths and nodes as Browser captions them, strings as they are."""
+    if hasattr(value, "relationships") and hasattr(value, "nodes"):
+        return _path_text(value)
+    if hasattr(value, "labels") and hasattr(value, "element_id"):
+        return _node_text(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(_jsonable(value), default=str)
 
 
 def cypher(
@@ -207,19 +242,26 @@ def cypher(
         if not file.exists():
             raise fail(f"--file {file}: no such file")
         query = file.read_text()
+    from kernelgraph.service.queries import parameters_of
+
     params = dict(parse_param(p) for p in param or [])
+    missing = sorted(parameters_of(query or "") - params.keys())
+    if missing:
+        where = " (the file's header shows example values)" if file is not None else ""
+        raise fail(
+            f"the query uses {', '.join('$' + m for m in missing)}: give --param NAME=VALUE for each{where}",
+            2,
+        )
     with open_store() as store, cli_errors():
-        keys, rows = store.run_text(query or "", params, write=write)
-    rows = [_jsonable(row) for row in rows]
+        keys, raw_rows = store.run_text(query or "", params, write=write)
     if as_json:
-        print(json.dumps(rows, default=str, indent=2))
+        print(json.dumps([_jsonable(row) for row in raw_rows], default=str, indent=2))
         return
+    rows = raw_rows
     table = Table(*keys)
     for row in rows:
-        table.add_row(
-            *(json.dumps(row[k], default=str) if not isinstance(row[k], str) else row[k] for k in keys)
-        )
-    console.print(table)
+        table.add_row(*(_cell(row[k]) for k in keys))
+    console.print(readable(table))
     console.print(f"[dim]{len(rows)} row(s)[/]")
 
 

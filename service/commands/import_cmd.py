@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kernelgraph.client.tables import readable
 from kernelgraph.service.commands.graph import cli_errors, fail
 
 console = Console()
@@ -100,20 +101,20 @@ def import_kernelbench_timing(
             files.add_row(f"{hw.folder}/{config}", str(item.rows), str(item.nulls), str(item.imported),
                           str(item.in_attempts), str(item.alone), str(item.failures + item.null_skips),
                           str(item.differs_from_folder) if item.differs_from_folder else "-", models)  # fmt: skip
-    console.print(files)
+    console.print(readable(files))
     targets = Table("target (machine:GPU)", "arch", "speedups", "failed", "alone", "kept",
                     title="Per hardware target")  # fmt: skip
     for hw in summary.hardware:
         for target in hw.targets:
             targets.add_row(target.target, target.arch, str(target.speedups), str(target.failures),
                             str(target.alone), str(target.kept))  # fmt: skip
-    console.print(targets)
+    console.print(readable(targets))
     skipped = [s for hw in summary.hardware for s in hw.skipped] + summary.skipped
     if skipped:
         reasons = Table("file", "key", "reason", title="Skipped")
         for skip in skipped:
             reasons.add_row(skip.path, skip.key or "-", skip.reason)
-        console.print(reasons)
+        console.print(readable(reasons))
     console.print(f"[bold]{data['speedups']}[/] eager/compiled pairs, {data['failures']} failed, "
                   f"{data['measurements_alone']} lone measurements; [bold]{summary.created}[/] written now, "
                   f"{data['replayed']} attempts already stored, {len(skipped)} item(s) skipped")  # fmt: skip
@@ -187,7 +188,7 @@ def _transfer_pair(
     for row in response.transforms:
         table.add_row(row.transform, str(row.pairs), _fmt(row.rank_correlation), _fmt(row.agreement_rate),
                       _fmt(row.mean_log_speedup_source), _fmt(row.mean_log_speedup_destination))  # fmt: skip
-    console.print(table)
+    console.print(readable(table))
     pairs = sum(row.pairs for row in response.transforms)
     console.print(
         f"overall rank correlation: [bold]{_fmt(response.overall_rank_correlation)}[/] over {pairs} pair(s)"
@@ -222,9 +223,14 @@ def _transfer_matrix(
     short = {name: name.split(":", 1)[-1] for name in names}
     if len(set(short.values())) < len(names):  # one GPU model on two machines: keep the machine
         short = {name: name for name in names}
-    table = Table("source \\ destination", *[short[n] for n in names],
+    # Destinations by number (the row of the same number names it): ten GPUs fit in 80 columns, and no
+    # name is ever cut to a prefix that several targets share.
+    number = {name: str(i) for i, name in enumerate(names, 1)}
+    table = Table("source \\ destination", *[number[n] for n in names],
                   title=f"Rank correlation of log speedups ({transform or 'all transforms'}); targets oldest "
                   "architecture first")  # fmt: skip
+    for column in table.columns[1:]:
+        column.justify = "right"
     cells = {(c.source, c.destination): c for c in response.cells}
     for source in response.targets:
         row = []
@@ -233,8 +239,8 @@ def _transfer_matrix(
             row.append(
                 "1" if name == source.name else "-" if cell is None else f"{_fmt(cell.rank_correlation, 2)}"
             )
-        table.add_row(f"{short[source.name]} ({source.family})", *row)
-    console.print(table)
+        table.add_row(f"{number[source.name]} {short[source.name]} ({source.family})", *row)
+    console.print(readable(table))
     ranked = sorted((c for c in response.cells if c.rank_correlation is not None and c.source < c.destination),
                     key=lambda c: c.rank_correlation or 0.0)  # fmt: skip
     if ranked:
@@ -253,7 +259,7 @@ def _transfer_predict(namespace: str | None, target: str, transform: str | None,
     weights = Table("source target", "similarity", "est. rank corr", "weight", title=f"Sources for {target}")
     for w in response.weights:
         weights.add_row(w.target, _fmt(w.similarity), _fmt(w.estimated_rank_correlation), _fmt(w.weight, 2))
-    console.print(weights)
+    console.print(readable(weights))
     table = Table("transform", "task", "predicted speedup", "sources", "measured speedup",
                   title=f"Predicted for {target} (best first; top 15 and bottom 5)")  # fmt: skip
     shown = (
@@ -265,7 +271,7 @@ def _transfer_predict(namespace: str | None, target: str, transform: str | None,
         table.add_row(
             p.transform, p.task, _fmt(p.predicted_speedup), str(p.sources), _fmt(p.measured_speedup)
         )
-    console.print(table)
+    console.print(readable(table))
     if response.rank_correlation_with_measured is not None:
         console.print(f"against what {target} measured (held out of the prediction): rank correlation "
                       f"[bold]{_fmt(response.rank_correlation_with_measured)}[/], helps/hurts right "

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelgraph.client.models import Role
+from kernelgraph.client.tables import readable
 
 console = Console()
 err = Console(stderr=True)
@@ -83,14 +84,62 @@ def keys_create(
 
 @keys_app.command("list")
 def keys_list() -> None:
-    """List API keys: id, role, namespace, label, creation time (never the keys themselves)."""
+    """List API keys: id, role, namespace, label, creation and revocation time (never the keys themselves)."""
     from kernelgraph.service.auth import list_keys
 
     rows = _store_then(list_keys)
-    table = Table("key id", "role", "namespace", "label", "created")
+    table = Table("key id", "role", "namespace", "label", "created", "revoked")
     for row in rows:
-        table.add_row(row["key_id"], row["role"], row["namespace"], row["label"] or "", row["created_at"])
-    console.print(table)
+        table.add_row(row["key_id"], row["role"], row["namespace"], row["label"] or "", row["created_at"],
+                      row.get("revoked_at") or "")  # fmt: skip
+    console.print(readable(table))
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key's id, as `keys list` shows it.")],
+) -> None:
+    """Revoke an API key: every replica refuses it within its key cache's 5 s (POST /v1/keys/{id}/revoke
+    makes it immediate on the replica that serves it). The key stays listed, as revoked."""
+    from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.service.auth import revoke_key
+
+    try:
+        row = _store_then(lambda store: revoke_key(store, key_id))
+    except KernelGraphError as exc:
+        err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        raise typer.Exit(2) from None
+    err.print(f"revoked key {row['key_id']} of namespace {row['namespace']!r} at {row['revoked_at']}")
+
+
+@keys_app.command("quarantine")
+def keys_quarantine(
+    key_id: Annotated[str, typer.Argument(help="The key whose evidence to quarantine (`legacy`: pre-0015).")],
+    namespace: Annotated[str, typer.Option(help="The namespace the evidence is in.")],
+    apply: Annotated[bool, typer.Option("--apply", help="Change the graph (without: a dry run).")] = False,
+    release: Annotated[bool, typer.Option("--release", help="Undo an earlier quarantine.")] = False,
+) -> None:
+    """Quarantine one key's evidence (left out of retrieval and consolidation, kept, reversible with
+    --release). A dry run unless --apply: run it without first and read what would change."""
+    from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.service.knowledge import KnowledgeService
+
+    try:
+        report = _store_then(
+            lambda store: KnowledgeService(store).quarantine(namespace, key_id, apply=apply, release=release)
+        )
+    except KernelGraphError as exc:
+        err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
+        raise typer.Exit(2) from None
+    verb = (
+        ("released" if release else "quarantined")
+        if apply
+        else ("would release" if release else "would quarantine")
+    )
+    err.print(f"{verb} key {key_id}'s evidence in {namespace!r}: {report['aggregates']} aggregates, "
+              f"{report['rollups']} rollups, {report['attempts']} attempts "
+              f"({', '.join(report['transforms']) or 'no transforms'})"
+              + ("" if apply else "; run again with --apply to do it"), highlight=False)  # fmt: skip
 
 
 namespaces_app = typer.Typer(help="Namespaces (teams) of the graph: what they hold, and deleting one.",
@@ -116,14 +165,18 @@ def namespaces_delete(
     Runs on Neo4j directly (KERNELGRAPH_NEO4J_*), so it needs no API key; over HTTP an admin key does
     the same with DELETE /v1/namespaces/{namespace}. `--dry-run` counts, per label, what would go.
     """
-    from kernelgraph.client.errors import KernelGraphError
+    from kernelgraph.client.errors import KernelGraphError, NotFound
     from kernelgraph.service import namespaces
+    from kernelgraph.service.consolidation import namespaces_with_states
 
     try:
         held = _store_then(lambda store: namespaces.contents(store, namespace))
-        if dry_run or held.total_nodes == 0:
-            verb = "would delete" if held.total_nodes else "holds nothing; nothing to delete"
-            console.print(_contents_table(held, f"namespace {namespace!r} {verb}"))
+        if held.total_nodes == 0:  # a misspelled name must not look like a success
+            known = _store_then(namespaces_with_states)
+            raise NotFound(f"namespace {namespace!r} holds nothing; namespaces with measured states: "
+                           f"{', '.join(known) or 'none'}", field="namespace")  # fmt: skip
+        if dry_run:
+            console.print(_contents_table(held, f"namespace {namespace!r} would delete"))
             return
         console.print(_contents_table(held, f"namespace {namespace!r} holds"))
         if not yes and not typer.confirm(
@@ -133,6 +186,8 @@ def namespaces_delete(
             raise typer.Exit(1)
         with err.status(f"deleting namespace {namespace!r}..."):
             deleted = _store_then(lambda store: namespaces.delete(store, namespace))
+    except NotFound:
+        raise
     except KernelGraphError as exc:
         err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
         raise typer.Exit(2) from None
@@ -147,17 +202,23 @@ def mcp(
     host: Annotated[str, typer.Option(help="Address for the http transport.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port for the http transport (serves /mcp).")] = 8601,
 ) -> None:
-    """Run the MCP server (tools: retrieve_transforms, record_attempt, transfer, transfer_matrix,
-    predict_transfer, lineage, list_targets).
+    """Run the MCP server (tools: vocabulary, register_target, retrieve_transforms, record_attempt,
+    evidence, transfer, transfer_matrix, predict_transfer, lineage, list_targets; docs/api.md).
 
     It talks to KERNELGRAPH_SERVICE_URL when set (with KERNELGRAPH_API_KEY), else to Neo4j in-process
     (namespace KERNELGRAPH_NAMESPACE).
     """
-    from kernelgraph.client import connect
+    from kernelgraph.client import ExperienceClient, connect
     from kernelgraph.client.settings import get_settings
+    from kernelgraph.service.inprocess import InProcessClient
     from kernelgraph.service.mcp import build_server
 
-    server = build_server(lambda: connect(get_settings()))
+    def client() -> ExperienceClient:
+        # In process, what an MCP host records is an LLM agent's claim, not the service's measurement.
+        opened = connect(get_settings())
+        return opened.relaying("mcp") if isinstance(opened, InProcessClient) else opened
+
+    server = build_server(client)
     if transport is Transport.stdio:
         server.run("stdio")
     else:

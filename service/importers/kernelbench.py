@@ -461,7 +461,7 @@ def _attempt(target: str, base: Timing, config: Config, compiled: Timing | None)
     else:
         speedup = base.mean_ms / compiled.mean_ms
         record.update(
-            child_measurement=_measurement(compiled),
+            child_measurement={**_measurement(compiled), "parent_median_ns": base.mean_ms * 1e6},
             outcome=Outcome.KEPT if speedup > 1.0 else Outcome.DISCARDED,
             speedup=speedup,
             diagnosis=f"published timing: eager {base.mean_ms:.6g} ms, {config.key} {compiled.mean_ms:.6g} ms",

@@ -28,6 +28,13 @@ def test_correct_kernel_is_timed_against_its_parent() -> None:
     assert report["parent_median_ns"] and report["median_ns"] and report["trials"] >= 20
     assert report["evaluator_version"] == EVALUATOR_VERSION
     assert str(report["sandbox"]).startswith("bubblewrap")
+    marks = report["yardsticks"]  # beside the library and the roofline; the parent was not the naive kernel
+    assert (
+        marks["speedup_vs_library"] > 0
+        and "threads" in marks["library"]
+        and marks["speedup_vs_naive"] is None
+    )
+    assert 0 < marks["roofline_fraction"] <= 1.0
 
 
 def test_rejected_kernel_names_the_symbol_and_exits_1() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 from kernelgraph.cli import app
 from kernelgraph.studies.interference import (
     GROWTH_MIX,
@@ -48,7 +49,9 @@ def test_growth_follows_the_mix_and_marks_the_superseded_evaluator() -> None:
     for kind, share in GROWTH_MIX.items():
         assert len(grown[kind]) >= int(600 * share)
     assert all("evaluator_version" not in r["parent_measurement"] for r in grown["superseded evaluator"])
-    assert all(r["parent_measurement"]["evaluator_version"] == 2 for r in grown["look-alike tasks"])
+    assert all(
+        r["parent_measurement"]["evaluator_version"] == EVALUATOR_VERSION for r in grown["look-alike tasks"]
+    )
     assert {r["target"] for r in grown["other targets"]} <= {t["name"] for t in TARGETS[1:]}
 
 

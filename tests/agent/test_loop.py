@@ -91,6 +91,16 @@ def test_memoryless_matmul_doubles_and_records_every_attempt(
         write=False,
     )
     assert states[0]["n"] == result.attempts
+    # Every timed measurement is quoted beside the library and the roofline (docs/yardsticks.md).
+    assert result.library is not None and result.library.median_ns, result.library
+    assert result.best_yardsticks is not None
+    assert result.best_yardsticks.speedup_vs_library == pytest.approx(
+        result.library.median_ns / result.best_ns
+    )
+    baseline = client.sent[0].parent_measurement
+    assert baseline is not None and baseline.speedup_vs_naive == pytest.approx(1.0)
+    kept = [a.child_measurement for a in client.sent if a.outcome == Outcome.KEPT and a.child_measurement]
+    assert kept and all(m.library and m.speedup_vs_library and m.roofline_fraction for m in kept)
 
 
 BAD_SOURCES = {

@@ -14,25 +14,29 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import re
 import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kernelgraph.agent.backends import admission
-from kernelgraph.agent.backends.bubblewrap import Sandbox
-from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.backends import admission, bubblewrap
+from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, scratch_dir
+from kernelgraph.agent.backends.c import COMPILE_TIMEOUT_S, CBackend
 from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED, TimingPlan
 from kernelgraph.agent.backends.triton import TritonBackend
 from kernelgraph.agent.loop import evaluate
 from kernelgraph.agent.results import CheckResult, Outcome
 from kernelgraph.agent.targets import Target, get_target
 from kernelgraph.agent.tasks import get_task
+from tests.prerequisites import unavailable
 
 RED_TEAM = Path(__file__).with_name("red_team")
 CHEATS = Path(__file__).with_name("cheats")
@@ -127,7 +131,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
 class _PastAdmissionC(CBackend):
     """Admits everything: the sandbox alone must contain what the kernel does."""
 
-    def _admit(self, nm_output: str, disassembly: str) -> list[admission.Rejection]:
+    def _admit(self, nm_output: str, kernel_object: bytes, shared_object: bytes) -> list[admission.Rejection]:
         return []
 
 
@@ -176,6 +180,8 @@ ADMISSION_REJECTS = {
     "connect_bolt.c": "`socket`",
     "fork_orphan.c": "`fork`",
     "raw_syscall.c": "`syscall` instruction",
+    "hidden_syscall.c": "`syscall` instruction",
+    "user_namespace.c": "`unshare`",
     "content_cache.c": "writable global or static data",
     "call_counting.c": "writable global or static data `calls`",
 }
@@ -199,6 +205,8 @@ CONTAINED = {
     "read_home.c": {Outcome.CRASHED},
     "connect_bolt.c": {Outcome.KEPT},  # the sandbox's own network namespace has no route out
     "raw_syscall.c": {Outcome.KEPT},
+    "hidden_syscall.c": {Outcome.KEPT},  # open(2) refused by seccomp (and the path is not there)
+    "user_namespace.c": {Outcome.KEPT},  # unshare(2) refused by seccomp: the kernel computes on
 }
 
 
@@ -371,12 +379,17 @@ def test_links_planted_in_scratch_are_not_followed(
     world: World, unguarded: CBackend, cpu_target: Target, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """The run's log and result replaced by links to the password file: the evaluator reads the log
-    through its own descriptor and opens results without following links."""
-    result = unguarded.check(get_task("rmsnorm"), world.render("forge_result.c"), cpu_target)
+    through its own descriptor and opens results without following links. The seccomp filter refuses
+    unlink and symlink, so this layer is tested with the filter off; with it, no link is even made."""
+    filtered = unguarded.check(get_task("rmsnorm"), world.render("forge_result.c"), cpu_target)
+    assert filtered.outcome == Outcome.CRASHED and "before reporting" in filtered.reason, filtered.reason
+    unfiltered = _PastAdmissionC(cache_dir=unguarded._cache(), check_timeout_s=10.0, counters=False,
+                                 sandbox=Sandbox(seccomp=False))  # fmt: skip
+    result = unfiltered.check(get_task("rmsnorm"), world.render("forge_result.c"), cpu_target)
     assert result.outcome == Outcome.CRASHED, result.reason
     assert "unreadable result" in result.reason, result.reason
     out, err = capfd.readouterr()
-    world.assert_no_effect(result.reason, out, err)
+    world.assert_no_effect(filtered.reason, result.reason, out, err)
 
 
 def test_forged_pickle_and_links_from_triton_reach_nothing(
@@ -513,3 +526,154 @@ def test_work_in_threads_that_end_within_a_call_is_not_hidden_from_the_clock(
                        (CHEATS / "correct.c").read_text())  # fmt: skip
     assert verdict.outcome == Outcome.INCORRECT, verdict.reason
     assert "threads that ended within calls" in verdict.reason, verdict.reason
+
+
+# ------------------------------------------------------------------ defence in depth (issue 27)
+
+
+def test_a_syscall_hidden_inside_another_instruction_is_found(
+    world: World, guarded: CBackend, unguarded: CBackend, tmp_path_factory: pytest.TempPathFactory,
+    cpu_target: Target,
+) -> None:  # fmt: skip
+    """Admission scans every byte offset of the linked object's executable sections."""
+    task = get_task("rmsnorm")
+    source = world.render("hidden_syscall.c")
+    rejected = guarded.check(task, source, cpu_target)
+    assert rejected.outcome == Outcome.REJECTED, rejected.reason
+    assert (
+        "`syscall` instruction" in rejected.reason and "hidden inside another instruction" in rejected.reason
+    )
+    # Control: a scan of decoded instructions, the check before, sees no syscall in this object ...
+    built = unguarded.compile(task, source, cpu_target)
+    assert built.ok and built.artifact, built.diagnosis
+    disassembly = subprocess.run(["objdump", "-d", built.artifact], capture_output=True, text=True).stdout
+    assert "movl" in disassembly or "mov " in disassembly
+    assert not re.search(r"\s(syscall|sysenter|int\s+\$0x80)\b", disassembly)
+    # ... and, unconfined, the hidden call does open and write the sentinel.
+    naked = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-naked-hidden"), check_timeout_s=10.0,
+                            counters=False, sandbox=Sandbox(enabled=False))  # fmt: skip
+    naked.check(task, source, cpu_target)
+    assert world.sentinel.exists(), "the control expected the hidden syscall to write the sentinel"
+
+
+def test_the_kernel_gets_no_user_namespace(
+    world: World, unguarded: CBackend, tmp_path_factory: pytest.TempPathFactory, cpu_target: Target
+) -> None:
+    """Past admission, unshare(CLONE_NEWUSER) is refused by the seccomp filter; without the filter (the
+    control) the kernel gets a user namespace, every capability in it and a netfilter socket."""
+    task = get_task("rmsnorm")
+    source = world.render("user_namespace.c")
+    contained = unguarded.check(task, source, cpu_target)
+    assert contained.correct, contained.reason
+    unfiltered = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-no-seccomp"), check_timeout_s=10.0,
+                                 counters=False, sandbox=Sandbox(seccomp=False))  # fmt: skip
+    control = unfiltered.check(task, source, cpu_target)
+    assert control.outcome == Outcome.CRASHED and "user namespace created" in control.reason, control.reason
+
+
+def test_no_step_may_create_a_namespace(tmp_path: Path) -> None:
+    """bubblewrap loads the step filter for every sandboxed step (the compiler and valgrind too)."""
+    for argv in (["/usr/bin/unshare", "-U", "true"], ["/usr/bin/unshare", "-Un", "true"]):
+        filtered = Sandbox().run(argv, mounts=[], env={}, cwd=Path("/"), limits=Rlimits(), timeout_s=10)
+        assert filtered.returncode != 0 and "Operation not permitted" in filtered.stderr, filtered
+        unfiltered = Sandbox(seccomp=False).run(argv, mounts=[], env={}, cwd=Path("/"), limits=Rlimits(),
+                                                timeout_s=10)  # fmt: skip
+        assert unfiltered.returncode == 0, unfiltered  # the control: without the filter it works
+
+
+def _filled(reason: str) -> tuple[int, int]:
+    found = re.search(r"leak: tmp=(-?\d+) scratch=(-?\d+) MiB", reason)
+    assert found, reason
+    return int(found[1]), int(found[2])
+
+
+def test_writable_filesystems_have_a_size_cap(
+    world: World, unguarded: CBackend, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/tmp (a tmpfs: host memory) and the scratch directory (the host's disk) are capped. The caps
+    are lowered here so the attack stays cheap; the control lifts them and the attack writes it all."""
+    if os.geteuid() != 0:
+        unavailable("the scratch directory is a capped tmpfs only when the evaluator runs as root")
+    task = get_task("rmsnorm")
+    source = world.render("fill_filesystems.c").replace("@FILL_MIB@", "48")
+    monkeypatch.setattr(bubblewrap, "TMP_BYTES", 8 << 20)
+    monkeypatch.setattr(bubblewrap, "SCRATCH_BYTES", 16 << 20)
+    result = unguarded.check(task, source, cpu_target)
+    tmp, scratch = _filled(result.reason)
+    assert 0 <= tmp <= 8 and 0 <= scratch <= 16, result.reason
+    monkeypatch.setattr(bubblewrap, "TMP_BYTES", 1 << 40)
+    monkeypatch.setattr(bubblewrap, "_mount_tmpfs", lambda path, size: False)
+    assert _filled(unguarded.check(task, source, cpu_target).reason) == (48, 48)
+
+
+@pytest.mark.parametrize(("kernel", "says"), [("self_include.c", "#include nested depth"),
+                                               ("macro_bomb.c", "ran out of memory or CPU time")])  # fmt: skip
+def test_exploding_sources_are_a_compile_error_within_seconds(
+    kernel: str, says: str, guarded: CBackend, cpu_target: Target
+) -> None:
+    started = time.monotonic()
+    result = guarded.check(get_task("rmsnorm"), (RED_TEAM / kernel).read_text(), cpu_target)
+    assert result.outcome == Outcome.COMPILE_ERROR and says in result.reason, result.reason
+    assert time.monotonic() - started < COMPILE_TIMEOUT_S
+
+
+@pytest.mark.parametrize("kernel", ["self_include.c", "macro_bomb.c"])
+def test_exploding_sources_run_on_without_the_compile_limits(kernel: str) -> None:
+    """Control: gcc without the include depth limit and with loose rlimits is still at it after 6 s."""
+    with scratch_dir("kg-rt-bomb-") as work:
+        (work / "kernel.c").write_text((RED_TEAM / kernel).read_text())
+        done = Sandbox().run(["gcc", "-O2", "-c", "kernel.c"], mounts=[Mount(work, writable=True)], env={},
+                             cwd=work, limits=Rlimits(address_space_bytes=4 << 30), timeout_s=6)  # fmt: skip
+    assert done.timed_out, done
+
+
+def test_counters_come_from_the_admitted_object(
+    guarded: CBackend, cpu_target: Target, tmp_path: Path
+) -> None:
+    """A kernel that works only when it is not a PIE build is counted doing its work: cachegrind runs
+    the admitted kernel.so. Control: a separate PIE build of the source, what was counted before,
+    executes almost nothing."""
+    from kernelgraph.agent.backends.counters import cachegrind_counters, valgrind_version
+
+    if not valgrind_version():
+        unavailable("valgrind is not installed")
+    task = get_task("rmsnorm")
+    inputs = task.make_inputs(7, True)
+    counted = {}
+    for name, source in (("gated", (RED_TEAM / "pie_gated.c").read_text()),
+                         ("honest", (CHEATS / "correct.c").read_text())):  # fmt: skip
+        built = guarded.compile(task, source, cpu_target)
+        assert built.ok and built.artifact, built.diagnosis
+        report = cachegrind_counters(task, built.artifact, sandbox=Sandbox(), inputs=inputs)
+        assert report.source == "cpu_cachegrind", report.note
+        counted[name] = report.counters["instructions"]
+    assert counted["gated"] >= 0.5 * counted["honest"] > 0, counted
+    # The control: the old way, each source rebuilt as its own PIE program with the harness.
+    assert counted["honest"] - counted["gated"] < 0.1 * counted["honest"]
+    separate = {name: _separate_build_instructions(task, inputs, source)
+                for name, source in (("gated", (RED_TEAM / "pie_gated.c").read_text()),
+                                     ("honest", (CHEATS / "correct.c").read_text()))}  # fmt: skip
+    assert separate["honest"] - separate["gated"] > 0.5 * counted["honest"], (separate, counted)
+
+
+def _separate_build_instructions(task: Any, inputs: dict[str, Any], source: str) -> float:
+    """Instructions of the whole program the evaluator before counted: harness and source built
+    together as one (PIE) program."""
+    from kernelgraph.agent.backends.counters import harness_source, parse_cachegrind_summary
+
+    with scratch_dir("kg-rt-pie-") as work:
+        (work / "kernel.c").write_text(source)
+        (work / "harness.c").write_text(harness_source(task, inputs))
+        files = []
+        for k, array in enumerate(inputs.values()):
+            array.tofile(work / f"in{k}.bin")
+            files.append(str(work / f"in{k}.bin"))
+        steps = [
+            ["gcc", "-O2", "harness.c", "kernel.c", "-o", "harness", "-lm"],
+            ["valgrind", "--tool=cachegrind", "--cachegrind-out-file=cg.out", "./harness", "call", *files],
+        ]
+        for argv in steps:
+            done = Sandbox().run(argv, mounts=[Mount(work, writable=True)], env={}, cwd=work, limits=Rlimits(),
+                                 timeout_s=120)  # fmt: skip
+            assert done.returncode == 0, done.stderr[-500:]
+        return parse_cachegrind_summary((work / "cg.out").read_text())["Ir"]

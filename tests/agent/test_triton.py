@@ -227,3 +227,36 @@ def test_gpu_speedup_far_beyond_the_parent_is_reverified_as_in_c(
     assert result.outcome == Outcome.KEPT, result
     assert result.reverified and "faster than its parent" in result.reason
     assert ops.count("run") == 1  # the re-verification: one interpreter check on fresh seeds
+
+
+# The Triton timer, in Triton's interpreter (no GPU needed): the C timer's rules (issue 27).
+INTERPRETER_TIMING = TimingPlan(warmup=1, min_trials=4, max_trials=4, budget_s=5.0, verified_calls=3)
+LAZY_AFTER_FIRST = """
+_launched = [0]
+_honest_launch = launch
+
+
+def launch(x, w, y):
+    _launched[0] += 1
+    if _launched[0] == 1:  # computes once; later launches leave the first launch's output in place
+        _honest_launch(x, w, y)
+"""
+
+
+def test_triton_timer_checks_every_launch_on_its_own_inputs(tmp_path: Path) -> None:
+    backend = TritonBackend(
+        cache_dir=tmp_path, timeout_s=300, device="interpreter", timing=INTERPRETER_TIMING
+    )
+    task = _task("rmsnorm")
+    source = task.source("triton", task.baseline_config)
+    inputs = task.make_inputs(3, True)
+    response, timed = backend.time_launches(task, source, None, inputs, "interpreter")
+    assert timed.correct, timed.reason
+    kept = response["timed_calls"]
+    assert sorted(kept) == list(range(1, 1 + response["trials"])) and response["trials"] >= 4
+    assert len({d for call in kept.values() for d in call["digests"][:1]}) == len(
+        kept
+    )  # distinct x per launch
+    # A launch that works only the first time: its stale output was all the old timer ever saw.
+    _, lazy = backend.time_launches(task, source + LAZY_AFTER_FIRST, None, inputs, "interpreter")
+    assert lazy.outcome == Outcome.INCORRECT and "NaN" in lazy.reason, lazy.reason

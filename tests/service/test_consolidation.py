@@ -43,7 +43,7 @@ def attempt(key: str, state: str, signature: list[float], transform: str, speedu
     )  # fmt: skip
     record["parent_measurement"] = parent_measurement
     if speedup is not None:
-        record["child_measurement"] = factories.measurement(median / speedup)
+        record["child_measurement"] = factories.measurement(median / speedup, parent_median_ns=median)
     return record
 
 

@@ -9,6 +9,7 @@ import pytest
 from kernelgraph.service.consolidation import State, plan_merges
 from kernelgraph.service.consolidation_rules import (
     NOISE_FLOOR,
+    SEPARATE_BUILD_WEIGHT,
     STALE_SIGNATURE_WEIGHT,
     SUPERSEDED_EVALUATOR_WEIGHT,
     AttemptEvidence,
@@ -96,6 +97,13 @@ def test_version_weights() -> None:
     # A namespace of imports only has no newest evaluator: nothing is superseded.
     assert version_weight(evaluator_version=None, signature_version=2, newest_evaluator=None, **common) == 1.0
     assert current_evaluator([None, 1, 2, None]) == 2 and current_evaluator([None]) is None
+    # Cache counters of a separate build (schema 0014) count less even when nothing newer measured.
+    assert version_weight(evaluator_version=2, signature_version=2, newest_evaluator=2,
+                          counters_separate_build=True, **common) == SEPARATE_BUILD_WEIGHT  # fmt: skip
+    assert version_weight(evaluator_version=2, signature_version=2, newest_evaluator=3,
+                          counters_separate_build=True, **common) == (
+        SEPARATE_BUILD_WEIGHT * SUPERSEDED_EVALUATOR_WEIGHT
+    )  # fmt: skip
 
 
 def state(mid: str, signature: float, merged_into: str | None = None, kernel: str = "k") -> State:

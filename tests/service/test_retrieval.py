@@ -152,6 +152,7 @@ def test_transfer_returns_the_constructed_rank_correlations(store: GraphStore, n
             for target, speedup in (("gpu-a", on_a), ("gpu-b", on_b)):
                 records.append(factories.attempt(
                     f"{target}-{transform}:{i}", transform=transform, speedup=speedup, target_name=target,
+                    outcome="kept" if speedup > 1 else "discarded",
                     parent_source=parent, child_source=f"{parent} /* {transform} */",
                 ))  # fmt: skip
     knowledge.record_attempts(namespace, records)

@@ -106,7 +106,7 @@ def test_concurrent_writers_lose_no_increment(
     knowledge: KnowledgeService, store: GraphStore, namespace: str
 ) -> None:
     """Twenty-four single attempts from one state, with one transform and setting, from 8 threads."""
-    attempts = [_from_one_state(f"race:{i}", 1.0 + i / 10, "kept") for i in range(24)]
+    attempts = [_from_one_state(f"race:{i}", 1.0 + (i + 1) / 10, "kept") for i in range(24)]
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda a: knowledge.record_attempts(namespace, [a]), attempts))
     [stored] = assert_consistent(store, namespace)

@@ -24,9 +24,10 @@ from kernelgraph.client.signature import (
 )
 from kernelgraph.service import migrate
 from kernelgraph.service.embeddings import MiniLMEmbedder
-from kernelgraph.service.knowledge import KnowledgeService, peaks_of
+from kernelgraph.service.knowledge import YARDSTICK_PROPERTIES, KnowledgeService, peaks_of
 from kernelgraph.service.neo4j_local import LocalNeo4j
 from kernelgraph.service.store import GraphStore, open_driver
+from tests import factories
 from tests.upgrade.questions import ask, exact_text_search, older_signature, same_answer, same_transforms
 from tests.upgrade.release_server import GRAPHS, RELEASES, free_port, release_graph
 
@@ -181,3 +182,46 @@ def test_dump_and_load_round_trip_keep_the_graph(upgraded: Upgraded, tmp_path: P
     finally:
         copy.stop()
     assert before and after == before
+
+
+# Beside the library and the roofline (schema 0016), as sent; the service adds the speedups.
+YARDSTICKS = {"library": "torch 2.5.1, 2 threads", "library_median_ns": 2e4, "naive_median_ns": 9.5e4,
+              "achieved_gflops": 120.0, "achieved_gbps": 3.5, "roofline_fraction": 0.31}  # fmt: skip
+
+
+def test_upgraded_measurements_gain_no_invented_yardsticks_and_new_ones_carry_theirs(
+    upgraded: Upgraded,
+) -> None:
+    """Absent means not measured: the release's measurements stay without a library or roofline
+    figure; the index fast_p queries use exists; a new attempt's measurement stores its yardsticks."""
+    store = upgraded.knowledge.store
+    assert 16 in upgraded.applied
+    _, indexes = store.run_text(
+        "SHOW INDEXES YIELD name, properties WHERE name = 'measurement_vs_library' RETURN properties",
+        {},
+        write=False,
+    )
+    assert indexes and indexes[0]["properties"] == ["namespace", "task", "speedup_vs_library"]
+    _, old = store.run_text(
+        "MATCH (m:Measurement) WHERE NOT m.namespace STARTS WITH 'yardsticks-' RETURN count(m) AS n, "
+        "count(m.speedup_vs_library) + count(m.roofline_fraction) + count(m.library) AS marks", {}, write=False,
+    )  # fmt: skip
+    assert old[0]["n"] > 0 and old[0]["marks"] == 0
+    namespace = "yardsticks-upgrade"
+    upgraded.knowledge.upsert_targets(namespace, [factories.target()])
+    attempt = factories.attempt("yard-1:0", speedup=2.0)
+    attempt["child_measurement"] = {**factories.measurement(1e4), **YARDSTICKS}
+    upgraded.knowledge.record_attempts(namespace, [attempt])
+    _, rows = store.run_text(
+        "MATCH (m:Measurement {namespace: $ns}) RETURN m.median_ns AS median, m {"
+        + ", ".join(f".{name}" for name in YARDSTICK_PROPERTIES) + "} AS marks ORDER BY median",
+        {"ns": namespace}, write=False,
+    )  # fmt: skip
+    assert [row["median"] for row in rows] == [1e4, 1e6]
+    assert rows[0]["marks"] == {**YARDSTICKS, "speedup_vs_library": 2.0, "speedup_vs_naive": 9.5}
+    assert all(value is None for value in rows[1]["marks"].values())  # the parent was sent without them
+    _, fast = store.run_text(
+        "MATCH (m:Measurement) WHERE m.namespace = $ns AND m.task = 'matmul' AND m.speedup_vs_library > 1.0 "
+        "RETURN count(m) AS n", {"ns": namespace}, write=False,
+    )  # fmt: skip
+    assert fast[0]["n"] == 1

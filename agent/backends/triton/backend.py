@@ -20,6 +20,7 @@ import json
 import math
 import os
 import pickle
+import random
 import re
 import shutil
 import subprocess
@@ -41,6 +42,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
+from kernelgraph.agent.backends.sandbox import verify_timed_calls
 from kernelgraph.agent.backends.timing import TimingPlan, judge_timing
 from kernelgraph.agent.backends.triton.occupancy import no_fit, static_metrics, target_arch
 from kernelgraph.agent.backends.triton.worker import WORKER_MODULE
@@ -201,29 +203,20 @@ class TritonBackend:
                 math.nan, math.nan, 0, counters, CounterSource.NVIDIA_STATIC, static=True, tool_versions=versions,
                 evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label,
             )  # fmt: skip
-        response = _run_worker(
-            {
-                "op": "profile",
-                "source": source,
-                "parent_source": parent_source,
-                "inputs": full,
-                "output_shapes": dict(task.output_shapes(full)),
-                **self.timing.request(),
-                "ncu": shutil.which("ncu") is not None,
-            },
-            timeout_s=self.timeout_s,
-            interpret=False,
-            sandbox=self._for("cuda"),
-        )
+        response, timed = self.time_launches(task, source, parent_source, full, "cuda")
         if "error" in response:
             versions["error"] = response["error"][:500]
             return ProfileResult(
                 math.nan, math.nan, 0, counters, CounterSource.NVIDIA_STATIC, static=True, tool_versions=versions,
                 evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label,
             )  # fmt: skip
+        if not timed.correct:
+            return ProfileResult(math.nan, math.nan, 0, counters, CounterSource.NVIDIA_TIMING, outcome=timed.outcome,
+                                 reason=f"while timed: {timed.reason}", tool_versions=versions,
+                                 evaluator_version=EVALUATOR_VERSION, sandbox=self.sandbox.label)  # fmt: skip
         judged = judge_timing(
             task, full, float(response["median_ns"]), response.get("parent_median_ns"),
-            peak_gflops=getattr(target, "peak_gflops", None), peak_gbps=getattr(target, "peak_gbps", None),
+            peak_gflops=getattr(target, "peak_gflops", None), peak_gbps=getattr(target, "max_gbps", None),
             reverify=lambda: self.check(task, source, target, seeds=REVERIFY_SEEDS),
         )  # fmt: skip
         if judged.outcome is not None:
@@ -246,6 +239,42 @@ class TritonBackend:
             evaluator_version=EVALUATOR_VERSION,
             sandbox=self.sandbox.label,
         )
+
+    def time_launches(
+        self, task: Task, source: str, parent_source: str | None, inputs: Arrays, device: str
+    ) -> tuple[dict[str, Any], CheckResult]:
+        """Time the source (and the parent, interleaved) on `inputs` in a worker on `device` ("cuda", or
+        "interpreter" for tests without a GPU); (the worker's response, the verdict on EVERY timed
+        launch's outputs against the reference of that launch's own input variant)."""
+        plan = self.timing.request()
+        seed = random.SystemRandom().randrange(1 << 31)  # drawn here, per run
+        request: dict[str, Any] = {
+            "op": "profile",
+            "source": source,
+            "parent_source": parent_source,
+            "inputs": inputs,
+            "output_shapes": dict(task.output_shapes(inputs)),
+            **plan,
+            "variant_seed": seed,
+            "device": "cuda" if device == "cuda" else "cpu",
+            "ncu": device == "cuda" and shutil.which("ncu") is not None,
+        }
+        response = _run_worker(request, timeout_s=self.timeout_s, interpret=device != "cuda",
+                               sandbox=self._for(device))  # fmt: skip
+        if "error" in response:
+            return response, CheckResult(Outcome.CRASHED, str(response["error"]))
+        kept = response.get("timed_calls")
+        trials = response.get("trials")
+        warmup = int(plan["warmup"])
+        if (
+            not isinstance(kept, dict)
+            or not isinstance(trials, int)
+            or sorted(kept) != list(range(warmup, warmup + trials))
+        ):
+            return response, CheckResult(Outcome.CRASHED, "the timing run did not keep every timed launch")
+        extra = {"timed_calls": kept, "sampled_calls": sorted(kept), "variant_seed": seed,
+                 "calls": warmup + int(plan["max_trials"])}  # fmt: skip
+        return response, verify_timed_calls(task, inputs, extra)
 
     def _admit(self, source: str) -> list[admission.Rejection]:
         """The admission checks on the source (a seam: the red-team tests also run past them)."""

@@ -1,5 +1,5 @@
 """Nsight Compute counters of a Triton variant: one more run of the candidate under `ncu --csv`,
-whose per-kernel metrics are averaged into the counters KernelGraph records.
+whose per-kernel metrics are averaged into the counters KernelGraph records (client/ncu.py).
 """
 
 from __future__ import annotations
@@ -10,16 +10,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from kernelgraph.client.ncu import NcuFormatError
+from kernelgraph.client.ncu import parse_ncu_csv as parse_export
+from kernelgraph.client.signature import NCU_METRIC_NAMES, NCU_METRICS, with_ncu_names
 
-# Nsight Compute metric -> the counter name KernelGraph records.
-NCU_METRICS = {
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "sm_throughput_pct",
-    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_throughput_pct",
-    "l1tex__t_sector_hit_rate.pct": "l1_hit_rate_pct",
-    "lts__t_sector_hit_rate.pct": "l2_hit_rate_pct",
-    "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_pct",
-}
+__all__ = ["NCU_METRICS", "ncu_counters", "parse_ncu_csv"]
 
 
 def ncu_counters(request: Mapping[str, Any], worker: Sequence[str]) -> dict[str, float]:
@@ -29,7 +24,7 @@ def ncu_counters(request: Mapping[str, Any], worker: Sequence[str]) -> dict[str,
     once, once_out = tmp / "once.pkl", tmp / "once-out"
     once.write_bytes(pickle.dumps({**request, "op": "once"}))
     once_out.mkdir(exist_ok=True)
-    cmd = ["ncu", "--csv", "--metrics", ",".join(NCU_METRICS), *worker, str(once), str(once_out)]
+    cmd = ["ncu", "--csv", "--metrics", ",".join(NCU_METRIC_NAMES), *worker, str(once), str(once_out)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired):
@@ -38,13 +33,10 @@ def ncu_counters(request: Mapping[str, Any], worker: Sequence[str]) -> dict[str,
 
 
 def parse_ncu_csv(stdout: str) -> dict[str, float]:
-    """`ncu --csv` output -> {our counter name: mean over the kernels}; unknown metrics are skipped."""
-    values: dict[str, list[float]] = {}
-    for line in stdout.splitlines():
-        cells = [c.strip('"') for c in line.split('","')]
-        if len(cells) >= 3 and cells[-3] in NCU_METRICS:
-            try:
-                values.setdefault(NCU_METRICS[cells[-3]], []).append(float(cells[-1].replace(",", "")))
-            except ValueError:
-                continue
-    return {k: float(np.mean(v)) for k, v in values.items()}
+    """`ncu --csv` output -> {KernelGraph counter name: mean over the kernels} (client/ncu.py reads
+    the export and maps the names); {} when the output is no export (ncu failed)."""
+    try:
+        raw = parse_export(stdout)
+    except NcuFormatError:
+        return {}
+    return {name: value for name, value in with_ncu_names(raw).items() if name not in raw}

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from kernelgraph.agent.backends._child import enough_trials, write_result
+from kernelgraph.agent.backends._child import enough_trials, variant_factors, write_result
 from kernelgraph.agent.backends.triton.ncu import ncu_counters
 
 # The module path the backend (and Nsight Compute, for one more run) launches with `python -m`.
@@ -220,49 +220,98 @@ def _worker_run(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _worker_profile(request: Mapping[str, Any]) -> dict[str, Any]:
-    """GPU timing: L2 flushed by writing 256 MB before every trial, candidate and parent interleaved,
-    trials by the shared TimingPlan (agent/backends/timing.py) sent in the request."""
+    """GPU timing (`timed_launches` on "cuda") plus Nsight Compute when installed."""
     import torch
 
     candidate, diag = _load_or_diagnose(request["source"], request["tmp"])
     if diag is not None:
         return {"error": diag["message"]}
-    parent = None
+    mods = [candidate]
     if request.get("parent_source"):
-        parent = _load_module(request["parent_source"], request["tmp"], "kg_parent")
-    inputs = {k: torch.from_numpy(np.array(v, copy=True)).cuda() for k, v in request["inputs"].items()}
-    outputs = {
-        k: torch.empty(tuple(s), dtype=torch.float32, device="cuda")
-        for k, s in request["output_shapes"].items()
-    }
-    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.float32, device="cuda")
-    mods = [candidate] + ([parent] if parent is not None else [])
-    for mod in mods:  # warm-up compiles and loads the kernels
-        for _ in range(max(1, int(request["warmup"]))):
-            mod.launch(**inputs, **outputs)
-    torch.cuda.synchronize()
+        mods.append(_load_module(request["parent_source"], request["tmp"], "kg_parent"))
+    device = "cuda" if request.get("device", "cuda") == "cuda" else "cpu"
+    result = timed_launches(mods, request, device)
+    result["versions"] = {"torch": torch.__version__, "cuda": str(torch.version.cuda)}
+    if request.get("ncu") and device == "cuda":
+        result["ncu"] = ncu_counters(request, [sys.executable, "-m", WORKER_MODULE])
+    return result
+
+
+def timed_launches(mods: Sequence[Any], request: Mapping[str, Any], device: str) -> dict[str, Any]:
+    """Interleaved timing (A B A B ...) by the C backend's rules: every launch, warm-up included, reads
+    its own variant of the inputs (`_child.write_variant`, the same factors the parent rebuilds) written
+    into the same buffers; every output is refilled with NaN before every launch; the candidate's
+    outputs and input digests after EVERY timed launch are kept for the parent to verify
+    (sandbox.verify_timed_calls). On "cuda" the L2 is flushed (256 MB written) before each launch and
+    device events time it; on "cpu" (Triton's interpreter, for tests) perf_counter does."""
+    import torch
+
+    from kernelgraph.agent.evaluator import digest
+
+    warmup, max_trials = int(request["warmup"]), int(request["max_trials"])
+    base = {k: torch.from_numpy(np.array(v, copy=True)).to(device) for k, v in request["inputs"].items()}
+    size = max(int(t.numel()) for t in base.values())
+    factors = torch.from_numpy(variant_factors(size, warmup + max_trials, int(request["variant_seed"])))
+    factors = factors.to(device)
+    buffers = {k: torch.empty_like(t) for k, t in base.items()}
+    outs = [
+        {
+            k: torch.empty(tuple(s), dtype=torch.float32, device=device)
+            for k, s in request["output_shapes"].items()
+        }
+        for _ in mods
+    ]
+    flush = (
+        torch.empty(256 * 1024 * 1024 // 4, dtype=torch.float32, device=device) if device == "cuda" else None
+    )
+
+    def prepare(call: int) -> None:
+        for name, t in base.items():
+            if t.dtype.is_floating_point:  # float32 x float32, one rounding: what write_variant computes
+                torch.mul(t, factors[call : call + t.numel()].view(t.shape), out=buffers[name])
+            else:
+                buffers[name].copy_(t)
+
+    def launch(k: int) -> float:
+        for t in outs[k].values():
+            t.fill_(float("nan"))
+        if flush is None:
+            t0 = time.perf_counter_ns()
+            mods[k].launch(**buffers, **outs[k])
+            return float(time.perf_counter_ns() - t0)
+        flush.zero_()
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        mods[k].launch(**buffers, **outs[k])
+        end.record()
+        end.synchronize()
+        return float(begin.elapsed_time(end) * 1e6)
+
+    for call in range(warmup):
+        prepare(call)
+        for k in range(len(mods)):
+            launch(k)
     times: list[list[float]] = [[] for _ in mods]
+    kept: dict[int, Any] = {}
     start = time.perf_counter()
-    while not enough_trials(times[0], time.perf_counter() - start, request):  # the C backend's rule
-        for i, mod in enumerate(mods):  # A B A B: drift hits both equally
-            flush.zero_()
-            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            begin.record()
-            mod.launch(**inputs, **outputs)
-            end.record()
-            end.synchronize()
-            times[i].append(begin.elapsed_time(end) * 1e6)
+    while True:
+        call = warmup + len(times[0])
+        prepare(call)
+        for k in range(len(mods)):  # A B A B: drift hits both equally
+            times[k].append(launch(k))
+            if k == 0:  # the candidate's own outputs, right after its launch
+                kept[call] = {"outputs": [t.cpu().numpy().copy() for t in outs[0].values()],
+                              "digests": [digest(b.cpu().numpy()) for b in buffers.values()]}  # fmt: skip
+        if enough_trials(times[0], time.perf_counter() - start, request):  # the C backend's rule
+            break
     cand = np.array(times[0])
-    result: dict[str, Any] = {
+    return {
         "median_ns": float(np.median(cand)),
         "iqr_ns": float(np.subtract(*np.percentile(cand, [75, 25]))),
         "trials": len(cand),
-        "parent_median_ns": float(np.median(times[1])) if parent is not None else None,
-        "versions": {"torch": torch.__version__, "cuda": str(torch.version.cuda)},
+        "parent_median_ns": float(np.median(times[1])) if len(mods) > 1 else None,
+        "timed_calls": kept,
     }
-    if request.get("ncu"):
-        result["ncu"] = ncu_counters(request, [sys.executable, "-m", WORKER_MODULE])
-    return result
 
 
 def _worker_once(request: Mapping[str, Any]) -> dict[str, Any]:

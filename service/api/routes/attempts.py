@@ -16,7 +16,7 @@ from kernelgraph.client.models import (
     RecordResult,
     validate,
 )
-from kernelgraph.service.api.deps import KnowledgeDep, WriteNamespace
+from kernelgraph.service.api.deps import KnowledgeDep, RecorderDep, WriteNamespace
 from kernelgraph.service.api.responses import keyed
 
 router = APIRouter(tags=["attempts"])
@@ -48,20 +48,29 @@ class BatchResult(BaseModel):
     responses={201: {"model": RecordResult, "description": "Stored."}, **keyed(404, 409, body=True)},
 )
 def record_attempt(
-    attempt: AttemptRecord, knowledge: KnowledgeDep, namespace: WriteNamespace, response: Response
+    attempt: AttemptRecord,
+    knowledge: KnowledgeDep,
+    namespace: WriteNamespace,
+    recorder: RecorderDep,
+    response: Response,
 ) -> RecordResult:
     """Record one attempt (parent kernel + transform -> child kernel, its measurements and outcome).
 
-    201 when it was stored; 200 with `created: false` when an attempt with the same `attempt_key` is
-    already stored (a replay writes nothing). The target must be registered first (POST /v1/targets).
+    201 when it was stored; 200 with `created: false` when an attempt with the same `attempt_key` and
+    the same content is already stored (a replay writes nothing); 409 naming `attempt_key` when it is
+    stored with other content. The target must be registered first (POST /v1/targets). A `speedup`
+    must be `child_measurement.parent_median_ns / child_measurement.median_ns` (422 otherwise), and
+    the outcome agree with it and with correctness (docs/api.md, "Consistency").
     """
-    result = knowledge.record_attempts(namespace, [attempt])[0]
+    result = knowledge.record_attempts(namespace, [attempt], recorder)[0]
     response.status_code = 201 if result.created else 200
     return result
 
 
 @router.post("/attempts/batch", responses=keyed(404, 409, body=True))
-def record_attempts(batch: AttemptBatch, knowledge: KnowledgeDep, namespace: WriteNamespace) -> BatchResult:
+def record_attempts(
+    batch: AttemptBatch, knowledge: KnowledgeDep, namespace: WriteNamespace, recorder: RecorderDep
+) -> BatchResult:
     """Record up to 1,000 attempts in one transaction: all are stored, or none is.
 
     A bad attempt is reported as `attempts[i].<field>` before anything is written; more than 1,000
@@ -80,7 +89,7 @@ def record_attempts(batch: AttemptBatch, knowledge: KnowledgeDep, namespace: Wri
             field = f"attempts[{index}].{exc.field}" if exc.field else f"attempts[{index}]"
             raise InvalidInput(f"attempts[{index}].{exc.message}", field=field, details=exc.details) from None
     try:
-        results = knowledge.record_attempts(namespace, models)
+        results = knowledge.record_attempts(namespace, models, recorder)
     except InvalidInput as exc:
         if exc.field and not exc.field.startswith("attempts") and len(models) == 1:
             raise InvalidInput(exc.message, field=f"attempts[0].{exc.field}", details=exc.details) from None

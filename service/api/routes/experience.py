@@ -21,7 +21,7 @@ from kernelgraph.client.models import (
     TransferPredictRequest,
     TransferResponse,
 )
-from kernelgraph.service.api.deps import KnowledgeDep, ReadNamespaces
+from kernelgraph.service.api.deps import KnowledgeDep, ReadNamespaces, RecorderDep
 from kernelgraph.service.api.responses import keyed
 
 router = APIRouter(tags=["experience"])
@@ -46,7 +46,7 @@ class TransformsOut(BaseModel):
 
 @router.post("/retrieve", responses=keyed(404, body=True))
 def retrieve(
-    request: RetrieveRequest, knowledge: KnowledgeDep, namespaces: ReadNamespaces
+    request: RetrieveRequest, knowledge: KnowledgeDep, namespaces: ReadNamespaces, reader: RecorderDep
 ) -> RetrieveResponse:
     """Transforms that worked from measured states like this one, ranked, with the evidence behind each.
 
@@ -54,9 +54,11 @@ def retrieve(
     measured; docs/counter-signature.md), or by raw `counters` plus
     `counter_source` (the service computes the signature against the `target`'s peaks). `mode`:
     `counters` (nearest signatures), `text` (nearest kernel sources; needs `source`) or `hybrid`.
-    `k` neighbours are aggregated into at most `limit` transforms. Unknown target: 404.
+    `k` neighbours are aggregated into at most `limit` transforms. Unknown target: 404. The caller's
+    own evidence counts in full, every other key's moves a score by less than `influence_bound`;
+    `verified_only` reads only verified evidence, and the answer says how much is verified.
     """
-    return knowledge.retrieve(namespaces, request)
+    return knowledge.retrieve(namespaces, request, reader)
 
 
 @router.post("/transfer", responses=keyed(404, body=True))

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from kernelgraph.client.models import MAX_BATCH, HardwareTarget
-from kernelgraph.service.api.deps import KnowledgeDep, ReadNamespaces, WriteNamespace
+from kernelgraph.service.api.deps import KnowledgeDep, ReadNamespaces, RecorderDep, WriteNamespace
 from kernelgraph.service.api.responses import keyed
 
 router = APIRouter(tags=["targets"])
@@ -29,14 +29,18 @@ class TargetsOut(BaseModel):
     targets: list[dict[str, Any]]
 
 
-@router.post("/targets", responses=keyed(409, body=True))
-def upsert_targets(body: TargetsIn, knowledge: KnowledgeDep, namespace: WriteNamespace) -> TargetsUpserted:
+@router.post("/targets", responses=keyed(403, 409, body=True))
+def upsert_targets(
+    body: TargetsIn, knowledge: KnowledgeDep, namespace: WriteNamespace, recorder: RecorderDep
+) -> TargetsUpserted:
     """Create or update hardware targets in the caller's namespace (writer or admin key).
 
     A target must exist before attempts measured on it are recorded. Upserting the same name again
-    updates its properties (peaks are re-measured per host).
+    updates its properties, but changing a stored target's `peak_gflops` or `peak_gbps` needs an
+    admin key (403 otherwise; the change is logged): every recorded time is checked against them.
+    A name given twice in one request is a 422.
     """
-    names = knowledge.upsert_targets(namespace, list(body.targets))
+    names = knowledge.upsert_targets(namespace, list(body.targets), recorder)
     return TargetsUpserted(namespace=namespace, names=names)
 
 
