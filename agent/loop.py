@@ -351,10 +351,13 @@ def evaluate(
     if profile.paired_ratios:
         decision = keep_decision(profile, lambda: _remeasure(task, backend, target, source, parent_source),
                                  keep_threshold)  # fmt: skip
+        # The recorded speedup is the stored measurement's own (parent median / median); the
+        # decision rests on the interval of the pairs.
+        ratio = profile.parent_median_ns / profile.median_ns if profile.parent_median_ns else decision.speedup
         if decision.keep:
-            return replace(verdict, speedup=decision.speedup)
+            return replace(verdict, speedup=ratio)
         return Evaluation(Outcome.DISCARDED, "correct but not proven faster: " + decision.describe(keep_threshold),
-                          profile, decision.speedup)  # fmt: skip
+                          profile, ratio)  # fmt: skip
     parent_ns = profile.parent_median_ns or parent_median_ns
     speedup = parent_ns / profile.median_ns if parent_ns else None
     if speedup is not None and speedup > 1.0 + keep_threshold:

@@ -7,9 +7,11 @@ holds can be believed, so that process holds nothing the verdict rests on:
   state, input buffers or memory between them. A child is frozen (SIGSTOP, every thread of every
   process it started) whenever it is not being called, so it cannot run beside the other's calls.
 - **The evaluator takes the times.** Each call is one byte to the child's go FIFO and one byte back
-  on its done FIFO; the time is read here, before the child is thawed and after it answers. The
-  child is frozen before anything reads its outputs, so work left running after it answers (another
-  thread, another process) is neither timed nor seen.
+  on its done FIFO, the child frozen before and after. A call's time is what the OS accounted to the
+  kernel's threads meanwhile (`KernelServer.call`: the critical path of their CPU time, capped by the
+  wall time seen here), so nothing the kernel writes changes it and the scheduling latency of the
+  hand-over is not in it. The child is frozen before anything reads its outputs, so work left
+  running after it answers (another thread, another process) is neither timed nor seen.
 - **Every call is checked, at the same cost.** Each call, warm-up included, gets input values no call
   has seen before (a fresh variant of input set 0, `_child.write_variant`, with a seed drawn here),
   written into the child's shared buffers while it is frozen; outputs are NaN-filled (ints: a
@@ -60,6 +62,10 @@ from kernelgraph.agent.tasks.base import Arrays, Task
 # 1 - (1 - q)^(CHECKED_ROWS * calls / 2): q = 1% over 20 calls leaves under 0.2%.
 CHECKED_ROWS = 64
 FREEZE_TIMEOUT_S = 2.0
+_TICKS = os.sysconf("SC_CLK_TCK")
+# CPU time the process used beyond what its live threads account for (threads that ran and exited
+# within calls, where no per-thread reading sees them): tolerated up to this share plus 3 ticks.
+HIDDEN_CPU_SHARE = 0.1
 _ALIGN = 64
 
 
@@ -174,6 +180,8 @@ class KernelServer:
             stdout=self._log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         self.frozen = False
+        self.cores = limits.threads
+        self.accounted_ns = 0  # per-thread CPU time of the calls so far (`hidden_cpu_ns`)
 
     # ------------------------------------------------------------------------------ processes
 
@@ -223,24 +231,38 @@ class KernelServer:
         if os.fstat(self._fd).st_size != self.size:  # touching a truncated mapping would SIGBUS us
             raise ProtocolError(RunStatus.CRASHED, "the kernel's process resized the shared buffers")
 
-    def thaw(self) -> None:
-        for pid in self.tree():
+    def thaw(self, pids: Sequence[int] | None = None) -> None:
+        for pid in self.tree() if pids is None else pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
         self.frozen = False
 
-    def cpu_ns(self) -> int:
-        """CPU time of every live thread of the tree, from the kernel's own accounting."""
-        total = 0
-        for pid in self.tree():
+    def thread_cpu(self, pids: Sequence[int] | None = None) -> dict[int, int]:
+        """On-CPU nanoseconds of every live thread of the tree, as the OS accounts them (exact for
+        a frozen thread: its count is updated when it is descheduled)."""
+        found: dict[int, int] = {}
+        for pid in self.tree() if pids is None else pids:
             with contextlib.suppress(OSError):
                 for tid in os.listdir(f"/proc/{pid}/task"):
                     with (
                         contextlib.suppress(OSError, ValueError, IndexError),
                         open(f"/proc/{pid}/task/{tid}/schedstat") as f,
                     ):
-                        total += int(f.read().split()[0])
-        return total
+                        found[int(tid)] = int(f.read().split()[0])
+        return found
+
+    def cpu_ns(self) -> int:
+        return sum(self.thread_cpu().values())
+
+    def group_cpu_ns(self) -> int:
+        """user + system time of every process of the tree, threads that have exited included
+        (clock ticks: coarse, for the whole run only)."""
+        total = 0
+        for pid in self.tree():
+            with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])
+        return total * (1_000_000_000 // _TICKS)
 
     def threads(self) -> int:
         pid = self.kernel_pid()
@@ -274,16 +296,25 @@ class KernelServer:
             while os.read(self._done, 4096):
                 pass
 
-    def call(self, deadline: float) -> int:
-        """One call of the kernel, frozen before and after; its wall time in ns as seen from here."""
+    def call(self, deadline: float) -> tuple[int, int]:
+        """One call of the kernel, frozen before and after: (its time, the wall time seen from
+        here), in ns. Its time is the critical path of the CPU time the OS accounted to the kernel's
+        threads during the call (the most any one thread ran, or all of them over the cores if
+        more), capped by the wall time: nothing the kernel writes changes it, and scheduling
+        latency and preemption by other processes are not in it."""
         self._drain()
+        pids = self.tree()  # frozen, the tree cannot change: walked before the clock starts
+        before = self.thread_cpu(pids)
         start = time.perf_counter_ns()
-        self.thaw()
+        self.thaw(pids)
         os.write(self._go, b"c")
         self._answer(b"d", deadline)
-        elapsed = time.perf_counter_ns() - start
+        wall = time.perf_counter_ns() - start
         self.freeze()
-        return elapsed
+        ran = [ns - before.get(tid, 0) for tid, ns in self.thread_cpu().items()]
+        self.accounted_ns += sum(ran)
+        critical = max(max(ran, default=0), sum(ran) // max(self.cores, 1))
+        return min(wall, critical), wall
 
     def _died(self) -> str:
         code = self.proc.poll()
@@ -431,6 +462,7 @@ def _run(
     calls = plan.warmup + plan.max_trials
     factors = variant_factors(max(a.size for a in base.values()), calls, draw.randrange(1 << 31))
     times: list[list[int]] = [[] for _ in servers]
+    walls: list[list[int]] = [[] for _ in servers]
     threads_before = servers[0].threads()
     threads_used = 0
     cpu_start = [0] * len(servers)
@@ -440,12 +472,14 @@ def _run(
         order = list(enumerate(servers)) if call % 2 == 0 else list(enumerate(servers))[::-1]
         if call == plan.warmup:
             cpu_start = [s.cpu_ns() for s in servers]
+            group_start = [(s.group_cpu_ns(), s.accounted_ns) for s in servers]
             started = time.perf_counter()
         for k, server in order:  # A B, then B A: order effects hit both alike
             checker.write(server)
-            elapsed = server.call(deadline)
+            elapsed, wall = server.call(deadline)
             if call >= plan.warmup:
                 times[k].append(elapsed)
+                walls[k].append(wall)
             if call == 0 and k == 0:
                 threads_used = max(1, servers[0].threads() - threads_before + 1) if threads_before else 0
         for k, why in enumerate(checker.check(call, servers)):
@@ -457,6 +491,13 @@ def _run(
         if call >= plan.warmup and enough_trials(times[0], time.perf_counter() - started, plan.request()):
             break
     cpu_ns = [s.cpu_ns() - c for s, c in zip(servers, cpu_start, strict=True)]
+    for k, (server, (group, accounted)) in enumerate(zip(servers, group_start, strict=True)):
+        hidden = (server.group_cpu_ns() - group) - (server.accounted_ns - accounted)
+        if hidden > HIDDEN_CPU_SHARE * (server.accounted_ns - accounted) + 3 * 1_000_000_000 // _TICKS:
+            why = (f"{hidden / 1e6:.0f} ms of CPU time ran in threads that ended within calls, where the "
+                   "timer cannot account it: a kernel may not start and end threads inside a call")  # fmt: skip
+            outcome = Outcome.INCORRECT if k == 0 else Outcome.CRASHED
+            return RunReport(RunStatus.OK, message=why), CheckResult(outcome, why)
     outputs, digests = [], []
     candidate = servers[0]
     for values in input_sets:  # the independent sets, for `evaluator.verify` (untimed)
@@ -468,7 +509,7 @@ def _run(
         outputs.append({s.name: np.array(o) for s, o in zip(specs, candidate.outputs, strict=True)})
         digests.append({n: digest(b) for n, b in zip(values, candidate.inputs, strict=True)})
     extra = {
-        "times": times, "cpu_ns": cpu_ns, "threads_used": threads_used, "protocol": "isolated",
+        "times": times, "wall_times": walls, "cpu_ns": cpu_ns, "threads_used": threads_used, "protocol": "isolated",
         "checked_rows": CHECKED_ROWS if checker.rows_of is not None else "all",
     }  # fmt: skip
     checked = len(times[0]) + plan.warmup

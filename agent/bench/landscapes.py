@@ -27,7 +27,7 @@ from typing import Any
 from rich.progress import Progress
 
 from kernelgraph.agent.backends.c import CBackend, gcc_version
-from kernelgraph.agent.backends.timing import TimingPlan
+from kernelgraph.agent.backends.timing import IN_PROCESS, TimingPlan
 from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 from kernelgraph.agent.targets import Target, host_identity
 from kernelgraph.agent.tasks import get_task
@@ -36,9 +36,12 @@ from kernelgraph.agent.tasks.base import Config, Task
 
 # Lighter than the loop's FAST_TIMING (>= 20 trials) so that ~10^4 points fit in the machine budget;
 # the noise this leaves is shown by measuring every landscape twice (docs/results.md).
+# The old in-process protocol: landscapes time the task's own configs (code this project renders, not a
+# model's), down to L1-sized calls of a few microseconds, below the isolated protocol's per-call floor.
 LANDSCAPE_TIMING = TimingPlan(
-    warmup=2, min_trials=7, max_trials=25, budget_s=0.25, target_rel_iqr=0.03, verified_calls=2
-)
+    warmup=2, min_trials=7, max_trials=25, budget_s=0.25, target_rel_iqr=0.03, verified_calls=2,
+    protocol=IN_PROCESS,
+)  # fmt: skip
 LANDSCAPE_VERSION = 1
 
 

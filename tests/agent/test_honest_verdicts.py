@@ -40,6 +40,9 @@ def test_baseline_and_landscape_bests_are_correct_and_timed(
 ) -> None:
     configs = checked_configs(task)
     assert "baseline" in configs
+    # Without the peak check: today's peaks are a wall-clock microbenchmark's, taken on a loaded
+    # machine, and not upper bounds (issue #29 measures true ones); the protocol is what is tested.
+    cpu_target = dataclasses.replace(cpu_target, peak_gflops=None, peak_gbps=None)
     small = _small(task)
     baseline = small.source("c", small.baseline_config)
     for label, config in configs.items():

@@ -516,6 +516,18 @@ def test_a_truncated_shared_buffer_crashes_only_the_kernel(
     _honest_still_passes(isolated_timer, cpu_target)
 
 
+def test_work_in_threads_that_end_within_a_call_is_not_hidden_from_the_clock(
+    world: World, isolated_timer: CBackend, cpu_target: Target
+) -> None:
+    """Found attacking the isolated protocol's CPU-time clock: threads started and joined inside
+    each call take their CPU time with them; the process's own total (dead threads included) shows
+    what the live threads' readings missed."""
+    verdict = evaluate(get_task("rmsnorm"), isolated_timer, _no_peaks(cpu_target), world.render("thread_per_call.c"),
+                       (CHEATS / "correct.c").read_text())  # fmt: skip
+    assert verdict.outcome == Outcome.INCORRECT, verdict.reason
+    assert "threads that ended within calls" in verdict.reason, verdict.reason
+
+
 # ------------------------------------------------------------------ defence in depth (issue 27)
 
 
