@@ -354,10 +354,14 @@ def evaluate(
         # The recorded speedup is the stored measurement's own (parent median / median); the
         # decision rests on the interval of the pairs.
         ratio = profile.parent_median_ns / profile.median_ns if profile.parent_median_ns else decision.speedup
-        if decision.keep:
+        if decision.keep and ratio > 1.0:
             return replace(verdict, speedup=ratio)
-        return Evaluation(Outcome.DISCARDED, "correct but not proven faster: " + decision.describe(keep_threshold),
-                          profile, ratio)  # fmt: skip
+        # Kept means faster in the evidence stored too (the service refuses a `kept` whose recorded pair
+        # is not): pooled pairs that prove a gain the first measurement's medians do not show are not kept.
+        why = decision.describe(keep_threshold) + (
+            "" if not decision.keep else f"; its stored pair is {ratio:.3f}x"
+        )
+        return Evaluation(Outcome.DISCARDED, "correct but not proven faster: " + why, profile, ratio)
     parent_ns = profile.parent_median_ns or parent_median_ns
     speedup = parent_ns / profile.median_ns if parent_ns else None
     if speedup is not None and speedup > 1.0 + keep_threshold:

@@ -30,7 +30,8 @@ def best_landscape_config(task: Task, directory: Path, label: str) -> Config | N
     if not full:
         return None
     best = min(full, key=lambda c: sum(math.log(t) for t in full[c]) / len(full[c]))
-    return dict(json.loads(best))
+    # Knobs added since the landscape was measured take their baseline values, as `current_key` reads them.
+    return {**task.baseline_config, **json.loads(best)}
 
 
 def checked_configs(task: Task, directory: Path = LANDSCAPES) -> dict[str, Config]:

@@ -69,7 +69,7 @@ def test_quick_quality_report(cli_on_test_neo4j: None, tmp_path: Path) -> None:
             row["roofline_ns"] / row["kernel_ns"]
         )
         assert row["vs_library"] == pytest.approx(row["library_ns"] / row["kernel_ns"])
-        assert row["library_ns_before"] > 0 and row["library_ns_after"] > 0
+        assert row["library_outcome"] == "kept"  # timed by agent/library.py and passed the task's check
         assert len(row["load_average"]) == 3 and row["working_set_bytes"] > 0
     assert set(report["goals"]) >= {"memory_bound_fraction_of_roofline", "fast_1"}
     saved = json.loads(Path(report["saved"]).read_text())
@@ -103,4 +103,6 @@ def test_the_demo_says_how_far_its_best_kernel_is_from_the_library(
     monkeypatch.setattr(commands, "console", recorded)
     commands._versus_library(matmul, best, get_target("cpu-native"), backend)
     text = recorded.export_text()
-    assert "x slower than the library" in text and "numpy matmul (OpenBLAS sgemm)" in text
+    from kernelgraph.agent.library import library_choice
+
+    assert "x slower than the library" in text and f"{library_choice(matmul)} " in text

@@ -183,7 +183,8 @@ created = client.record_attempt({{
     "parent": {{**kernel, "source": "void kernel(void) {{}}"}}, "parent_measurement": measurement,
     "transform": {{"name": "unroll", "params": {{"factor": 4}}}},
     "child": {{**kernel, "source": "void kernel(void) {{ /* unrolled */ }}"}},
-    "child_measurement": {{**measurement, "median_ns": 5e5}}, "outcome": "kept", "speedup": 2.0,
+    "child_measurement": {{**measurement, "median_ns": 5e5, "parent_median_ns": 1e6}}, "outcome": "kept",
+    "speedup": 2.0,
 }}).created
 retrieved = [t.transform for t in client.retrieve({{"target": "cpu-test", "signature": [0.5] * SIGNATURE_DIM}}).transforms]
 loaded = sorted(m for m in sys.modules if m.startswith(("kernelgraph.service", "neo4j", "torch")))

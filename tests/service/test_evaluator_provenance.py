@@ -49,7 +49,7 @@ def test_old_graph_answers_retrieve_and_lineage_after_schema_apply(store: GraphS
     new = factories.attempt(
         "new-run:0", parent_source="void kernel(void) { /* old v2 */ }",
         child_source="void kernel(void) { /* new */ }",
-        child_measurement=factories.measurement(5e5, evaluator_version=2, sandboxed=True),
+        child_measurement=factories.measurement(5e5, evaluator_version=2, sandboxed=True, parent_median_ns=7.5e5),
     )  # fmt: skip
     implausible = factories.attempt(
         "new-run:1", transform="vectorize", parent_source="void kernel(void) { /* old v2 */ }",
