@@ -104,3 +104,25 @@ def test_honest_configs_pass_on_100_seeds(task: str, backend: CBackend, cpu_targ
             definition, definition.source("c", config), cpu_target, seeds=tuple(range(100))
         )
         assert result.correct, (config, result.reason)
+
+
+@pytest.mark.parametrize("task", [t.name for t in all_tasks("c")])
+def test_the_library_call_passes_on_100_seeds(task: str) -> None:
+    """The library beside every kernel (agent/library.py) must pass the same check on the same seeds
+    and the edge set: called here, in process, through the child's own binding (small inputs)."""
+    from kernelgraph.agent.backends._library_child import _bind, _outputs
+    from kernelgraph.agent.library import library_choice
+
+    definition = get_task(task)
+    library = library_choice(definition)
+    assert library is not None, f"{task} declares no library call"
+    call, to_library, to_numpy = _bind(task, library, threads=1)
+    sets = [definition.make_inputs(seed, True) for seed in range(100)]
+    edge = definition.edge_inputs(sets[0]) if definition.edge_inputs else None
+    for seed, inputs in enumerate([*sets, *([edge] if edge is not None else [])]):
+        want = definition.reference(inputs)
+        specs = [(name, out.shape, out.dtype) for name, out in want.items()]
+        got = _outputs(call({n: to_library(a.copy()) for n, a in inputs.items()}), to_numpy, specs)
+        for (name, _, _), value in zip(specs, got, strict=True):
+            ok, reason, _ = compare(definition, name, value, want[name], inputs)
+            assert ok, f"{library} on {'the edge set' if seed == 100 else f'seed {seed}'}: {reason}"
