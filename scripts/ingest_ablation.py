@@ -108,7 +108,7 @@ def variants() -> dict[str, str]:
             "SET pm.x = 1)",
         ),
         "no per-state aggregates": _cut(
-            text, "    // The per-state aggregate of", "agg.updated_at = datetime()\n"
+            text, "    // An implausible attempt (times beyond", "agg.updated_at = datetime()\n"
         ),
     }
     out["floor: plain CREATE of what each attempt adds"] = FLOOR
