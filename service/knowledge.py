@@ -28,6 +28,7 @@ from kernelgraph.client.models import (
     MeasurementResult,
     PredictedEffect,
     RecordResult,
+    RetrievalExplanation,
     RetrievalMode,
     RetrievedTransform,
     RetrieveRequest,
@@ -653,18 +654,18 @@ class KnowledgeService:
             embedding = self._embedder().embed([req.source])[0]
         if req.mode is RetrievalMode.LABEL and not req.tasks:
             raise InvalidInput("label mode needs `tasks`, the task labels to retrieve", field="tasks")
+
         # Every query of one retrieval in one read transaction: fewer round trips (docs/scaling.md).
-        neighbours, rows = self.store.read_transaction(
-            lambda tx: self._neighbours_and_transforms(tx, spaces, req, signature, embedding, reader)
-        )
+        def read(tx: Reader) -> tuple[dict[str, float], list[dict[str, Any]], RetrievalExplanation | None]:
+            found, rows = self._neighbours_and_transforms(tx, spaces, req, signature, embedding, reader)
+            # Found little: say why (service/explain.py), in the same transaction as what it explains.
+            why = explain(tx, spaces, req, signature, len(found)) if len(found) < req.k else None
+            return found, rows, why
+
+        neighbours, rows, explanation = self.store.read_transaction(read)
         transforms = [_retrieved(row) for row in rows]
         keys = {key for row in rows for key in row["keys"]}
         ranked = sorted(neighbours, key=lambda m: (-neighbours[m], m))
-        explanation = None
-        if len(neighbours) < req.k:  # found little: say why (service/explain.py)
-            explanation = self.store.read_transaction(
-                lambda reader: explain(reader, spaces, req, signature, len(neighbours))
-            )
         return RetrieveResponse(
             mode=req.mode,
             target=req.target,
