@@ -210,7 +210,7 @@ def test_upgraded_measurements_gain_no_invented_yardsticks_and_new_ones_carry_th
     namespace = "yardsticks-upgrade"
     upgraded.knowledge.upsert_targets(namespace, [factories.target()])
     attempt = factories.attempt("yard-1:0", speedup=2.0)
-    attempt["child_measurement"] = {**factories.measurement(1e4), **YARDSTICKS}
+    attempt["child_measurement"] = {**factories.measurement(1e4, parent_median_ns=2e4), **YARDSTICKS}
     upgraded.knowledge.record_attempts(namespace, [attempt])
     _, rows = store.run_text(
         "MATCH (m:Measurement {namespace: $ns}) RETURN m.median_ns AS median, m {"
