@@ -48,7 +48,9 @@ def test_numpy_copy_never_exceeds_any_level_peak(native: Target) -> None:
     stays below that level's bandwidth, and so below the implausibility bound."""
     sets = probe_working_sets(1, {k: (v, 1) for k, v in native.cache_bytes.items()})
     for level in MEMORY_LEVELS:
-        size = min(sets[level], 256 << 20) // 8 * 4  # half the set each for source and destination
+        # Half the probe's own working set each for source and destination: a smaller "memory" set
+        # streams faster on this VM, whose host cache is larger than the L3 it reports (agent/targets.py).
+        size = sets[level] // 8 * 4
         src = np.ones(size // 4, dtype=np.float32)
         dst = np.empty_like(src)
         np.copyto(dst, src)
