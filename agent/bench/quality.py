@@ -28,7 +28,7 @@ from kernelgraph.agent.backends.base import Backend
 from kernelgraph.agent.backends.c import TIMING_SEED, CBackend
 from kernelgraph.agent.library import LibraryTiming, time_library
 from kernelgraph.agent.results import Outcome
-from kernelgraph.agent.targets import Target, host_identity
+from kernelgraph.agent.targets import Target, host_caches, host_identity
 from kernelgraph.agent.tasks import all_tasks
 from kernelgraph.agent.tasks.base import Arrays, Task
 
@@ -43,22 +43,11 @@ GOAL_MEMORY_FRACTION = 0.7
 GOAL_FAST_1 = 0.5
 
 
-def host_cache_bytes(level: int, cpu: int = 0) -> int | None:
-    """The size of this host's data or unified cache at `level` for one core, from /sys; None if unknown."""
-    root = Path(f"/sys/devices/system/cpu/cpu{cpu}/cache")
-    for index in sorted(root.glob("index*")):
-        try:
-            if (
-                int((index / "level").read_text()) != level
-                or (index / "type").read_text().strip() == "Instruction"
-            ):
-                continue
-            size = (index / "size").read_text().strip()
-        except (OSError, ValueError):
-            continue
-        units = {"K": 1024, "M": 1024**2, "G": 1024**3}
-        return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
-    return None
+def host_cache_bytes(level: int) -> int | None:
+    """The size of one core's data or unified cache at `level` (3: the last level), as
+    agent/targets.py reads it from /sys; None if unknown."""
+    found = host_caches().get({1: "L1", 2: "L2"}.get(level, "LLC"))
+    return found[0] if found else None
 
 
 def load_average() -> list[float]:
