@@ -154,6 +154,15 @@ def time_library(
 _TIMED: dict[tuple[Any, ...], LibraryTiming] = {}
 
 
+def library_for(task: Task, target: Target, plan: TimingPlan | None = None) -> LibraryTiming | None:
+    """`task`'s library call at the shape `task` is set to, timed with the target's thread count and
+    `plan` (kept for the process, like `time_library`); None where there is none to time (a GPU
+    target, a task without a library call)."""
+    if target.kind != "cpu" or library_choice(task) is None:
+        return None
+    return time_library(task, None, target.cores or 1, target, plan=plan)
+
+
 def _timed(
     task: Task, library: str, call: str, threads: int, plan: TimingPlan, sandbox: Sandbox
 ) -> LibraryTiming:

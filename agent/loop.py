@@ -26,7 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kernelgraph.agent.backends.base import Backend
 from kernelgraph.agent.backends.bubblewrap import UNSAFE_LABEL
-from kernelgraph.agent.library import LibraryTiming, Yardsticks, library_choice, time_library, yardsticks
+from kernelgraph.agent.library import LibraryTiming, Yardsticks, library_for, yardsticks
 from kernelgraph.agent.proposers.base import (
     HistoryEntry,
     Proposal,
@@ -217,9 +217,7 @@ def measurement(
 def library_baseline(task: Task, backend: Backend, target: Target) -> LibraryTiming | None:
     """The task's library call timed at the target's thread count, with the backend's timing plan;
     None where there is none to time (a GPU target, a task without a library call)."""
-    if target.kind != "cpu" or library_choice(task) is None:
-        return None
-    return time_library(task, None, target.cores or 1, target, plan=getattr(backend, "timing", None))
+    return library_for(task, target, plan=getattr(backend, "timing", None))
 
 
 def beside_yardsticks(

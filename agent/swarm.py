@@ -221,6 +221,8 @@ def run_agent(config: AgentConfig, emit: Emit) -> dict[str, Any]:
         "retrievals": proposer.retrievals, "retrievals_with_others": proposer.retrievals_with_others,
         "attempt_keys": [s.attempt_key for s in result.steps if s.recorded],
         "curve": result.curve, "at": time.time(),
+        # The best beside the library and the roofline (agent/library.py); None for a static-only run.
+        "yardsticks": result.best_yardsticks.to_json() if result.best_yardsticks is not None else None,
     }  # fmt: skip
 
 

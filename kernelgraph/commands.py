@@ -505,12 +505,14 @@ def study(
             arm: data["arms"][arm]["fraction_of_oracle"] for arm in data["arms"]
         } for split, data in report["summary"].items()
     }  # fmt: skip
+    vs_library = {
+        split: {arm: data["arms"][arm]["geomean_speedup_vs_library"] for arm in data["arms"]}
+        for split, data in report["summary"].items()
+    }
     if as_json:
-        print(
-            json.dumps(
-                {"saved": str(path), "fraction_of_oracle": headline, "mechanism": report.get("mechanism")}
-            )
-        )
+        summary = {"saved": str(path), "fraction_of_oracle": headline, "geomean_speedup_vs_library": vs_library,
+                   "mechanism": report.get("mechanism")}  # fmt: skip
+        print(json.dumps(summary))
         return
     from rich.table import Table
 
@@ -518,10 +520,14 @@ def study(
         table = Table(
             "arm",
             *(f"@{k}" for k in plan.budgets),
-            title=f"fraction of the oracle, held out: {thesis.SPLIT_TITLES.get(split, split)}",
+            *(f"vs library @{k}" for k in plan.budgets),
+            title=f"fraction of the oracle (and geomean speedup over the library), held out: "
+            f"{thesis.SPLIT_TITLES.get(split, split)}",
         )
         for arm, values in headline[split].items():
-            table.add_row(arm, *(f"{values[str(k)]:.3f}" for k in plan.budgets))
+            over = vs_library[split][arm]
+            table.add_row(arm, *(f"{values[str(k)]:.3f}" for k in plan.budgets),
+                          *("-" if over[str(k)] is None else f"{over[str(k)]:.2f}x" for k in plan.budgets))  # fmt: skip
         console.print(table)
         primary = plan.budgets[-1] if quick else thesis.PRIMARY_K
         for comparison, c in data["comparisons"].items():

@@ -14,7 +14,8 @@ budget and seeds:
    number of processes at once: only the others' experience is missing; `memoryless` would change the
    proposer too). These namespaces are deleted afterwards unless `--keep`; the shared one is kept.
 
-It ends with a table per agent: the best speedup over the naive kernel in each arm, and how many of its
+It ends with a table per agent: the best speedup over the naive kernel in each arm, the best kernel's
+speedup over the library call and its roofline fraction (agent/library.py), and how many of its
 kept attempts used a transform it first saw in another agent's record. The report is saved as
 `results/demo-agents-<UTC time>.json` (and `-latest.json`).
 """
@@ -334,8 +335,14 @@ def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for a in report["arms"]["shared"]["agents"]:
         b = alone.get(a["agent"], {})
+        shared_marks, alone_marks = a.get("yardsticks") or {}, b.get("yardsticks") or {}
         rows.append({
             "agent": a["agent"], "task": a["task"], "shared_speedup": a["speedup"], "alone_speedup": b.get("speedup"),
+            "library": shared_marks.get("library"),
+            "shared_speedup_vs_library": shared_marks.get("speedup_vs_library"),
+            "alone_speedup_vs_library": alone_marks.get("speedup_vs_library"),
+            "shared_roofline_fraction": shared_marks.get("roofline_fraction"),
+            "alone_roofline_fraction": alone_marks.get("roofline_fraction"),
             "kept": a["kept"], "kept_first_seen_elsewhere": a["kept_first_seen_elsewhere"],
             "retrievals": a["retrievals"], "retrievals_with_others": a["retrievals_with_others"],
         })  # fmt: skip
@@ -357,24 +364,33 @@ def render(report: dict[str, Any], console: Console) -> None:
     table = Table(
         title=f"What the shared experience bought each agent ({report['budget']} attempts, same seed)"
     )
-    for column in ("agent", "task", "shared", "alone", "shared/alone", "kept", "kept¹", "retrievals²"):
+    columns = ("agent", "task", "shared", "alone", "shared/alone", "shared vs library", "alone vs library",
+               "shared roofline", "kept", "kept¹", "retrievals²")  # fmt: skip
+    for column in columns:
         table.add_column(column, justify="left" if column in ("agent", "task") else "right")
 
     def x(v: float | None) -> str:
         return "-" if v is None else f"{v:.2f}x"
 
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{100 * v:.1f}%"
+
     for r in rows:
         ratio = (
             r["shared_speedup"] / r["alone_speedup"] if r["shared_speedup"] and r["alone_speedup"] else None
         )
-        table.add_row(r["agent"], r["task"], x(r["shared_speedup"]), x(r["alone_speedup"]), x(ratio), str(r["kept"]),
+        table.add_row(r["agent"], r["task"], x(r["shared_speedup"]), x(r["alone_speedup"]), x(ratio),
+                      x(r["shared_speedup_vs_library"]), x(r["alone_speedup_vs_library"]),
+                      pct(r["shared_roofline_fraction"]), str(r["kept"]),
                       str(r["kept_first_seen_elsewhere"]), f"{r['retrievals_with_others']} of {r['retrievals']}")  # fmt: skip
     shared_g, alone_g = (
         _geomean([r["shared_speedup"] for r in rows]),
         _geomean([r["alone_speedup"] for r in rows]),
     )
     table.add_row("[bold]geomean[/]", "", f"[bold]{x(shared_g)}[/]", f"[bold]{x(alone_g)}[/]",
-                  x(shared_g / alone_g) if shared_g and alone_g else "-", "", "", "")  # fmt: skip
+                  x(shared_g / alone_g) if shared_g and alone_g else "-",
+                  x(_geomean([r["shared_speedup_vs_library"] for r in rows])),
+                  x(_geomean([r["alone_speedup_vs_library"] for r in rows])), "", "", "", "")  # fmt: skip
     console.print(table)
     console.print(
         "¹ kept attempts (shared arm) whose transform the agent first saw in another agent's record, before "
@@ -383,7 +399,9 @@ def render(report: dict[str, Any], console: Console) -> None:
     )
     space = report["shared_namespace"]
     console.print(
-        f"speedup: the best kernel over the naive one, timed interleaved at the end of each run. alone: "
+        f"speedup: the best kernel over the naive one, timed interleaved at the end of each run; vs library: "
+        f"the library call's time ({', '.join(sorted({r['library'] for r in rows if r['library']})) or 'none timed'}) "
+        f"over the best kernel's; roofline: the roofline's least time over the best kernel's. alone: "
         f"the same agent, budget and seed in a namespace of its own. Shared namespace {report['namespace']}: "
         f"{space['stored']} of {space['acknowledged']} acknowledged attempts stored "
         f"({', '.join(f'{k} {v}' for k, v in space['stored_by_agent'].items())}). "

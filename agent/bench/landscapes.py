@@ -29,6 +29,7 @@ from rich.progress import Progress
 from kernelgraph.agent.backends.c import CBackend, gcc_version
 from kernelgraph.agent.backends.timing import IN_PROCESS, TimingPlan
 from kernelgraph.agent.evaluator import EVALUATOR_VERSION
+from kernelgraph.agent.library import Yardsticks, library_for, yardsticks
 from kernelgraph.agent.targets import Target, host_identity
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.agent.tasks._common import ConfigSpace, config_space
@@ -218,6 +219,16 @@ def best_by_instance(points: Sequence[Point]) -> Mapping[str, tuple[str, float]]
         if p.instance not in best or p.median_ns < best[p.instance][1]:
             best[p.instance] = (p.config, p.median_ns)
     return best
+
+
+def landscape_yardsticks(
+    task: Task, target: Target, instance: str, median_ns: float, naive_median_ns: float | None
+) -> Yardsticks:
+    """A landscape time at `instance` beside the naive baseline's, the library call's (timed now, by the
+    landscapes' plan, once per process and instance) and the roofline of `target`."""
+    at = task.at(instance)
+    return yardsticks(at, median_ns, target, naive_median_ns=naive_median_ns,
+                      library=library_for(at, target, plan=LANDSCAPE_TIMING))  # fmt: skip
 
 
 @dataclass(frozen=True)

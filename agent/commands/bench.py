@@ -101,7 +101,14 @@ def landscape(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from kernelgraph.agent.bench.landscapes import measure_landscape
+    from kernelgraph.agent.bench.landscapes import (
+        best_by_instance,
+        config_key,
+        current_key,
+        landscape_yardsticks,
+        measure_landscape,
+        read_landscape,
+    )
     from kernelgraph.agent.targets import get_target
     from kernelgraph.agent.tasks import get_task
 
@@ -116,6 +123,12 @@ def landscape(
         for task in chosen:
             path = measure_landscape(task, cpu, Path(directory), label, fraction=fraction, progress=progress)
             progress.console.print(f"{task.name}: {path}")
+            points = read_landscape(path)[1]
+            baseline = config_key(task.baseline_config)
+            naive = {p.instance: p.median_ns for p in points if current_key(task, p.config) == baseline}
+            for instance, (best, best_ns) in best_by_instance(points).items():
+                marks = landscape_yardsticks(task, cpu, instance, best_ns, naive.get(instance))
+                progress.console.print(f"  {instance}: best {best}: {marks.line()}", highlight=False)
 
 
 def tolerances(

@@ -63,6 +63,7 @@ class MemoBackend:
     def __init__(self, inner: Backend) -> None:
         self.inner = inner
         self.name = inner.name
+        self.timing = getattr(inner, "timing", None)  # the library is timed by the kernels' plan
         self._compiled: dict[tuple[str, str, str], CompileResult] = {}
         self._checked: dict[tuple[str, str, str], CheckResult] = {}
         self._profiled: dict[tuple[str, str, str], ProfileResult] = {}
@@ -150,15 +151,28 @@ class ArmRuns:
 
     budget: int
     curves: dict[str, list[list[float]]] = field(default_factory=dict)
+    # yardsticks[task][seed]: the run's best beside the library and the roofline (agent/library.py)
+    yardsticks: dict[str, list[dict[str, Any] | None]] = field(default_factory=dict)
 
     def add(self, task: str, result: OptimizeResult) -> None:
         curve = result.curve or [1.0]
         padded = (curve + [curve[-1]] * self.budget)[: self.budget]  # a run that ran out of ideas stays put
         self.curves.setdefault(task, []).append(padded)
+        marks = result.best_yardsticks
+        self.yardsticks.setdefault(task, []).append(marks.to_json() if marks is not None else None)
 
 
 def geomean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def _all_or_none(values: Sequence[float | None]) -> list[float] | None:
+    """The values when every one was measured, else None (a geomean over some runs would mislead)."""
+    return [v for v in values if v is not None] if values and all(v is not None for v in values) else None
+
+
+def _yardstick(arm: ArmRuns, task: str, name: str) -> list[float | None]:
+    return [m.get(name) if m else None for m in arm.yardsticks.get(task, [])]
 
 
 def summarize(arms: dict[str, ArmRuns], budget: int, seeds: int) -> dict[str, Any]:
@@ -179,10 +193,13 @@ def summarize(arms: dict[str, ArmRuns], budget: int, seeds: int) -> dict[str, An
                 hit = next((i + 1 for i, v in enumerate(c) if v >= 0.9 * best_any[t]), None)
                 reach.append(hit)
         reached = [r for r in reach if r is not None]
+        vs_library = _all_or_none([v for t in tasks for v in _yardstick(arm, t, "speedup_vs_library")])
         summary["arms"][name] = {
             "budget": length,
             "geomean_speedup": curve[-1],
             "geomean_speedup_at_K": curve[min(budget, length) - 1],
+            # the final best of every run over the library call (None unless every run has one)
+            "geomean_speedup_vs_library": geomean(vs_library) if vs_library else None,
             "seed_spread": {
                 "min": min(per_seed),
                 "max": max(per_seed),
@@ -198,6 +215,9 @@ def summarize(arms: dict[str, ArmRuns], budget: int, seeds: int) -> dict[str, An
                     "speedups": [c[-1] for c in arm.curves[t]],
                     "geomean": geomean([c[-1] for c in arm.curves[t]]),
                     "best_any_arm": best_any[t],
+                    "yardsticks": arm.yardsticks.get(t, []),
+                    "speedups_vs_library": _yardstick(arm, t, "speedup_vs_library"),
+                    "roofline_fractions": _yardstick(arm, t, "roofline_fraction"),
                 }
                 for t in tasks
             },
@@ -261,7 +281,11 @@ def run_arms(
                     task, backend, plan.target, proposers[name], held_out, budgets[name], seed=seed
                 )
                 results[name].add(task.name, result)
-                line.append(f"{name} {result.speedup:.2f}x")
+                marks = result.best_yardsticks
+                vs_library = marks.speedup_vs_library if marks is not None else None
+                line.append(
+                    f"{name} {result.speedup:.2f}x" + (f" ({vs_library:.2f}x library)" if vs_library else "")
+                )
             say(f"  {task.name:18} seed {seed}: " + "  ".join(line))
     return results
 
@@ -293,6 +317,10 @@ def plot(summary: dict[str, Any], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def _times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
 def results_markdown(report: dict[str, Any], command: str, plot_name: str) -> str:
     summary = report["ablation"]
     lines = [
@@ -305,14 +333,15 @@ def results_markdown(report: dict[str, Any], command: str, plot_name: str) -> st
         "",
         f"![speedup against attempts]({plot_name})",
         "",
-        "| arm | attempts | geomean speedup | spread across seeds | attempts to 90% of best | runs reaching 90% |",
-        "|---|---|---|---|---|---|",
+        "| arm | attempts | geomean speedup | vs library | spread across seeds | attempts to 90% of best | runs reaching 90% |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, arm in summary["arms"].items():
         spread = arm["seed_spread"]
         reach = f"{arm['attempts_to_90pct']:.1f}" if arm["attempts_to_90pct"] is not None else "never"
         lines.append(
-            f"| {name} | {arm['budget']} | {arm['geomean_speedup']:.2f}x | {spread['min']:.2f}x - {spread['max']:.2f}x "
+            f"| {name} | {arm['budget']} | {arm['geomean_speedup']:.2f}x | {_times(arm.get('geomean_speedup_vs_library'))} "
+            f"| {spread['min']:.2f}x - {spread['max']:.2f}x "
             f"| {reach} | {arm['reached_90pct']:.0%} |"
         )
     lines += ["", "## Per task (geomean over seeds of the final speedup)", ""]

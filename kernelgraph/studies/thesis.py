@@ -34,12 +34,14 @@ from kernelgraph.agent.bench.landscapes import (
     config_key,
     current_key,
     landscape_path,
+    landscape_yardsticks,
     measure_states,
     read_landscape,
     read_states,
     space,
     states_path,
 )
+from kernelgraph.agent.library import Yardsticks
 from kernelgraph.agent.loop import DEFAULT_KEEP_THRESHOLD, hardware_target
 from kernelgraph.agent.proposers.base import HistoryEntry, ProposalContext, Proposer
 from kernelgraph.agent.proposers.experience import ExperienceProposer
@@ -586,6 +588,13 @@ def score(scored: Landscape, instance: str, key: str) -> Score:
     return Score(scored.oracle(instance)[1] / ns, base / ns)
 
 
+def beside(scored: Landscape, instance: str, key: str, target: Target) -> Yardsticks:
+    """The config `key` reached, timed on the scored landscape (as `score` times it), beside the
+    naive baseline, the library call and the roofline."""
+    base = scored.baseline_ns(instance)
+    return landscape_yardsticks(scored.task, target, instance, scored.time(key, instance) or base, base)
+
+
 def curve(scored: Landscape, instance: str, run: Run) -> list[float]:
     return [score(scored, instance, key).fraction for key in run.trajectory]
 
@@ -740,11 +749,16 @@ def run_study(
                 for arm in plan.arms:
                     for seed in plan.seeds:
                         run = arm_run(arm, unit, seed, land, responses, start, target, budget)
+                        marks = [beside(scored, unit.instance, k, target) for k in run.trajectory]
                         report_units.append({
                             "split": unit.split, "searched": searched, "scored": scored_label,
                             "task": unit.task, "instance": unit.instance, "arm": arm.name, "seed": seed,
                             "curve": curve(scored, unit.instance, run),
                             "speedups": [score(scored, unit.instance, k).speedup for k in run.trajectory],
+                            # after each attempt, beside the library and the roofline (agent/library.py)
+                            "speedups_vs_library": [m.speedup_vs_library for m in marks],
+                            "roofline_fractions": [m.roofline_fraction for m in marks],
+                            "yardsticks": marks[-1].to_json() if marks else None,  # the config reached
                         })  # fmt: skip
                 progress.advance(bar)
     summary = summarize(report_units, plan)
@@ -754,7 +768,7 @@ def run_study(
         "target": target.name,
         "development": development,
         "protocol": protocol_of(plan),
-        "landscapes": landscape_summary(lands, tasks, plan),
+        "landscapes": landscape_summary(lands, tasks, plan, target),
         "summary": summary,
         "runs": report_units,
         "retrievals": len(retrievals),
@@ -777,6 +791,12 @@ def at_budget(row: Mapping[str, Any], k: int, factor: int) -> tuple[float, float
     return row["curve"][n], row["speedups"][n]
 
 
+def vs_library_at_budget(row: Mapping[str, Any], k: int, factor: int) -> float | None:
+    """The speedup over the library of the config reached after `k` attempts (None: no library figure)."""
+    values = row.get("speedups_vs_library") or [None]
+    return values[min(k * factor, len(values)) - 1]
+
+
 def summarize(rows: Sequence[Mapping[str, Any]], plan: StudyPlan) -> dict[str, Any]:
     """Per split, arm and K: mean fraction of the oracle, geomean speedup, attempts to 90%; paired
     per-instance ratios of counters (and hybrid) against every control."""
@@ -790,6 +810,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], plan: StudyPlan) -> dict[str, A
             lambda: defaultdict(lambda: defaultdict(list))
         )
         speedups: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+        vs_library: dict[str, dict[int, list[float | None]]] = defaultdict(lambda: defaultdict(list))
         reach: dict[str, list[int | None]] = defaultdict(list)
         curves: dict[str, list[list[float]]] = defaultdict(list)
         for r in in_split:
@@ -798,6 +819,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], plan: StudyPlan) -> dict[str, A
                 f, s = at_budget(r, k, factor[r["arm"]])
                 fractions[key][r["arm"]][k].append(f)
                 speedups[r["arm"]][k].append(s)
+                vs_library[r["arm"]][k].append(vs_library_at_budget(r, k, factor[r["arm"]]))
             reach[r["arm"]].append(attempts_to_reach(r["curve"]))
             curves[r["arm"]].append(r["curve"])
         instance_means = {
@@ -809,6 +831,8 @@ def summarize(rows: Sequence[Mapping[str, Any]], plan: StudyPlan) -> dict[str, A
             per[arm.name] = {
                 "fraction_of_oracle": {str(k): float(np.mean(list(instance_means[arm.name][k].values()))) for k in plan.budgets},
                 "geomean_speedup": {str(k): geomean(speedups[arm.name][k]) for k in plan.budgets},
+                # over the library call; None unless every run has a library figure
+                "geomean_speedup_vs_library": {str(k): _geomean_of_all(vs_library[arm.name][k]) for k in plan.budgets},
                 "attempts_to_90pct_median": _median_reach(got),
                 "runs_reaching_90pct": sum(x is not None for x in got) / max(1, len(got)),
                 "curve": _curve_band(curves[arm.name], instance_keys=[label_of(r["task"], r["instance"]) for r in in_split if r["arm"] == arm.name]),
@@ -836,6 +860,11 @@ def summarize(rows: Sequence[Mapping[str, Any]], plan: StudyPlan) -> dict[str, A
     return out
 
 
+def _geomean_of_all(values: Sequence[float | None]) -> float | None:
+    clean = [v for v in values if v is not None]
+    return geomean(clean) if clean and len(clean) == len(values) else None
+
+
 def _median_reach(values: Sequence[int | None]) -> float | None:
     reached = sorted(v for v in values if v is not None)
     return float(np.median(reached)) if reached else None
@@ -857,10 +886,11 @@ def _curve_band(curves: Sequence[Sequence[float]], instance_keys: Sequence[str])
 
 
 def landscape_summary(
-    lands: Mapping[str, Mapping[str, Landscape]], tasks: Mapping[str, Task], plan: StudyPlan
+    lands: Mapping[str, Mapping[str, Landscape]], tasks: Mapping[str, Task], plan: StudyPlan, target: Target
 ) -> dict[str, Any]:
-    """Per task: each instance's best config in each landscape, how far the best of one instance is
-    from the oracle of another, and the agreement of the two landscapes (noise shown, not assumed)."""
+    """Per task: each instance's best config in each landscape (beside the naive baseline, the library
+    call and the roofline of `target`), how far the best of one instance is from the oracle of
+    another, and the agreement of the two landscapes (noise shown, not assumed)."""
     out: dict[str, Any] = {}
     labels = sorted(lands)
     for name in (*plan.eval_tasks, *plan.dev_tasks):
@@ -879,7 +909,8 @@ def landscape_summary(
                 land = lands[label][name]
                 best_key, best_ns = land.oracle(inst)
                 per[label] = {"best": best_key, "best_ns": best_ns, "baseline_ns": land.baseline_ns(inst),
-                              "oracle_speedup": land.baseline_ns(inst) / best_ns}  # fmt: skip
+                              "oracle_speedup": land.baseline_ns(inst) / best_ns,
+                              "yardsticks": beside(land, inst, best_key, target).to_json()}  # fmt: skip
             # The best config of each other instance, at this instance (landscape A), as a fraction of the oracle.
             a = lands[labels[0]][name]
             per["others_best_here"] = {
@@ -982,6 +1013,14 @@ def plot_heatmap(
     plt.close(fig)
 
 
+def _times(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
 def _fmt_ci(c: Mapping[str, Any]) -> str:
     return f"{c['ratio']:.3f} [{c['ci'][0]:.3f}, {c['ci'][1]:.3f}]"
 
@@ -1003,13 +1042,15 @@ def results_markdown(report: Mapping[str, Any], command: str, images: Mapping[st
     for split, data in report["summary"].items():
         budgets = report["protocol"]["budgets"]
         lines += [f"## Held out: {SPLIT_TITLES.get(split, split)}", "", "| arm | " + " | ".join(f"fraction of oracle @{k}" for k in budgets)
-                  + " | " + " | ".join(f"geomean speedup @{k}" for k in budgets) + " | attempts to 90% (median) | runs reaching 90% |",
-                  "|---|" + "---|" * (2 * len(budgets) + 2)]  # fmt: skip
+                  + " | " + " | ".join(f"geomean speedup @{k}" for k in budgets)
+                  + " | " + " | ".join(f"vs library @{k}" for k in budgets) + " | attempts to 90% (median) | runs reaching 90% |",
+                  "|---|" + "---|" * (3 * len(budgets) + 2)]  # fmt: skip
         for name, arm in data["arms"].items():
             reach = arm["attempts_to_90pct_median"]
             lines.append(
                 f"| {name} | " + " | ".join(f"{arm['fraction_of_oracle'][str(k)]:.3f}" for k in budgets) + " | "
-                + " | ".join(f"{arm['geomean_speedup'][str(k)]:.2f}x" for k in budgets)
+                + " | ".join(f"{arm['geomean_speedup'][str(k)]:.2f}x" for k in budgets) + " | "
+                + " | ".join(_times(arm.get("geomean_speedup_vs_library", {}).get(str(k))) for k in budgets)
                 + f" | {reach if reach is not None else 'never'} | {arm['runs_reaching_90pct']:.0%} |"
             )  # fmt: skip
         lines += ["", "Paired per-instance ratios of the mean fraction of the oracle (geomean, 95% bootstrap CI over "
@@ -1021,7 +1062,8 @@ def results_markdown(report: Mapping[str, Any], command: str, images: Mapping[st
             )
         lines.append("")
     lines += ["## Landscapes", "", "| task | instance | regime | best config (A) | oracle speedup A / B | "
-              "A's best on B | rank corr. A~B | others' best here (fraction of oracle) |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+              "A's best vs library | A's best, roofline | A's best on B | rank corr. A~B | "
+              "others' best here (fraction of oracle) |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for name, entry in report["landscapes"].items():
         task = get_task(name)
         regimes = {i.name: i.regime for i in task.instances}
@@ -1031,6 +1073,8 @@ def results_markdown(report: Mapping[str, Any], command: str, images: Mapping[st
             lines.append(
                 f"| {name} | {inst} | {regimes.get(inst, '')} | `{per['A']['best']}` | "
                 f"{per['A']['oracle_speedup']:.2f}x / {per['B']['oracle_speedup']:.2f}x | "
+                f"{_times((per['A'].get('yardsticks') or {}).get('speedup_vs_library'))} | "
+                f"{_percent((per['A'].get('yardsticks') or {}).get('roofline_fraction'))} | "
                 f"{per.get('a_best_on_b', math.nan):.2f} | {corr if corr is None else f'{corr:.2f}'} | {others} |"
             )
     differs = [n for n, e in report["landscapes"].items() if e["best_differs"]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from typer.testing import CliRunner
 
 from kernelgraph.cli import app
 from kernelgraph.studies.ablation import ArmRuns, goals_of, results_markdown, summarize
+from tests.agent.yardstick_checks import assert_yardsticks
 
 
 def _arm(budget: int, curves: dict[str, list[list[float]]]) -> ArmRuns:
@@ -76,6 +78,19 @@ def test_quick_ablation_runs_end_to_end_on_real_kernels(
         assert len(arm["curve"]) == (8 if name == "memoryless@4K" else 2)
         assert arm["geomean_speedup"] >= 1.0  # nothing slower than the baseline is ever kept
         assert set(arm["per_task"]) == {"reduction", "elementwise_chain"}
+        for per in arm["per_task"].values():  # every run's best beside the library and the roofline
+            assert len(per["yardsticks"]) == 2
+            for marks in per["yardsticks"]:
+                assert_yardsticks(marks)
+            assert per["speedups_vs_library"] == [m["speedup_vs_library"] for m in per["yardsticks"]]
+        assert arm["geomean_speedup_vs_library"] == pytest.approx(
+            math.exp(
+                statistics.mean(
+                    math.log(v) for per in arm["per_task"].values() for v in per["speedups_vs_library"]
+                )
+            )
+        )
     saved = json.loads((tmp_path / "results" / "ablation-latest.json").read_text())
     assert saved["measured_variants"] > 0
-    assert "| experience@K |" in results_markdown(saved, "kernelgraph bench ablation --quick", "x.png")
+    markdown = results_markdown(saved, "kernelgraph bench ablation --quick", "x.png")
+    assert "| experience@K |" in markdown and "| vs library |" in markdown

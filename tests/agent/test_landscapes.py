@@ -12,6 +12,7 @@ import pytest
 from kernelgraph.agent.bench import landscapes
 from kernelgraph.agent.targets import get_target
 from kernelgraph.agent.tasks import get_task
+from tests.agent.yardstick_checks import assert_yardsticks
 
 
 def test_an_instance_times_its_own_shape_and_checks_the_small_one() -> None:
@@ -55,6 +56,11 @@ def test_landscape_is_measured_once_and_resumed(tmp_path: Path, monkeypatch: pyt
     base = landscapes.config_key(configs[0])
     times = {p.instance: p.median_ns for p in points if p.config == base}
     assert times["262144"] > 4 * times["8192"]
+    # Each instance's best beside its naive baseline, the library call (timed once per instance) and the roofline.
+    for instance, (_, best_ns) in landscapes.best_by_instance(points).items():
+        marks = landscapes.landscape_yardsticks(task, target, instance, best_ns, times[instance])
+        assert_yardsticks(marks.to_json())
+        assert marks.speedup_vs_naive is not None and marks.speedup_vs_naive >= 1.0
 
     # A torn last line (a killed run) is dropped and that point measured again; nothing else is.
     text = path.read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import math
@@ -17,6 +18,7 @@ from kernelgraph.agent.targets import get_target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.cli import app
 from kernelgraph.studies import thesis
+from tests.agent.yardstick_checks import assert_yardsticks
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -116,8 +118,23 @@ def test_quick_study_runs_end_to_end_and_the_mechanism_holds(
     assert mechanism["best_differs"], mechanism["best"]
     assert mechanism["counters_pick_own_instance"], mechanism["counters"]
     assert mechanism["text_cannot_tell"], mechanism["text"]
+    for name, over in summary["geomean_speedup_vs_library"]["instance"].items():
+        assert over["4"] is not None and over["4"] > 0.0, name  # every run has a library figure
     report = json.loads((tmp_path / "out" / "study-quick-latest.json").read_text())
     assert report["protocol"]["seeds"] == 3 and report["protocol"]["budgets"] == [4]
+    # Each instance's best beside the library (timed once per instance) and the roofline.
+    for name, entry in report["landscapes"].items():
+        for per in entry["instances"].values():
+            marks = per["A"]["yardsticks"]
+            assert_yardsticks(marks)
+            assert marks["median_ns"] == per["A"]["best_ns"] and marks["library"], name
+            assert marks["speedup_vs_naive"] == pytest.approx(per["A"]["oracle_speedup"])
+    with gzip.open(next((tmp_path / "out").glob("study-quick-runs-*.jsonl.gz")), "rt") as f:
+        rows = [json.loads(line) for line in f]
+    for row in rows:
+        assert_yardsticks(row["yardsticks"])
+        assert row["speedups_vs_library"][-1] == row["yardsticks"]["speedup_vs_library"]
+        assert row["yardsticks"]["speedup_vs_naive"] == pytest.approx(row["speedups"][-1])
     logged = (tmp_path / "out").glob("study-quick-retrievals-*.jsonl")
     entries = [json.loads(line) for path in logged for line in path.read_text().splitlines()]
     assert entries and all(e["neighbours"] is not None for e in entries)

@@ -3,12 +3,14 @@ evidence is attributed to the agent that recorded it, from the graph."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from kernelgraph.agent.backends.c import CBackend
@@ -21,7 +23,8 @@ from kernelgraph.agent.tasks import get_task
 from kernelgraph.cli import app
 from kernelgraph.client.models import RetrievedTransform, RetrieveRequest, RetrieveResponse
 from kernelgraph.client.signature import CounterSource
-from kernelgraph.swarm import SwarmError, SwarmOptions
+from kernelgraph.swarm import SwarmError, SwarmOptions, render
+from tests.agent.yardstick_checks import assert_yardsticks
 from tests.prerequisites import unavailable
 
 TARGET = Target(name="cpu-test", kind="cpu", arch="x86-64-v3", peak_gflops=200.0, peak_gbps=20.0, cores=2,
@@ -180,4 +183,15 @@ def test_two_agents_share_one_namespace_and_the_second_uses_the_firsts_attempts(
     # The closing table: one row per agent, shared against alone at the same budget and seed.
     assert [r["agent"] for r in report["rows"]] == ["agent-1", "agent-2"]
     assert all(r["shared_speedup"] and r["alone_speedup"] for r in report["rows"])
+    # Each agent's best beside the library (timed once per process) and the roofline.
+    for run in [*report["arms"]["shared"]["agents"], *report["arms"]["alone"]["agents"]]:
+        assert_yardsticks(run["yardsticks"])
+    for r, run in zip(report["rows"], report["arms"]["shared"]["agents"], strict=True):
+        assert r["shared_speedup_vs_library"] == run["yardsticks"]["speedup_vs_library"]
+        assert r["shared_roofline_fraction"] == run["yardsticks"]["roofline_fraction"]
+    wide = Console(width=300, record=True, file=io.StringIO())  # the CLI's table wraps at 80 columns
+    render(report, wide)
+    table = wide.export_text()
+    assert "shared vs library" in table and "shared roofline" in table
+    assert f"{report['rows'][0]['shared_speedup_vs_library']:.2f}x" in table
     assert "What the shared experience bought each agent" in result.output
