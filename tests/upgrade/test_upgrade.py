@@ -36,6 +36,7 @@ pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
 @dataclass
 class Upgraded:
+    release: str
     server: LocalNeo4j
     knowledge: KnowledgeService
     recorded: dict[str, Any]
@@ -54,7 +55,7 @@ def upgraded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     with release_graph(request.param, home) as (server, store):
         applied = [state.version for state in migrate.apply(store)]
         recorded = json.loads((GRAPHS / request.param / "answers.json").read_text())
-        yield Upgraded(server, KnowledgeService(store, MiniLMEmbedder()), recorded, applied)
+        yield Upgraded(request.param, server, KnowledgeService(store, MiniLMEmbedder()), recorded, applied)
 
 
 def test_upgrade_applies_every_pending_migration_and_a_second_apply_changes_nothing(
@@ -165,7 +166,10 @@ def test_upgraded_graph_still_retrieves_by_counters(upgraded: Upgraded) -> None:
 
 def test_dump_and_load_round_trip_keep_the_graph(upgraded: Upgraded, tmp_path: Path) -> None:
     """`kernelgraph neo4j dump` of the upgraded graph (server stopped and restarted around it) loads into
-    a fresh server with the same nodes."""
+    a fresh server with the same nodes. Every release upgrades to the same schema, so the newest one
+    stands for all (two server starts a release)."""
+    if upgraded.release != RELEASES[-1]:
+        pytest.skip("the dump round trip runs on the newest release's upgraded graph")
     knowledge = upgraded.knowledge
     count = "MATCH (n) RETURN labels(n)[0] AS label, count(*) AS n ORDER BY label"
     _, before = knowledge.store.run_text(count, {}, write=False)
