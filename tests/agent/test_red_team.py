@@ -549,6 +549,23 @@ def test_work_in_a_process_reaped_within_a_call_is_refused(
     assert control.speedup is not None and control.speedup > 1.6, control.speedup
 
 
+@pytest.mark.xfail(strict=True, reason="not defended: a kernel can tell the counted run from the timed one "
+                   "(docs/sandbox.md, second adversary); strict, so a fix shows up as a pass")  # fmt: skip
+def test_counters_describe_the_code_that_was_timed(world: World, tmp_path_factory: pytest.TempPathFactory,
+                                                   cpu_target: Target) -> None:  # fmt: skip
+    """Found by the second adversary (it passes admission as written): the kernel reads
+    /proc/self/maps (libc reached by address arithmetic), runs its loop once when valgrind is mapped
+    and four times when timed: the counters stored are those of a quarter of the timed work."""
+    backend = CBackend(cache_dir=tmp_path_factory.mktemp("rt-counters"), check_timeout_s=30.0,
+                       memory_bytes=768 << 20, timing=QUICK)  # fmt: skip
+    task = get_task("rmsnorm")
+    honest = backend.profile(task, (CHEATS / "correct.c").read_text(), _no_peaks(cpu_target))
+    gated = backend.profile(task, world.render("valgrind_gated.c"), _no_peaks(cpu_target))
+    assert honest.outcome == gated.outcome == Outcome.KEPT, (honest.reason, gated.reason)
+    assert gated.median_ns > 2.5 * honest.median_ns  # the timed code does ~4x the work ...
+    assert gated.counters["instructions"] > 2.5 * honest.counters["instructions"]  # ... and is counted so
+
+
 # ------------------------------------------------------------------ defence in depth (issue 27)
 
 
