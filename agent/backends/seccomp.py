@@ -9,7 +9,8 @@ Two filters, both x86-64 only (any other architecture, the x32 ABI included, is 
   sockets other than AF_UNIX (netlink reaches netfilter).
 - `KERNEL_FILTER`, installed by the C run child (`_child.py`) on itself just before it loads the
   kernel: an allow-list of what that child, numpy and the OpenMP runtime do from then on (memory,
-  threads, futexes, the result files), nothing else.
+  threads, futexes, the result files), nothing else; `clone` must carry CLONE_THREAD (threads, no
+  processes: a process reaped within a call would hide its CPU time from the timer).
 A refused call fails with EPERM (ENOSYS for `clone3`, so glibc falls back to `clone`, whose flags a
 filter can read).
 """
@@ -51,6 +52,7 @@ X32_SYSCALL_BIT = 0x40000000
 # clone(2) flags that make a namespace: CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 NAMESPACE_FLAGS = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 AF_UNIX = 1
+CLONE_THREAD = 0x00010000
 
 # What no sandboxed step needs (STEP_FILTER refuses them; KERNEL_FILTER never allows them).
 DENIED = (
@@ -87,10 +89,12 @@ def _errno(value: int) -> int:
     return _RET_ERRNO | (value & 0xFFFF)
 
 
-def compile_filter(*, allowed: Iterable[str] | None = None, denied: Iterable[str] = DENIED) -> bytes:
+def compile_filter(
+    *, allowed: Iterable[str] | None = None, denied: Iterable[str] = DENIED, threads_only: bool = False
+) -> bytes:
     """The BPF program (sock_filter array): with `allowed`, an allow-list (everything else EPERM);
     without, everything but `denied`. Either way clone and clone3 may not make namespaces and a socket
-    must be AF_UNIX."""
+    must be AF_UNIX; with `threads_only`, clone may make only threads of the calling process."""
     prog = [
         _insn(_LD_W_ABS, 0, 0, _OFF_ARCH),
         _insn(_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
@@ -101,11 +105,24 @@ def compile_filter(*, allowed: Iterable[str] | None = None, denied: Iterable[str
         # clone3 passes its flags in memory a filter cannot read: ENOSYS sends glibc back to clone.
         _insn(_JEQ_K, 0, 1, NR["clone3"]),
         _insn(_RET_K, 0, 0, _errno(errno.ENOSYS)),
-        # clone with a namespace flag: EPERM; other clones fall through to the list.
-        _insn(_JEQ_K, 0, 4, NR["clone"]),
-        _insn(_LD_W_ABS, 0, 0, _OFF_ARG0),
-        _insn(_JSET_K, 0, 1, NAMESPACE_FLAGS),
-        _insn(_RET_K, 0, 0, _errno(errno.EPERM)),
+        # clone with a namespace flag (or, threads_only, without CLONE_THREAD): EPERM; other clones
+        # fall through to the list.
+        *(
+            [
+                _insn(_JEQ_K, 0, 5, NR["clone"]),
+                _insn(_LD_W_ABS, 0, 0, _OFF_ARG0),
+                _insn(_JSET_K, 1, 0, NAMESPACE_FLAGS),
+                _insn(_JSET_K, 1, 0, CLONE_THREAD),
+                _insn(_RET_K, 0, 0, _errno(errno.EPERM)),
+            ]
+            if threads_only
+            else [
+                _insn(_JEQ_K, 0, 4, NR["clone"]),
+                _insn(_LD_W_ABS, 0, 0, _OFF_ARG0),
+                _insn(_JSET_K, 0, 1, NAMESPACE_FLAGS),
+                _insn(_RET_K, 0, 0, _errno(errno.EPERM)),
+            ]
+        ),
         _insn(_LD_W_ABS, 0, 0, _OFF_NR),
         # socket: AF_UNIX only
         _insn(_JEQ_K, 0, 4, NR["socket"]),
@@ -124,4 +141,8 @@ def compile_filter(*, allowed: Iterable[str] | None = None, denied: Iterable[str
 
 
 STEP_FILTER = compile_filter()
-KERNEL_FILTER = compile_filter(allowed=KERNEL_ALLOWED)
+# A kernel may start threads, never processes: a process (even one sharing the kernel's memory,
+# clone(CLONE_VM) without CLONE_THREAD) that does the work and is reaped within a call takes its CPU
+# time where neither the per-thread clock nor the process's own total sees it (docs/sandbox.md,
+# second adversary).
+KERNEL_FILTER = compile_filter(allowed=KERNEL_ALLOWED, threads_only=True)

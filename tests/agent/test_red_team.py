@@ -528,6 +528,44 @@ def test_work_in_threads_that_end_within_a_call_is_not_hidden_from_the_clock(
     assert "threads that ended within calls" in verdict.reason, verdict.reason
 
 
+def test_work_in_a_process_reaped_within_a_call_is_refused(
+    world: World, isolated_timer: CBackend, tmp_path_factory: pytest.TempPathFactory, cpu_target: Target
+) -> None:
+    """Found by the second adversary (it passes admission as written): 7/8 of the rows are computed
+    by a clone(CLONE_VM) process, not a thread, that is reaped (SIGCHLD ignored) before the call
+    returns, so neither the per-thread clock nor the process's own CPU total sees its time. The kernel
+    filter lets clone make threads only, so the kernel falls back to its own serial loop and gains
+    nothing; the control, without the filter, is kept with a fake speedup."""
+    task, honest = get_task("rmsnorm"), (CHEATS / "correct.c").read_text()
+    source = world.render("hidden_process.c")
+    verdict = evaluate(task, isolated_timer, _no_peaks(cpu_target), source, honest)
+    assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, verdict.reason
+    assert (verdict.speedup or 0) < 1.6, verdict.speedup
+    unfiltered = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-process"), check_timeout_s=10.0,
+                                 memory_bytes=768 << 20, counters=False, sandbox=Sandbox(seccomp=False),
+                                 timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
+    control = evaluate(task, unfiltered, _no_peaks(cpu_target), source, honest)
+    assert control.outcome == Outcome.KEPT, control.reason
+    assert control.speedup is not None and control.speedup > 1.6, control.speedup
+
+
+@pytest.mark.xfail(strict=True, reason="not defended: a kernel can tell the counted run from the timed one "
+                   "(docs/sandbox.md, second adversary); strict, so a fix shows up as a pass")  # fmt: skip
+def test_counters_describe_the_code_that_was_timed(world: World, tmp_path_factory: pytest.TempPathFactory,
+                                                   cpu_target: Target) -> None:  # fmt: skip
+    """Found by the second adversary (it passes admission as written): the kernel reads
+    /proc/self/maps (libc reached by address arithmetic), runs its loop once when valgrind is mapped
+    and four times when timed: the counters stored are those of a quarter of the timed work."""
+    backend = CBackend(cache_dir=tmp_path_factory.mktemp("rt-counters"), check_timeout_s=30.0,
+                       memory_bytes=768 << 20, timing=QUICK)  # fmt: skip
+    task = get_task("rmsnorm")
+    honest = backend.profile(task, (CHEATS / "correct.c").read_text(), _no_peaks(cpu_target))
+    gated = backend.profile(task, world.render("valgrind_gated.c"), _no_peaks(cpu_target))
+    assert honest.outcome == gated.outcome == Outcome.KEPT, (honest.reason, gated.reason)
+    assert gated.median_ns > 2.5 * honest.median_ns  # the timed code does ~4x the work ...
+    assert gated.counters["instructions"] > 2.5 * honest.counters["instructions"]  # ... and is counted so
+
+
 # ------------------------------------------------------------------ defence in depth (issue 27)
 
 
