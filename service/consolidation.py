@@ -49,6 +49,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from kernelgraph.client.signature import SIGNATURE_VERSION
+from kernelgraph.service import target_similarity
 from kernelgraph.service.consolidation_rules import (
     ADMITTED_OBJECT_EVALUATOR,
     EXTERNAL_COUNTER_SOURCES,
@@ -62,7 +63,6 @@ from kernelgraph.service.consolidation_rules import (
     same_state,
     version_weight,
 )
-from kernelgraph.service import target_similarity
 from kernelgraph.service.store import GraphStore
 
 log = logging.getLogger(__name__)

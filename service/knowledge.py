@@ -33,8 +33,8 @@ from kernelgraph.client.models import (
     RetrievedTransform,
     RetrieveRequest,
     RetrieveResponse,
-    TargetWeight,
     SourceWeight,
+    TargetWeight,
     TransferCell,
     TransferMatrixResponse,
     TransferPrediction,
@@ -65,7 +65,6 @@ from kernelgraph.service.target_similarity import OTHER_TARGET_WEIGHT, target_ga
 from kernelgraph.service.transfer import (
     EffectKey,
     TargetFacts,
-    architecture_order,
     predict,
     similarity,
     transfer_matrix,
@@ -662,7 +661,9 @@ class KnowledgeService:
         ) -> tuple[dict[str, float], list[dict[str, Any]], RetrievalExplanation | None, list[dict[str, Any]]]:
             # What each other target's evidence weighs: its measured similarity (service/target_similarity.py).
             weights = target_weights(tx, spaces, req.target)
-            found, rows = self._neighbours_and_transforms(tx, spaces, req, signature, embedding, reader, weights)
+            found, rows = self._neighbours_and_transforms(
+                tx, spaces, req, signature, embedding, reader, weights
+            )
             # Found little: say why (service/explain.py), in the same transaction as what it explains.
             why = explain(tx, spaces, req, signature, len(found)) if len(found) < req.k else None
             return found, rows, why, weights
