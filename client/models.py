@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import cached_property
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -689,6 +689,17 @@ class RetrievalExplanation(BaseModel):
     summary: str  # the above in one sentence, with what to send to find more
 
 
+class TargetWeight(BaseModel):
+    """What evidence from one other target weighed in a retrieval, and why (docs/retrieval.md)."""
+
+    target: str
+    weight: float  # each of its attempts counts this much times its state's similarity
+    basis: Literal["measured", "prior"]  # its measured similarity to the query target, or none measured
+    rank_correlation: float | None = None  # the transfer matrix's Spearman, as consolidation measured it
+    pairs: int = 0  # the (transform, kernel) effects both targets measured, that it rests on
+    measured_at: str | None = None
+
+
 class RetrieveResponse(BaseModel):
     mode: RetrievalMode
     target: str
@@ -709,6 +720,9 @@ class RetrieveResponse(BaseModel):
     evidence_keys: int = 0
     verified_only: bool = False
     influence_bound: float = 0.0
+    # What each other target's evidence weighed: by its measured similarity, else the prior.
+    other_target_weight: float = 0.0  # the prior
+    target_weights: list[TargetWeight] = Field(default_factory=list)
     # Present when fewer than `k` neighbours were found: which dimensions were missing, how many states
     # the namespaces and target hold, what was filtered out (None when the retrieval found k).
     explanation: RetrievalExplanation | None = None

@@ -1,7 +1,8 @@
 // Transforms tried from a set of neighbouring measured states, aggregated and ranked.
 // It reads the per-state, per-key aggregates (StateEvidence, schemas 0006 and 0015), never the attempts.
-// Each attempt made from a neighbour counts with weight = similarity x (1 on $target, else
-// $other_target_weight); failed attempts (no speedup) count as $failure_log_speedup.
+// Each attempt made from a neighbour counts with weight = similarity x (1 on $target, else the other
+// target's weight in $target_weights: its measured similarity to $target, service/target_similarity.py;
+// $other_target_weight, the prior, for a target not in the map); failed attempts (no speedup) count as $failure_log_speedup.
 // Evidence is heard by voice: the caller's own key and `legacy` evidence (recorded before keys were
 // tracked) are one voice, each other key its own. A voice's score for a transform is its weighted gain
 // / (its weight + $prior_weight); the caller's voice counts in full, every other voice as
@@ -11,6 +12,7 @@
 // weight / (total weight + $prior_weight).
 // Quarantined aggregates are left out; with $verified_only, so is every unverified one.
 // Parameters: $neighbours (list of {measurement_id, score}), $namespaces, $target, $other_target_weight,
+//   $target_weights (map: target name -> weight),
 //   $failure_log_speedup, $prior_weight, $limit, $own_keys (the caller's key id and 'legacy'),
 //   $influence_bound, $verified_only.
 // Returns: one row per transform with every score component (evidence_weight: the total weight), the
@@ -22,6 +24,7 @@
 // :param namespaces => ['demo']
 // :param target => 'cpu-native'
 // :param other_target_weight => 0.7
+// :param target_weights => {other: 0.5}
 // :param failure_log_speedup => -0.1
 // :param prior_weight => 1.0
 // :param limit => 10
@@ -55,7 +58,8 @@ WHERE e.quarantined IS NULL AND (NOT $verified_only OR e.verified)
 WITH e, m.measurement_id AS state, neighbour.score AS similarity,
      CASE WHEN coalesce(e.key_id, 'legacy') IN $own_keys THEN '' ELSE e.key_id END AS voice,
      neighbour.score * coalesce(m.version_weight, 1.0) *
-       CASE WHEN e.target = $target THEN 1.0 ELSE $other_target_weight END AS weight
+       CASE WHEN e.target = $target THEN 1.0
+            ELSE coalesce($target_weights[e.target], $other_target_weight) END AS weight
 // First per (transform, parameter setting, voice)...
 WITH e.transform AS transform, e.params_json AS params, voice,
      sum(e.attempts) AS attempts,

@@ -25,6 +25,9 @@ write path cannot know:
 4. **Flag contradictions.** Groups of (state, transform, setting) whose attempts disagree beyond
    measurement noise become (:Contradiction) nodes for re-measurement, their aggregates `disputed`;
    retrieval reports them and Browser shows them (cypher/contradictions.cypher).
+5. **Measure target similarity.** The transfer matrix's rank correlation between every pair of the
+   namespace's targets is stored on (:HardwareTarget)-[:TRANSFERS_LIKE]->(:HardwareTarget) (schema
+   0017); retrieval weighs another target's evidence by it (service/target_similarity.py).
 
 Every write is guarded and idempotent: a second run over unchanged evidence writes nothing, and runs
 beside concurrent writers (and other consolidations) never lose or double evidence: writers only add
@@ -46,6 +49,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from kernelgraph.client.signature import SIGNATURE_VERSION
+from kernelgraph.service import target_similarity
 from kernelgraph.service.consolidation_rules import (
     ADMITTED_OBJECT_EVALUATOR,
     EXTERNAL_COUNTER_SOURCES,
@@ -87,6 +91,7 @@ class ConsolidationReport(BaseModel):
     contradictions_resolved: int  # no longer disagreeing (re-grouped or re-weighed)
     contradictions_open: int
     parked: int  # unexplored measurements this run took out of the vector index (restored when explored)
+    target_similarities: int = 0  # pairs of targets whose measured similarity this run stored or changed
     changes: int  # everything this run wrote (or would write, dry run): 0 on unchanged evidence
     wall_s: float
 
@@ -361,13 +366,16 @@ def consolidate(
             resolved = store.write("consolidation_resolve_contradictions", namespace=namespace, ids=resolves)[
                 0
             ]["resolved"]
+    say("measuring target similarity")
+    similarities = target_similarity.measure(store, namespace, dry_run=dry_run)
     report = ConsolidationReport(
         namespace=namespace, dry_run=dry_run, states=len(states), merge_groups=merge_groups, merged=merged,
         already_merged=already, newest_evaluator=newest, superseded_evaluator_states=superseded,
         stale_signature_states=stale, weighed=weighed, repeated_groups=len(repeated),
         examined_groups=len(candidates), contradictions_flagged=flagged, contradictions_resolved=resolved,
         contradictions_open=len(found), parked=parked, rolled_up=rolled_up,
-        changes=merged + rolled_up + weighed + flagged + resolved + parked,
+        target_similarities=similarities,
+        changes=merged + rolled_up + weighed + flagged + resolved + parked + similarities,
         wall_s=time.perf_counter() - started,
     )  # fmt: skip
     log.info("consolidated %s: %s", namespace, report.model_dump(exclude={"namespace"}))

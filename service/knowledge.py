@@ -34,6 +34,7 @@ from kernelgraph.client.models import (
     RetrieveRequest,
     RetrieveResponse,
     SourceWeight,
+    TargetWeight,
     TransferCell,
     TransferMatrixResponse,
     TransferPrediction,
@@ -60,10 +61,10 @@ from kernelgraph.service.embeddings import Embedder
 from kernelgraph.service.explain import explain
 from kernelgraph.service.stats import spearman
 from kernelgraph.service.store import REQUEST_WRITE_TIMEOUT_S, GraphStore, Reader
+from kernelgraph.service.target_similarity import OTHER_TARGET_WEIGHT, target_gains, target_weights
 from kernelgraph.service.transfer import (
     EffectKey,
     TargetFacts,
-    architecture_order,
     predict,
     similarity,
     transfer_matrix,
@@ -79,7 +80,6 @@ EXACT_SEARCH_MAX_STATES = 1_000
 OVERFETCH = 5  # index candidates fetched per wanted neighbour, before namespace/task filtering
 MAX_FETCH_K = 2_000
 MAX_LABEL_STATES = 5_000  # label and global modes weigh states alike; beyond this, a sample of them
-OTHER_TARGET_WEIGHT = 0.7  # evidence from another target counts, but less
 FAILURE_LOG_SPEEDUP = -0.1  # a failed attempt (no runtime) costs a little: it wasted a try
 PRIOR_WEIGHT = 1.0  # shrinks transforms seen only a few times, far away, towards zero
 MERGED_STATE_SHARE = 4  # a merged state takes at most k / 4 of the k neighbour slots
@@ -656,13 +656,19 @@ class KnowledgeService:
             raise InvalidInput("label mode needs `tasks`, the task labels to retrieve", field="tasks")
 
         # Every query of one retrieval in one read transaction: fewer round trips (docs/scaling.md).
-        def read(tx: Reader) -> tuple[dict[str, float], list[dict[str, Any]], RetrievalExplanation | None]:
-            found, rows = self._neighbours_and_transforms(tx, spaces, req, signature, embedding, reader)
+        def read(
+            tx: Reader,
+        ) -> tuple[dict[str, float], list[dict[str, Any]], RetrievalExplanation | None, list[dict[str, Any]]]:
+            # What each other target's evidence weighs: its measured similarity (service/target_similarity.py).
+            weights = target_weights(tx, spaces, req.target)
+            found, rows = self._neighbours_and_transforms(
+                tx, spaces, req, signature, embedding, reader, weights
+            )
             # Found little: say why (service/explain.py), in the same transaction as what it explains.
             why = explain(tx, spaces, req, signature, len(found)) if len(found) < req.k else None
-            return found, rows, why
+            return found, rows, why, weights
 
-        neighbours, rows, explanation = self.store.read_transaction(read)
+        neighbours, rows, explanation, weights = self.store.read_transaction(read)
         transforms = [_retrieved(row) for row in rows]
         keys = {key for row in rows for key in row["keys"]}
         ranked = sorted(neighbours, key=lambda m: (-neighbours[m], m))
@@ -681,6 +687,8 @@ class KnowledgeService:
             evidence_keys=len(keys),
             verified_only=req.verified_only,
             influence_bound=INFLUENCE_BOUND,
+            other_target_weight=OTHER_TARGET_WEIGHT,
+            target_weights=[TargetWeight(**w) for w in weights],
             explanation=explanation,
         )
 
@@ -692,6 +700,7 @@ class KnowledgeService:
         signature: Signature | None,
         embedding: list[float] | None,
         recorder: Recorder,
+        weights: Sequence[dict[str, Any]] = (),
     ) -> tuple[dict[str, float], list[dict[str, Any]]]:
         """The neighbour states (id -> similarity) of a retrieval and the aggregate_transforms rows."""
         neighbours: dict[str, float] = {}
@@ -720,6 +729,7 @@ class KnowledgeService:
                 namespaces=spaces,
                 target=req.target,
                 other_target_weight=OTHER_TARGET_WEIGHT,
+                target_weights={w["target"]: w["weight"] for w in weights},
                 failure_log_speedup=FAILURE_LOG_SPEEDUP,
                 prior_weight=PRIOR_WEIGHT,
                 limit=req.limit,
@@ -892,23 +902,7 @@ class KnowledgeService:
         self, namespaces: Sequence[str], transform: str | None = None
     ) -> tuple[list[TargetFacts], dict[str, dict[EffectKey, float]], dict[EffectKey, str]]:
         """Targets (architecture order; superseded ones left out), their measured gains, kernel tasks."""
-        facts = {
-            t["name"]: TargetFacts(
-                t["name"], str(t.get("arch", "")), t.get("peak_gflops"), t.get("peak_gbps")
-            )
-            for t in self.list_targets(namespaces)
-            if not t.get("superseded_by")
-        }
-        gains: dict[str, dict[EffectKey, float]] = {}
-        tasks: dict[EffectKey, str] = {}
-        for row in self.store.read("transfer_gains", namespaces=list(namespaces), transform=transform):
-            if row["target"] not in facts:
-                continue
-            key = (row["transform"], row["params"], row["kernel_id"])
-            gains.setdefault(row["target"], {})[key] = row["gain"]
-            tasks[key] = row["task"]
-        ordered = architecture_order([f for name, f in facts.items() if name in gains])
-        return ordered, gains, tasks
+        return target_gains(self.store, namespaces, transform)
 
     def transfer_matrix(
         self, namespaces: Sequence[str], transform: str | None = None, resamples: int = 1_000
