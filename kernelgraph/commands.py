@@ -5,7 +5,6 @@ belongs to one side: agent/commands or service/commands."""
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -80,6 +79,8 @@ def demo_cmd(
 
     With --agents N: N agents on related tasks optimize at once against the HTTP service, sharing one
     namespace, shown live as they use each other's attempts; then each runs alone, for comparison."""
+    from kernelgraph.agent.library import geomean_of_all  # numpy: not at the CLI's start-up
+
     if agents:
         _agents_demo(agents, budget, seed, target_name, tasks, keep, results_dir)
         return
@@ -139,8 +140,8 @@ def demo_cmd(
         client.close()
     console.print(_library_table(runs, budget, seed))
     best_run = min((r for rs in runs.values() for r in rs), key=lambda r: r.best_ns)
-    geomeans = {arm: _geomean([r.speedup for r in rs]) for arm, rs in runs.items()}
-    versus = {arm: _geomean([_vs_library(r) for r in rs]) for arm, rs in runs.items()}
+    geomeans = {arm: geomean_of_all([r.speedup for r in rs]) for arm, rs in runs.items()}
+    versus = {arm: geomean_of_all([_vs_library(r) for r in rs]) for arm, rs in runs.items()}
     console.print(
         "   ".join(
             f"{arm}: [bold]{_times(versus[arm])} the library[/bold] ({_times(geomeans[arm])} naive)"
@@ -174,19 +175,14 @@ def _vs_library(result: OptimizeResult) -> float | None:
     return marks.speedup_vs_library if marks is not None else None
 
 
-def _geomean(values: list[float | None]) -> float | None:
-    """The geometric mean, or None when any value is missing (a figure is quoted whole or not at all)."""
-    if not values or any(v is None or v <= 0 for v in values):
-        return None
-    return math.exp(sum(math.log(v) for v in values if v) / len(values))
-
-
 def _times(value: float | None) -> str:
     return f"{value:.2f}x" if value is not None else "n/a x"
 
 
 def _library_table(runs: dict[str, list[OptimizeResult]], budget: int, seed: int) -> Table:
     """The unseen task's runs, the library comparison first (docs/yardsticks.md)."""
+    from kernelgraph.agent.library import geomean_of_all  # numpy: not at the CLI's start-up
+
     first = next(r for rs in runs.values() for r in rs)
     lib = first.library
     what = f"{lib.label}: {lib.call}" if lib is not None and lib.median_ns else "no library time"
@@ -209,8 +205,8 @@ def _library_table(runs: dict[str, list[OptimizeResult]], budget: int, seed: int
     geo: list[str] = []
     for rs in runs.values():
         geo += [
-            f"[bold]{_times(_geomean([_vs_library(r) for r in rs]))}[/]",
-            f"{_times(_geomean([r.speedup for r in rs]))}",
+            f"[bold]{_times(geomean_of_all([_vs_library(r) for r in rs]))}[/]",
+            f"{_times(geomean_of_all([r.speedup for r in rs]))}",
             "",
         ]
     table.add_row("[bold]geomean[/]", *geo)

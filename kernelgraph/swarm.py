@@ -23,7 +23,6 @@ kept attempts used a transform it first saw in another agent's record. The repor
 from __future__ import annotations
 
 import json
-import math
 import queue
 import shutil
 import subprocess
@@ -349,17 +348,10 @@ def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _geomean(values: Sequence[float | None]) -> float | None:
-    clean = [v for v in values if v is not None and v > 0]
-    return (
-        math.exp(sum(math.log(v) for v in clean) / len(clean))
-        if clean and len(clean) == len(values)
-        else None
-    )
-
-
 def render(report: dict[str, Any], console: Console) -> None:
     """The closing table and lines."""
+    from kernelgraph.agent.library import geomean_of_all  # numpy: not at the CLI's start-up
+
     rows = report["rows"]
     table = Table(
         title=f"What the shared experience bought each agent ({report['budget']} attempts, same seed)"
@@ -384,13 +376,13 @@ def render(report: dict[str, Any], console: Console) -> None:
                       pct(r["shared_roofline_fraction"]), str(r["kept"]),
                       str(r["kept_first_seen_elsewhere"]), f"{r['retrievals_with_others']} of {r['retrievals']}")  # fmt: skip
     shared_g, alone_g = (
-        _geomean([r["shared_speedup"] for r in rows]),
-        _geomean([r["alone_speedup"] for r in rows]),
+        geomean_of_all([r["shared_speedup"] for r in rows]),
+        geomean_of_all([r["alone_speedup"] for r in rows]),
     )
     table.add_row("[bold]geomean[/]", "", f"[bold]{x(shared_g)}[/]", f"[bold]{x(alone_g)}[/]",
                   x(shared_g / alone_g) if shared_g and alone_g else "-",
-                  x(_geomean([r["shared_speedup_vs_library"] for r in rows])),
-                  x(_geomean([r["alone_speedup_vs_library"] for r in rows])), "", "", "", "")  # fmt: skip
+                  x(geomean_of_all([r["shared_speedup_vs_library"] for r in rows])),
+                  x(geomean_of_all([r["alone_speedup_vs_library"] for r in rows])), "", "", "", "")  # fmt: skip
     console.print(table)
     console.print(
         "¹ kept attempts (shared arm) whose transform the agent first saw in another agent's record, before "

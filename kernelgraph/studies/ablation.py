@@ -30,6 +30,7 @@ from rich.console import Console
 
 from kernelgraph.agent.backends.base import Backend
 from kernelgraph.agent.evaluator import DEFAULT_SEEDS
+from kernelgraph.agent.library import geomean_of_all
 from kernelgraph.agent.loop import OptimizeError, OptimizeResult, optimize
 from kernelgraph.agent.proposers.base import Proposer
 from kernelgraph.agent.proposers.experience import ExperienceProposer
@@ -166,11 +167,6 @@ def geomean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def _all_or_none(values: Sequence[float | None]) -> list[float] | None:
-    """The values when every one was measured, else None (a geomean over some runs would mislead)."""
-    return [v for v in values if v is not None] if values and all(v is not None for v in values) else None
-
-
 def _yardstick(arm: ArmRuns, task: str, name: str) -> list[float | None]:
     return [m.get(name) if m else None for m in arm.yardsticks.get(task, [])]
 
@@ -193,13 +189,13 @@ def summarize(arms: dict[str, ArmRuns], budget: int, seeds: int) -> dict[str, An
                 hit = next((i + 1 for i, v in enumerate(c) if v >= 0.9 * best_any[t]), None)
                 reach.append(hit)
         reached = [r for r in reach if r is not None]
-        vs_library = _all_or_none([v for t in tasks for v in _yardstick(arm, t, "speedup_vs_library")])
+        vs_library = geomean_of_all([v for t in tasks for v in _yardstick(arm, t, "speedup_vs_library")])
         summary["arms"][name] = {
             "budget": length,
             "geomean_speedup": curve[-1],
             "geomean_speedup_at_K": curve[min(budget, length) - 1],
             # the final best of every run over the library call (None unless every run has one)
-            "geomean_speedup_vs_library": geomean(vs_library) if vs_library else None,
+            "geomean_speedup_vs_library": vs_library,
             "seed_spread": {
                 "min": min(per_seed),
                 "max": max(per_seed),

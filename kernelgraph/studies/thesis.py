@@ -41,7 +41,7 @@ from kernelgraph.agent.bench.landscapes import (
     space,
     states_path,
 )
-from kernelgraph.agent.library import Yardsticks
+from kernelgraph.agent.library import Yardsticks, geomean_of_all
 from kernelgraph.agent.loop import DEFAULT_KEEP_THRESHOLD, hardware_target
 from kernelgraph.agent.proposers.base import HistoryEntry, ProposalContext, Proposer
 from kernelgraph.agent.proposers.experience import ExperienceProposer
@@ -832,7 +832,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], plan: StudyPlan) -> dict[str, A
                 "fraction_of_oracle": {str(k): float(np.mean(list(instance_means[arm.name][k].values()))) for k in plan.budgets},
                 "geomean_speedup": {str(k): geomean(speedups[arm.name][k]) for k in plan.budgets},
                 # over the library call; None unless every run has a library figure
-                "geomean_speedup_vs_library": {str(k): _geomean_of_all(vs_library[arm.name][k]) for k in plan.budgets},
+                "geomean_speedup_vs_library": {str(k): geomean_of_all(vs_library[arm.name][k]) for k in plan.budgets},
                 "attempts_to_90pct_median": _median_reach(got),
                 "runs_reaching_90pct": sum(x is not None for x in got) / max(1, len(got)),
                 "curve": _curve_band(curves[arm.name], instance_keys=[label_of(r["task"], r["instance"]) for r in in_split if r["arm"] == arm.name]),
@@ -858,11 +858,6 @@ def summarize(rows: Sequence[Mapping[str, Any]], plan: StudyPlan) -> dict[str, A
         out[split] = {"arms": per, "comparisons": comparisons, "instance_means": {
             a: {str(k): v for k, v in ks.items()} for a, ks in instance_means.items()}}  # fmt: skip
     return out
-
-
-def _geomean_of_all(values: Sequence[float | None]) -> float | None:
-    clean = [v for v in values if v is not None]
-    return geomean(clean) if clean and len(clean) == len(values) else None
 
 
 def _median_reach(values: Sequence[int | None]) -> float | None:
