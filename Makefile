@@ -21,8 +21,8 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check service agent client tests scripts kernelgraph/*.py kernelgraph/studies
-	$(BIN)/ruff format --check service agent client tests scripts kernelgraph/*.py kernelgraph/studies
+	$(BIN)/ruff check service agent client core tests scripts kernelgraph/*.py kernelgraph/cli kernelgraph/bench
+	$(BIN)/ruff format --check service agent client core tests scripts kernelgraph/*.py kernelgraph/cli kernelgraph/bench
 	$(BIN)/lint-imports  # the seams: pyproject.toml [tool.importlinter]
 
 typecheck: $(STAMP)

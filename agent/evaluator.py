@@ -25,7 +25,7 @@ import numpy as np
 
 from kernelgraph.agent.results import CheckResult, Outcome
 from kernelgraph.agent.tasks.base import Arrays, Task, rms_scale
-from kernelgraph.client.signature import MAX_COMPUTE_FRACTION
+from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 
 # Bumped whenever what a measurement means changes, so consolidation can tell old from new.
 # 1: the evaluator before it was sandboxed (measurements without `evaluator_version`).
@@ -39,7 +39,7 @@ EVALUATOR_VERSION = 3
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.
-# MAX_COMPUTE_FRACTION of the FMA peak (client/signature.py; the service checks it too). The
+# MAX_COMPUTE_FRACTION of the FMA peak (core/signature.py; the service checks it too). The
 # evaluator knows every level's measured bandwidth, so it bounds bytes/s by the fastest level
 # (`Target.max_gbps`, L1's on a CPU); the service, which stores only the memory peak, keeps the
 # coarser MAX_MEMORY_FRACTION of it. Both peaks are measured upper bounds (agent/targets.py); the

@@ -39,8 +39,8 @@ from kernelgraph.agent.results import Evaluation, Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Config, Task
 from kernelgraph.client import ExperienceClient
-from kernelgraph.client.errors import KernelGraphError
-from kernelgraph.client.models import (
+from kernelgraph.core.errors import KernelGraphError
+from kernelgraph.core.models import (
     AppliedTransform,
     AttemptRecord,
     HardwareTarget,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelgraph.client.models import Outcome, finite_counters  # the one definition, shared with the service
-from kernelgraph.client.signature import CounterSource
+from kernelgraph.core.models import Outcome, finite_counters  # the one definition, shared with the service
+from kernelgraph.core.signature import CounterSource
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from typing import Any
 
 from kernelgraph.agent.target import Target, UnknownTargetError
 from kernelgraph.agent.targets_cuda import CUDA_TARGETS, cuda_target_names
-from kernelgraph.client.settings import get_settings
+from kernelgraph.core.settings import get_settings
 
 __all__ = ["Target", "UnknownTargetError", "all_targets", "default_target", "get_target", "target_names"]
 

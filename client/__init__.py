@@ -1,11 +1,9 @@
-"""The KernelGraph client: what an agent needs to use the experience graph, and the contract both sides share.
+"""The KernelGraph client: what an agent needs to use the experience graph.
 
-- `models`: every request and response (attempts, measurements, retrieval), validated at the edge.
-- `signature`: the counter signature, its names and version.
-- `errors`: one error type per failure, the same on both sides of HTTP.
-- `settings`: every setting KernelGraph reads.
 - `KernelGraphClient`: the HTTP client; `connect(settings)` picks HTTP or, with the service installed,
   the in-process client.
+- The contract it speaks (models, signature, errors, settings) is the shared core, kernelgraph.core;
+  `Settings` and `KernelGraphError` are re-exported here for an integrator's one import.
 
 Needs httpx and pydantic only: importing it loads no server, no Neo4j driver and no torch.
 """
@@ -14,9 +12,9 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
-from kernelgraph.client.errors import KernelGraphError
 from kernelgraph.client.http import ExperienceClient, KernelGraphClient, error_from_response
-from kernelgraph.client.settings import Settings, get_settings
+from kernelgraph.core.errors import KernelGraphError
+from kernelgraph.core.settings import Settings, get_settings
 
 __all__ = ["ExperienceClient", "KernelGraphClient", "connect", "error_from_response"]
 

@@ -1,6 +1,6 @@
 """The HTTP client of the knowledge service, and `ExperienceClient`, what every client offers an agent.
 
-Returns `kernelgraph.client.models` objects and raises `kernelgraph.client.errors`; needs only httpx
+Returns `kernelgraph.core.models` objects and raises `kernelgraph.core.errors`; needs only httpx
 and pydantic (the in-process client lives with the service: `kernelgraph.service.inprocess`).
 """
 
@@ -15,9 +15,9 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import httpx
 from pydantic import BaseModel
 
-from kernelgraph.client import errors
-from kernelgraph.client.errors import KernelGraphError, Retryable
-from kernelgraph.client.models import (
+from kernelgraph.core import errors
+from kernelgraph.core.errors import KernelGraphError, Retryable
+from kernelgraph.core.models import (
     MAX_BATCH,
     AttemptRecord,
     HardwareTarget,
@@ -94,7 +94,7 @@ _BY_STATUS: dict[int, type[KernelGraphError]] = {
 
 
 def error_from_response(response: httpx.Response) -> KernelGraphError:
-    """The service's error as the matching `kernelgraph.client.errors` class (by its code, else by status)."""
+    """The service's error as the matching `kernelgraph.core.errors` class (by its code, else by status)."""
     try:
         body = response.json()["error"]
         code, message = str(body["code"]), str(body["message"])
@@ -113,7 +113,7 @@ class KernelGraphClient:
 
     429s, 503s and connection failures are retried with exponential backoff (honouring `Retry-After`, capped
     at `max_backoff_s`) up to `max_retries` times; every call is safe to retry because writes are
-    idempotent on their natural keys. Other errors raise at once as `kernelgraph.client.errors` classes.
+    idempotent on their natural keys. Other errors raise at once as `kernelgraph.core.errors` classes.
     """
 
     def __init__(

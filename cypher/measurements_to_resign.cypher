@@ -1,6 +1,6 @@
 // Measurements whose stored signature is older than $version, with their raw counters and their
 // target's peaks: what schema migration 0007 re-signs (service/migrate.py), a batch at a time.
-// Parameters: $version (client/signature.py SIGNATURE_VERSION), $limit.
+// Parameters: $version (core/signature.py SIGNATURE_VERSION), $limit.
 // Returns: namespace, measurement_id, counter_source, counters_json, signature (the old vector), held_as
 //   (null, or where consolidation moved the signature out of the vector indexes: 'merged_signature' for
 //   a state merged into another, 'parked_signature' for one no attempt started from), explored (whether an

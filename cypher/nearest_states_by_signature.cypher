@@ -2,7 +2,7 @@
 // Each counter source has its own index (measurement_signature_<source>) over the values of its
 // complete measurements on the source's dimensions (m.signature_<source>), so masking costs no index:
 // the query is projected onto each source it can be compared with ($searches, built by
-// client/signature.py index_searches) and the index's squared distance is renormalised to the whole
+// core/signature.py index_searches) and the index's squared distance is renormalised to the whole
 // signature (x scale), as the exact query does. Over-fetches $fetch_k candidates per index, then keeps
 // states in $namespaces that attempts were made from (m.explored) and that consolidation did not merge
 // into another (a re-measurement of the same kernel: retrieval reads it through the state it was merged

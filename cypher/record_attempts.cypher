@@ -43,7 +43,7 @@ CALL (row, h, t, a, created) {
       ON CREATE SET pm += m.props, pm.recorded_at = datetime(), pm.write_token = $write_token
     // Mark the state explored once (an unconditional SET would lock it on every attempt). Only now does
     // it enter its source's vector index: when complete, it gets its per-source vector
-    // (signature_<source>: the values on signature_dims, client/signature.py Signature.source_vector).
+    // (signature_<source>: the values on signature_dims, core/signature.py Signature.source_vector).
     // Measurements are stored without one, so the indexes hold only states neighbour search can
     // return. A state that consolidation parked gets its signature back first.
     FOREACH (_ IN CASE WHEN pm.explored IS NULL THEN [1] ELSE [] END |

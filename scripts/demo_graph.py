@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from kernelgraph.client.signature import source_dimensions
+from kernelgraph.core.signature import source_dimensions
 from kernelgraph.service.knowledge import KnowledgeService
 
 NAMESPACE = "tour"
@@ -169,7 +169,7 @@ def seed(knowledge: KnowledgeService, namespace: str = NAMESPACE) -> DemoGraph:
 
 
 def main() -> None:
-    from kernelgraph.client.settings import get_settings
+    from kernelgraph.core.settings import get_settings
     from kernelgraph.service import migrate
     from kernelgraph.service.store import GraphStore, open_driver
 

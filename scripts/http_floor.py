@@ -33,11 +33,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kernelgraph.client.models import AttemptRecord, RecordResult
-from kernelgraph.client.reports import run_context, save_report
-from kernelgraph.client.settings import get_settings
-from kernelgraph.service import namespaces
-from kernelgraph.service.bench.load import (
+from kernelgraph.bench.load import (
     SERVE,
     TARGET,
     LoadOptions,
@@ -46,7 +42,11 @@ from kernelgraph.service.bench.load import (
     served,
     warm_up,
 )
-from kernelgraph.service.bench.service_bench import cpu_ms_per, local_neo4j_pid
+from kernelgraph.bench.reports import run_context, save_report
+from kernelgraph.bench.service import cpu_ms_per, local_neo4j_pid
+from kernelgraph.core.models import AttemptRecord, RecordResult
+from kernelgraph.core.settings import get_settings
+from kernelgraph.service import namespaces
 from kernelgraph.service.knowledge import SERVICE, KnowledgeService, Recorder
 
 ORDER = ("floor", "service", "service", "floor")

@@ -34,16 +34,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kernelgraph.client.reports import run_context, save_report
-from kernelgraph.client.settings import get_settings
-from kernelgraph.service import migrate, namespaces
-from kernelgraph.service.bench.service_bench import (
+from kernelgraph.bench.reports import run_context, save_report
+from kernelgraph.bench.service import (
     TARGETS,
     BenchOptions,
     cpu_seconds,
     generate,
     local_neo4j_pid,
 )
+from kernelgraph.core.settings import get_settings
+from kernelgraph.service import migrate, namespaces
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.queries import QueryRegistry, registry
 from kernelgraph.service.store import GraphStore, open_driver

@@ -26,10 +26,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kernelgraph.client.reports import run_context, save_report
-from kernelgraph.client.settings import get_settings
+from kernelgraph.bench.reports import run_context, save_report
+from kernelgraph.bench.service import TARGETS, BenchOptions, generate, local_neo4j_pid
+from kernelgraph.core.settings import get_settings
 from kernelgraph.service import migrate, namespaces
-from kernelgraph.service.bench.service_bench import TARGETS, BenchOptions, generate, local_neo4j_pid
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore, open_driver
 

@@ -26,9 +26,8 @@ from typing import Any
 
 from rich.console import Console
 
-from kernelgraph.client.reports import run_context, save_report
-from kernelgraph.client.settings import get_settings
-from kernelgraph.service.bench.service_bench import (
+from kernelgraph.bench.reports import run_context, save_report
+from kernelgraph.bench.service import (
     TARGETS,
     BenchOptions,
     _query_signatures,
@@ -37,6 +36,7 @@ from kernelgraph.service.bench.service_bench import (
     percentiles,
     retrieve_request,
 )
+from kernelgraph.core.settings import get_settings
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore, _row, open_driver
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from demo_graph import NAMESPACE, seed  # noqa: E402
 
-from kernelgraph.client.settings import get_settings  # noqa: E402
+from kernelgraph.core.settings import get_settings  # noqa: E402
 from kernelgraph.service import migrate  # noqa: E402
 from kernelgraph.service.importers.kernelbench import SHIPPED_TIMINGS, Config, import_timings, kernel_id_of  # noqa: E402
 from kernelgraph.service.inprocess import InProcessClient  # noqa: E402

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernelgraph.client.errors import Forbidden, InvalidInput, NotFound, Unauthorized
-from kernelgraph.client.models import Role
+from kernelgraph.core.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from kernelgraph.core.models import Role
 from kernelgraph.service.store import GraphStore
 
 KEY_PREFIX = "kg_"

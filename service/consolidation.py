@@ -48,7 +48,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kernelgraph.client.signature import SIGNATURE_VERSION
+from kernelgraph.core.signature import SIGNATURE_VERSION
 from kernelgraph.service import target_similarity
 from kernelgraph.service.consolidation_rules import (
     ADMITTED_OBJECT_EVALUATOR,

@@ -218,7 +218,7 @@ def same_state(
     Signature version 2 masks what was not measured (`signature_dims`: the measured dimensions; the
     stored vector holds 0.0 elsewhere). Two states are the same only if they measured the same
     dimensions, and their squared distance over those is renormalised to the whole signature
-    (x len / measured), as retrieval's is (client/signature.py masked_similarity). Without dims (both
+    (x len / measured), as retrieval's is (core/signature.py masked_similarity). Without dims (both
     None) every dimension counts."""
     if a is None or b is None or len(a) != len(b):
         return False

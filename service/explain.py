@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from kernelgraph.client.models import MissingDimension, RetrievalExplanation, RetrieveRequest
-from kernelgraph.client.ncu import dimension_reads
-from kernelgraph.client.signature import DIMENSION_NAMES, MIN_SHARED_DIMENSIONS, SIGNATURE_DIM, Signature
+from kernelgraph.core.models import MissingDimension, RetrievalExplanation, RetrieveRequest
+from kernelgraph.core.ncu import dimension_reads
+from kernelgraph.core.signature import DIMENSION_NAMES, MIN_SHARED_DIMENSIONS, SIGNATURE_DIM, Signature
 from kernelgraph.service.store import Reader
 
 COVERAGE_LIMIT = 100_000  # states read at most: an explanation must stay cheap on a large graph

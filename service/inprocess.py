@@ -12,7 +12,7 @@ from typing import Any
 from neo4j import Driver
 
 from kernelgraph.client.http import AttemptLike, MeasurementLike, TargetLike
-from kernelgraph.client.models import (
+from kernelgraph.core.models import (
     MAX_BATCH,
     LineageStep,
     MeasurementResult,
@@ -26,7 +26,7 @@ from kernelgraph.client.models import (
     TransferResponse,
     validate,
 )
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.knowledge import SERVICE, KnowledgeService, Recorder
 
 

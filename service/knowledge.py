@@ -17,8 +17,8 @@ from typing import Any
 
 from neo4j import ManagedTransaction
 
-from kernelgraph.client.errors import Conflict, Forbidden, InvalidInput, KernelGraphError, NotFound
-from kernelgraph.client.models import (
+from kernelgraph.core.errors import Conflict, Forbidden, InvalidInput, KernelGraphError, NotFound
+from kernelgraph.core.models import (
     AttemptRecord,
     HardwareTarget,
     KernelVariant,
@@ -44,8 +44,8 @@ from kernelgraph.client.models import (
     content_id,
     validate,
 )
-from kernelgraph.client.ncu import dimension_reads
-from kernelgraph.client.signature import (
+from kernelgraph.core.ncu import dimension_reads
+from kernelgraph.core.signature import (
     MIN_SHARED_DIMENSIONS,
     SIGNATURE_DIM,
     CounterName,
@@ -105,7 +105,7 @@ class Recorder:
 SERVICE = Recorder("service", verified=True, admin=True)
 
 
-# The yardsticks a measurement carries (client/models.py Measurement; schema 0016), stored as properties
+# The yardsticks a measurement carries (core/models.py Measurement; schema 0016), stored as properties
 # of the same names, the two speedups computed from the times; absent (null) where not measured.
 YARDSTICK_PROPERTIES: tuple[str, ...] = (
     "library",
@@ -462,7 +462,7 @@ class KnowledgeService:
                 "counter_source": measurement.counter_source.value,
                 "counters_json": json.dumps(measurement.counters, sort_keys=True),
                 # signature, signature_dims, signature_missing, signature_version and signature_complete
-                # (client/signature.py, Signature.stored). Not the per-source vector: a state enters its
+                # (core/signature.py, Signature.stored). Not the per-source vector: a state enters its
                 # source's vector index when an attempt first starts from it (record_attempts.cypher),
                 # so the indexes hold only what neighbour search can return.
                 **signature.stored(indexed=False),

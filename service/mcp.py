@@ -15,8 +15,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from kernelgraph.client import ExperienceClient
-from kernelgraph.client.errors import KernelGraphError
-from kernelgraph.client.models import AttemptRecord, HardwareTarget, validate
+from kernelgraph.core.errors import KernelGraphError
+from kernelgraph.core.models import AttemptRecord, HardwareTarget, validate
 
 INSTRUCTIONS = """KernelGraph is an experience graph of kernel optimizations: which code transforms
 (unroll, tile, vectorize, ...) made which kernels faster on which hardware, keyed by the kernel's

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kernelgraph.client.models import finite_counters
-from kernelgraph.client.signature import (
+from kernelgraph.core.models import finite_counters
+from kernelgraph.core.signature import (
     SIGNATURE_DIM,
     SIGNATURE_VERSION,
     SIMILARITY_FUNCTION,

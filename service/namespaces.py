@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernelgraph.client.errors import Retryable
+from kernelgraph.core.errors import Retryable
 from kernelgraph.service.auth import check_namespace
 from kernelgraph.service.store import GraphStore, mapped_errors
 

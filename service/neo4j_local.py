@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelgraph import resource
-from kernelgraph.client.errors import LocalServerError
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.errors import LocalServerError
+from kernelgraph.core.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from neo4j.exceptions import (
     TransientError,
 )
 
-from kernelgraph.client.errors import Conflict, InvalidInput, KernelGraphError, Retryable, Unauthorized
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.errors import Conflict, InvalidInput, KernelGraphError, Retryable, Unauthorized
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.queries import NamedQuery, registry
 
 log = logging.getLogger(__name__)

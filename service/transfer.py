@@ -2,7 +2,7 @@
 
 Pure computation over "gains" (natural log speedups of a transform on a kernel, per target) and the
 targets' datasheet facts; no store, HTTP or MCP in here (KnowledgeService feeds it, the benchmark in
-service/bench/transfer.py evaluates it). docs/transfer.md explains the method and shows its results.
+kernelgraph/bench/transfer.py evaluates it). docs/transfer.md explains the method and shows its results.
 
 The prediction's knobs are fixed a priori from the model below, not tuned on the data they are
 evaluated on:

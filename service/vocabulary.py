@@ -4,7 +4,7 @@ The transforms with what each does, the tasks, access patterns, families and bac
 agent's shipped vocabulary (agent/vocabulary.py), found through the `kernelgraph.vocabulary` entry
 point so that the service never imports the agent; without it (a service-only install) those lists
 are the names the graph holds. The counter sources, what each can fill and the counter names each
-reads come from the client's signature (client/signature.py, client/ncu.py).
+reads come from the client's signature (core/signature.py, core/ncu.py).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from functools import cache
 from importlib.metadata import distributions
 from typing import Any
 
-from kernelgraph.client.models import Outcome, RetrievalMode
-from kernelgraph.client.ncu import counter_names, dimension_reads
-from kernelgraph.client.signature import DIMENSIONS, SIGNATURE_VERSION, CounterSource
+from kernelgraph.core.models import Outcome, RetrievalMode
+from kernelgraph.core.ncu import counter_names, dimension_reads
+from kernelgraph.core.signature import DIMENSIONS, SIGNATURE_VERSION, CounterSource
 
 VOCABULARY_ENTRY_POINT = ("kernelgraph.vocabulary", "shipped")
 

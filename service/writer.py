@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelgraph.client.errors import Retryable
+from kernelgraph.core.errors import Retryable
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.settings import Settings
 from tests.prerequisites import unavailable
 
 
@@ -103,7 +103,7 @@ def cli_on_test_neo4j(
 ) -> Iterator[None]:
     """The `kernelgraph` CLI, run in-process by a test, talks to this session's Neo4j (through the
     environment, as a user's shell would), with the settings cache cleared before and after."""
-    from kernelgraph.client.settings import get_settings
+    from kernelgraph.core.settings import get_settings
 
     for key in ("neo4j_uri", "data_home", "bolt_port", "http_port", "neo4j_database"):
         value = getattr(neo4j_settings, key)

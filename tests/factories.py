@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions, source_index, source_property
+from kernelgraph.core.signature import SIGNATURE_DIM, source_dimensions, source_index, source_property
 
 if TYPE_CHECKING:
     from kernelgraph.service.store import GraphStore

@@ -112,9 +112,9 @@ def _bwrap_version(path: str) -> str:
 
 def python_mounts() -> tuple[Mount, ...]:
     """What a Python step needs: the interpreter's prefix, the venv, and of KernelGraph only the
-    `kernelgraph` folder with the agent and client packages (never the service, the data or the rest
-    of a checkout, where kernelgraph/agent and kernelgraph/client link to the top-level folders)."""
-    packages = {PACKAGE_ROOT, (PACKAGE_ROOT / "agent").resolve(), (PACKAGE_ROOT / "client").resolve()}
+    `kernelgraph` folder with the agent and the shared core (never the service, the client, the data or
+    the rest of a checkout, where kernelgraph/agent and kernelgraph/core link to the top-level folders)."""
+    packages = {PACKAGE_ROOT, (PACKAGE_ROOT / "agent").resolve(), (PACKAGE_ROOT / "core").resolve()}
     paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), *packages}
     return tuple(Mount(p) for p in sorted(paths))
 

@@ -49,8 +49,8 @@ from kernelgraph.agent.evaluator import (
 from kernelgraph.agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Task
-from kernelgraph.client.settings import get_settings
-from kernelgraph.client.signature import CounterName, CounterSource
+from kernelgraph.core.settings import get_settings
+from kernelgraph.core.signature import CounterName, CounterSource
 
 log = logging.getLogger(__name__)
 

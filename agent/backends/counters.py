@@ -1,6 +1,6 @@
 """CPU counters for one kernel: derived roofline numbers plus cachegrind on the real compiled code.
 
-Counter names are `CounterName` members (kernelgraph.client.signature), the names the signature
+Counter names are `CounterName` members (kernelgraph.core.signature), the names the signature
 reads; cachegrind's raw events are kept too, prefixed `cg_`.
 Cachegrind runs the kernel once on the very inputs that were timed (the task's full-size inputs of
 the timed seed), with the thread count the timed run used, its outputs written just before the call as
@@ -39,7 +39,7 @@ from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, read_
 from kernelgraph.agent.evaluator import compare
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Arrays, Task
-from kernelgraph.client.signature import SOURCE_DIMENSIONS, CounterName, CounterSource
+from kernelgraph.core.signature import SOURCE_DIMENSIONS, CounterName, CounterSource
 
 log = logging.getLogger(__name__)
 

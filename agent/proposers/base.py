@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from kernelgraph.agent.results import Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Config, Task
-from kernelgraph.client.models import finite_counters as measured_counters
+from kernelgraph.core.models import finite_counters as measured_counters
 
 if TYPE_CHECKING:
     from kernelgraph.agent.backends.base import Backend

@@ -36,8 +36,8 @@ from kernelgraph.agent.proposers.base import (
 )
 from kernelgraph.agent.results import Outcome
 from kernelgraph.client import ExperienceClient
-from kernelgraph.client.errors import KernelGraphError
-from kernelgraph.client.models import (
+from kernelgraph.core.errors import KernelGraphError
+from kernelgraph.core.models import (
     ParamEvidence,
     RetrievalMode,
     RetrievedTransform,

@@ -32,14 +32,14 @@ from kernelgraph.agent.proposers.base import (
 from kernelgraph.agent.proposers.experience import ExperienceProposer
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.transforms import Transform
-from kernelgraph.client.models import ParamEvidence, RetrievedTransform
-from kernelgraph.client.signature import CounterName
+from kernelgraph.core.models import ParamEvidence, RetrievedTransform
+from kernelgraph.core.signature import CounterName
 
 if TYPE_CHECKING:
     import anthropic
 
     from kernelgraph.agent.target import Target
-    from kernelgraph.client.settings import Settings
+    from kernelgraph.core.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kernelgraph.client.errors import (
+from kernelgraph.core.errors import (
     InvalidInput,
     KernelGraphError,
     PayloadTooLarge,
@@ -30,8 +30,8 @@ from kernelgraph.client.errors import (
     Retryable,
     UnsupportedMediaType,
 )
-from kernelgraph.client.models import error_location
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.models import error_location
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.api.metrics import MetricsMiddleware, ServiceMetrics
 from kernelgraph.service.api.ratelimit import RateLimiter
 from kernelgraph.service.api.state import ServiceState
@@ -262,7 +262,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         return app.openapi_schema
     from fastapi.openapi.utils import get_openapi
 
-    from kernelgraph.client.models import MeasurementRecord
+    from kernelgraph.core.models import MeasurementRecord
 
     spec = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
     schemas = spec.setdefault("components", {}).setdefault("schemas", {})

@@ -7,9 +7,9 @@ from typing import Annotated
 from fastapi import Depends, Header, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from kernelgraph.client.errors import InvalidInput
-from kernelgraph.client.models import Role
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.errors import InvalidInput
+from kernelgraph.core.models import Role
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.api.state import ServiceState
 from kernelgraph.service.auth import Principal
 from kernelgraph.service.knowledge import KnowledgeService, Recorder

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from kernelgraph.client.errors import RateLimited
+from kernelgraph.core.errors import RateLimited
 
 MAX_BUCKETS = 100_000  # beyond this many keys, full (idle) buckets are dropped: they hold nothing
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from neo4j import Driver
 
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.api.ratelimit import RateLimiter
 from kernelgraph.service.auth import KeyAuthenticator
 from kernelgraph.service.knowledge import KnowledgeService

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from kernelgraph.client.models import (
+from kernelgraph.core.models import (
     MAX_BATCH,
     AttemptRecord,
     HardwareTarget,
@@ -63,7 +63,7 @@ from kernelgraph.client.models import (
     TargetKind,
     content_id,
 )
-from kernelgraph.client.signature import CounterName, CounterSource
+from kernelgraph.core.signature import CounterName, CounterSource
 
 log = logging.getLogger(__name__)
 

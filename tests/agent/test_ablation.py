@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from kernelgraph.bench.ablation import ArmRuns, goals_of, results_markdown, summarize
 from kernelgraph.cli import app
-from kernelgraph.studies.ablation import ArmRuns, goals_of, results_markdown, summarize
 from tests.agent.yardstick_checks import assert_yardsticks
 
 

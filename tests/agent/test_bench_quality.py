@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelgraph.agent.backends.c import CBackend
-from kernelgraph.agent.bench.quality import (
+from kernelgraph.agent.tasks import all_tasks
+from kernelgraph.bench.quality import (
     DOCS_BEGIN,
     DOCS_END,
     QUICK_BUDGET,
@@ -18,7 +19,6 @@ from kernelgraph.agent.bench.quality import (
     host_cache_bytes,
     write_table,
 )
-from kernelgraph.agent.tasks import all_tasks
 from kernelgraph.cli import app
 
 
@@ -90,7 +90,7 @@ def test_the_demo_says_how_far_its_best_kernel_is_from_the_library(
     """The demo's last agent step: its best matmul timed against the library, verdict printed."""
     from rich.console import Console
 
-    import kernelgraph.commands as commands
+    import kernelgraph.cli.study as commands
     from kernelgraph.agent.loop import OptimizeResult
     from kernelgraph.agent.targets import get_target
     from kernelgraph.agent.tasks import get_task

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from kernelgraph.bench.service import BenchOptions, generate, percentiles
 from kernelgraph.cli import app
-from kernelgraph.client.settings import Settings
-from kernelgraph.service.bench.service_bench import BenchOptions, generate, percentiles
+from kernelgraph.core.settings import Settings
 
 pytestmark = pytest.mark.neo4j
 
@@ -31,7 +31,7 @@ def test_generate_reaches_the_measurement_count() -> None:
 def test_bench_service_cli_json(
     monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr("kernelgraph.client.settings.get_settings", lambda: neo4j_settings)
+    monkeypatch.setattr("kernelgraph.core.settings.get_settings", lambda: neo4j_settings)
     result = CliRunner().invoke(app, ["bench", "service", "--measurements", "300", "--quick", "--json",
                                       "--results-dir", str(tmp_path)])  # fmt: skip
     assert result.exit_code == 0, result.output

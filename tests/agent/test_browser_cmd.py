@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from kernelgraph.client.settings import Settings
-from kernelgraph.service.commands.browser_cmd import browser_link
+from kernelgraph.cli.browser import browser_link
+from kernelgraph.core.settings import Settings
 
 
 def test_local_server_url_fills_in_the_bolt_address(tmp_path: Path) -> None:

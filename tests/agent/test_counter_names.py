@@ -10,7 +10,7 @@ from kernelgraph.agent.backends.triton.ncu import NCU_METRICS
 from kernelgraph.agent.backends.triton.occupancy import static_metrics
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
-from kernelgraph.client.signature import CounterName
+from kernelgraph.core.signature import CounterName
 
 NAMES = set(CounterName)
 CPU = Target(name="cpu-test", kind="cpu", arch="x86-64-v3", peak_gflops=200.0, peak_gbps=20.0, cores=2)

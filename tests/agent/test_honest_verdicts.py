@@ -12,11 +12,11 @@ import pytest
 
 from kernelgraph.agent.backends.c import CBackend
 from kernelgraph.agent.backends.timing import ISOLATED, TimingPlan
-from kernelgraph.agent.bench.configs import checked_configs
 from kernelgraph.agent.results import Outcome
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import all_tasks
 from kernelgraph.agent.tasks.base import Task
+from kernelgraph.bench.configs import checked_configs
 
 SEEDS = tuple(range(1, 9))
 # 1 warm-up + 4 timed calls per kernel: five fresh input variants each, every one checked.

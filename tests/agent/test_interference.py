@@ -11,8 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelgraph.agent.evaluator import EVALUATOR_VERSION
-from kernelgraph.cli import app
-from kernelgraph.studies.interference import (
+from kernelgraph.bench.interference import (
     GROWTH_MIX,
     TARGETS,
     Generator,
@@ -21,6 +20,7 @@ from kernelgraph.studies.interference import (
     known_best,
     make_world,
 )
+from kernelgraph.cli import app
 
 TASKS = ["matmul", "softmax", "reduction"]
 PATTERNS = ["dense-matmul", "row-softmax", "row-reduction"]

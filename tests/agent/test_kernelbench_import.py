@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kernelgraph.cli import app
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.importers.kernelbench import (
     config_of,
     differs_from_folder,
@@ -66,7 +66,7 @@ def client(store: GraphStore, namespace: str) -> InProcessClient:
 @pytest.fixture
 def cli_settings(monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings) -> Settings:
     """Make the CLI talk to the test session's Neo4j."""
-    monkeypatch.setattr("kernelgraph.client.settings.get_settings", lambda: neo4j_settings)
+    monkeypatch.setattr("kernelgraph.core.settings.get_settings", lambda: neo4j_settings)
     return neo4j_settings
 
 
@@ -278,7 +278,7 @@ def test_a_graph_from_the_per_folder_importer_still_answers_after_schema_0004(
     """Before schema 0004 the importer made one target per folder (`A10G_modal`) and paired times from
     different GPUs. Such a graph, written through the same write path, keeps everything; the old
     targets are marked superseded, so the matrix leaves them out, and every query still answers."""
-    from kernelgraph.client.models import HardwareTarget
+    from kernelgraph.core.models import HardwareTarget
     from kernelgraph.service.importers.kernelbench import Config, _measurement, _source, parse_timing_file
     from kernelgraph.service.queries import migrations
 

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from kernelgraph.bench.transfer import BASELINES, OURS, leave_one_target_out, transfer_finding
 from kernelgraph.cli import app
-from kernelgraph.client.models import AttemptRecord, MeasurementRecord, MeasurementResult, RecordResult
-from kernelgraph.client.settings import Settings
-from kernelgraph.service.bench.transfer import BASELINES, OURS, leave_one_target_out, transfer_finding
+from kernelgraph.core.models import AttemptRecord, MeasurementRecord, MeasurementResult, RecordResult
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.importers.kernelbench import SHIPPED_TIMINGS, import_timings
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
@@ -278,7 +278,7 @@ def test_cli_matrix_predict_and_bench(
     tmp_path: Path,
 ) -> None:
     namespace, _ = imported
-    monkeypatch.setattr("kernelgraph.client.settings.get_settings", lambda: neo4j_settings)
+    monkeypatch.setattr("kernelgraph.core.settings.get_settings", lambda: neo4j_settings)
     runner = CliRunner()
     plot = tmp_path / "matrix.png"
     result = runner.invoke(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kernelgraph.agent.bench import landscapes
 from kernelgraph.agent.targets import get_target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.bench import landscapes
 from tests.agent.yardstick_checks import assert_yardsticks
 
 

@@ -18,8 +18,8 @@ from kernelgraph.agent.library import LibraryTiming, fast_p, library_choice, tim
 from kernelgraph.agent.results import Outcome
 from kernelgraph.agent.target import Target
 from kernelgraph.agent.tasks import definitions, get_task
-from kernelgraph.client.models import Measurement
-from kernelgraph.client.signature import CounterSource
+from kernelgraph.core.models import Measurement
+from kernelgraph.core.signature import CounterSource
 
 
 def test_every_task_declares_a_library_call_that_its_reference_agrees_with() -> None:
@@ -105,9 +105,9 @@ def test_fast_p_counts_every_task_and_only_correct_faster_ones() -> None:
 def test_optimize_and_the_demo_lead_with_the_library(cpu: Target) -> None:
     from rich.console import Console
 
-    from kernelgraph.agent.commands.agent_cmd import result_table
     from kernelgraph.agent.loop import OptimizeResult
-    from kernelgraph.commands import _library_table
+    from kernelgraph.cli.agent import result_table
+    from kernelgraph.cli.study import _library_table
 
     lib = LibraryTiming("matmul", "", "torch", "torch.mm(a, b)", 2, Outcome.KEPT, median_ns=1.5e5,
                         versions={"torch": "2.5.1"})  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelgraph.agent.proposers.llm import MAX_EVIDENCE_CHARS, evidence_items, format_evidence, rank_evidence
-from kernelgraph.client.models import ParamEvidence, RetrievedTransform
+from kernelgraph.core.models import ParamEvidence, RetrievedTransform
 
 
 def row(

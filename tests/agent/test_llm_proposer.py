@@ -20,7 +20,7 @@ from kernelgraph.agent.results import Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.agent.transforms import Transform
-from kernelgraph.client.signature import CounterSource
+from kernelgraph.core.signature import CounterSource
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore

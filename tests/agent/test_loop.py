@@ -17,7 +17,7 @@ from kernelgraph.agent.results import Outcome
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.client.http import AttemptLike
-from kernelgraph.client.models import AttemptRecord, RecordResult
+from kernelgraph.core.models import AttemptRecord, RecordResult
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore

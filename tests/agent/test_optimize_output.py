@@ -7,10 +7,10 @@ from io import StringIO
 
 from rich.console import Console
 
-from kernelgraph.agent.commands.agent_cmd import result_table
 from kernelgraph.agent.loop import OptimizeResult, StepReport, _retrieval_line, _step_line
 from kernelgraph.agent.proposers.experience import retrieval_summary
-from kernelgraph.client.models import Outcome, RetrievalExplanation, RetrieveResponse
+from kernelgraph.cli.agent import result_table
+from kernelgraph.core.models import Outcome, RetrievalExplanation, RetrieveResponse
 
 
 def _result() -> OptimizeResult:

@@ -26,8 +26,8 @@ from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.results import Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
-from kernelgraph.client.models import ParamEvidence, RetrievedTransform, RetrieveRequest, RetrieveResponse
-from kernelgraph.client.signature import CounterSource
+from kernelgraph.core.models import ParamEvidence, RetrievedTransform, RetrieveRequest, RetrieveResponse
+from kernelgraph.core.signature import CounterSource
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore

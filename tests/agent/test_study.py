@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kernelgraph.agent.bench.landscapes import config_key, space
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.targets import get_target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.bench import thesis
+from kernelgraph.bench.landscapes import config_key, space
 from kernelgraph.cli import app
-from kernelgraph.studies import thesis
 from tests.agent.yardstick_checks import assert_yardsticks
 
 REPO = Path(__file__).resolve().parents[2]

@@ -17,13 +17,13 @@ from kernelgraph.agent.backends.c import CBackend
 from kernelgraph.agent.proposers.base import HistoryEntry, ProposalContext, candidates, config_key
 from kernelgraph.agent.proposers.experience import ExperienceProposer
 from kernelgraph.agent.results import Outcome, ProfileResult
-from kernelgraph.agent.swarm import AttributingProposer, age_seconds
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.bench.swarm import SwarmError, SwarmOptions, render
+from kernelgraph.bench.swarm_agent import AttributingProposer, age_seconds
 from kernelgraph.cli import app
-from kernelgraph.client.models import RetrievedTransform, RetrieveRequest, RetrieveResponse
-from kernelgraph.client.signature import CounterSource
-from kernelgraph.swarm import SwarmError, SwarmOptions, render
+from kernelgraph.core.models import RetrievedTransform, RetrieveRequest, RetrieveResponse
+from kernelgraph.core.signature import CounterSource
 from tests.agent.yardstick_checks import assert_yardsticks
 from tests.prerequisites import unavailable
 

@@ -8,7 +8,7 @@ from kernelgraph.agent.backends.timing import TimingJudgement, TimingPlan, judge
 from kernelgraph.agent.loop import MAX_MEASUREMENTS, keep_decision, median_interval
 from kernelgraph.agent.results import CheckResult, Outcome, ProfileResult
 from kernelgraph.agent.tasks import get_task
-from kernelgraph.client.signature import CounterSource
+from kernelgraph.core.signature import CounterSource
 
 
 def test_stopping_rule_honours_the_plan() -> None:

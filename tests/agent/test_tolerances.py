@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from kernelgraph.agent.backends.c import CBackend
-from kernelgraph.agent.bench.tolerance_sweep import SUBSET_PER_TASK, sweep_configs
 from kernelgraph.agent.evaluator import compare
 from kernelgraph.agent.results import Outcome
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import all_tasks, get_task
 from kernelgraph.agent.tasks.base import Arrays, Task, Tolerance
+from kernelgraph.bench.tolerance_sweep import SUBSET_PER_TASK, sweep_configs
 
 RED_TEAM = Path(__file__).with_name("red_team")
 

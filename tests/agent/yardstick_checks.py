@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kernelgraph.agent.evaluator import MAX_LEVEL_BANDWIDTH_FRACTION
-from kernelgraph.client.signature import MAX_COMPUTE_FRACTION
+from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 
 # No kernel the evaluator lets through runs beyond these fractions of the peaks, so none is further
 # above the roofline's least time.

@@ -20,7 +20,7 @@ def _python(code: str, env_extra: dict[str, str] | None = None) -> subprocess.Co
 def test_importing_the_client_loads_no_server_and_no_heavy_dependency() -> None:
     result = _python(
         "import json, sys\n"
-        "import kernelgraph.client, kernelgraph.client.models, kernelgraph.client.signature\n"
+        "import kernelgraph.client, kernelgraph.core.models, kernelgraph.core.signature\n"
         f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({HEAVY!r}))))"
     )
     assert result.returncode == 0, result.stderr
@@ -32,7 +32,7 @@ def test_connect_without_service_url_or_service_extra_says_how_to_fix() -> None:
     result = _python(
         "import sys; sys.modules['neo4j'] = None\n"
         "from kernelgraph.client import connect\n"
-        "from kernelgraph.client.errors import KernelGraphError\n"
+        "from kernelgraph.core.errors import KernelGraphError\n"
         "try:\n    connect()\nexcept KernelGraphError as exc:\n    print(exc.field, '|', exc.message)\n"
     )
     assert result.returncode == 0, result.stderr

@@ -70,7 +70,7 @@ def test_wheel_ships_the_data_and_one_import_name(wheel: Path) -> None:
     assert tops == {"kernelgraph"}, f"the wheel installs top-level names other than kernelgraph: {tops}"
     for needed in ("kernelgraph/cypher/record_attempts.cypher", "kernelgraph/schema/0001_uniqueness_constraints.cypher",
                    "kernelgraph/docker/neo4j/pom.xml", "kernelgraph/docs/kernelgraph.grass",
-                   "kernelgraph/client/__init__.py", "kernelgraph/service/knowledge.py", "kernelgraph/cli.py", "kernelgraph/commands.py",
+                   "kernelgraph/client/__init__.py", "kernelgraph/service/knowledge.py", "kernelgraph/cli/__init__.py", "kernelgraph/cli/study.py",
                    "kernelgraph/service/importers/data/kernelbench-timing/LICENSE",
                    "kernelgraph/service/importers/data/kernelbench-timing/H100_together/baseline_time_torch.json"):  # fmt: skip
         assert needed in names, f"{needed} is missing from the wheel"
@@ -169,7 +169,7 @@ def test_installed_wheel_runs_the_product_outside_the_checkout(venv: Path, tmp_p
 _CLIENT_SCRIPT = """
 import json, sys
 from kernelgraph.client import KernelGraphClient
-from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions
+from kernelgraph.core.signature import SIGNATURE_DIM, source_dimensions
 timing = source_dimensions("cpu_timing")  # signature 2: null where cpu_timing measures nothing
 client = KernelGraphClient("{url}", "{key}")
 client.upsert_targets([{{"name": "cpu-test", "kind": "cpu", "arch": "x86-64-v3", "peak_gflops": 200.0,

@@ -13,8 +13,8 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from kernelgraph.client.models import Role
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.models import Role
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.api.app import create_app
 from kernelgraph.service.auth import create_key
 from kernelgraph.service.store import GraphStore

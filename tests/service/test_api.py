@@ -12,9 +12,9 @@ import httpx
 import pytest
 from neo4j import GraphDatabase
 
-from kernelgraph.client.models import MAX_BATCH
-from kernelgraph.client.settings import Settings
-from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.core.models import MAX_BATCH
+from kernelgraph.core.settings import Settings
+from kernelgraph.core.signature import SIGNATURE_DIM
 from kernelgraph.service import migrate
 from kernelgraph.service.api.app import create_app
 from kernelgraph.service.store import GraphStore
@@ -404,7 +404,7 @@ def test_keys_create_prints_a_key_once_that_then_authenticates(
     from typer.testing import CliRunner
 
     from kernelgraph.cli import app
-    from kernelgraph.client.settings import get_settings
+    from kernelgraph.core.settings import get_settings
 
     monkeypatch.setenv("KERNELGRAPH_NEO4J_URI", neo4j_settings.effective_neo4j_uri)
     monkeypatch.setenv("KERNELGRAPH_NEO4J_PASSWORD", neo4j_settings.effective_neo4j_password())

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from kernelgraph.bench.load import GOALS, LoadOptions, summarize_phase, summarize_profile
 from kernelgraph.cli import app
-from kernelgraph.client.settings import Settings
-from kernelgraph.service.bench.load import GOALS, LoadOptions, summarize_phase, summarize_profile
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.store import open_driver
 
 pytestmark = pytest.mark.neo4j
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.neo4j
 def test_bench_load_cli_json(
     monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr("kernelgraph.client.settings.get_settings", lambda: neo4j_settings)
+    monkeypatch.setattr("kernelgraph.core.settings.get_settings", lambda: neo4j_settings)
     result = CliRunner().invoke(app, ["bench", "load", "--agents", "3", "--seconds", "3", "--budget", "3",
                                       "--warmup-seconds", "2", "--json", "--results-dir", str(tmp_path)])  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -74,9 +74,9 @@ def test_phase_summary_counts_statuses_ratio_and_unexpected_5xx() -> None:
 def test_profile_summary_groups_leaf_frames_by_package(tmp_path: Path) -> None:
     raw = tmp_path / "profile.txt"
     raw.write_text(
-        "main (kernelgraph/cli.py:45);record_attempt (kernelgraph/service/api/routes/attempts.py:60);"
+        "main (kernelgraph/cli/__init__.py:45);record_attempt (kernelgraph/service/api/routes/attempts.py:60);"
         "Packer._pack (neo4j/_codec/packstream/v1/__init__.py:76) 3\n"
-        "main (kernelgraph/cli.py:45);BaseEventLoop._run_once (asyncio/base_events.py:1882) 1\n"
+        "main (kernelgraph/cli/__init__.py:45);BaseEventLoop._run_once (asyncio/base_events.py:1882) 1\n"
     )
     profile = summarize_profile(raw)
     assert profile["samples"] == 4

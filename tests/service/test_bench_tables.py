@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from kernelgraph.bench.tables import BEGIN, END, render, update
 from kernelgraph.cli import app
-from kernelgraph.service.bench.tables import BEGIN, END, render, update
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,5 +1,5 @@
 """A user's mistake at the terminal gets one clear line (or one JSON object with --json) and a
-documented exit code, never a traceback: the one wrapper of every command (kernelgraph/cli.py)."""
+documented exit code, never a traceback: the one wrapper of every command (kernelgraph/cli/__init__.py)."""
 
 from __future__ import annotations
 

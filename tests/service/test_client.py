@@ -9,16 +9,16 @@ import httpx
 import pytest
 
 from kernelgraph.client import ExperienceClient, KernelGraphClient, connect
-from kernelgraph.client.errors import Forbidden, InvalidInput, NotFound, Retryable, Unauthorized
-from kernelgraph.client.models import (
+from kernelgraph.core.errors import Forbidden, InvalidInput, NotFound, Retryable, Unauthorized
+from kernelgraph.core.models import (
     AttemptRecord,
     LineageStep,
     RecordResult,
     RetrieveResponse,
     TransferResponse,
 )
-from kernelgraph.client.settings import Settings
-from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.core.settings import Settings
+from kernelgraph.core.signature import SIGNATURE_DIM
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore

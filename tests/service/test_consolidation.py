@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kernelgraph.client.signature import SIGNATURE_DIM, source_dimensions, source_property
+from kernelgraph.core.signature import SIGNATURE_DIM, source_dimensions, source_property
 from kernelgraph.service.consolidation import ConsolidationSchedule, consolidate
 from kernelgraph.service.consolidation_rules import SUPERSEDED_EVALUATOR_WEIGHT
 from kernelgraph.service.knowledge import KnowledgeService

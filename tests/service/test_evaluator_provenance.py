@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.core.signature import SIGNATURE_DIM
 from kernelgraph.service import migrate
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore

@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from kernelgraph.client.models import Role
+from kernelgraph.bench.poisoning import HONEST_EFFECTS, run_poisoning
+from kernelgraph.core.models import Role
 from kernelgraph.service.auth import create_key, list_keys
-from kernelgraph.service.bench.poisoning import HONEST_EFFECTS, run_poisoning
 from kernelgraph.service.knowledge import INFLUENCE_BOUND, KnowledgeService, Recorder
 from kernelgraph.service.store import GraphStore
 from tests import factories

@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-from kernelgraph.client.models import Role
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.models import Role
+from kernelgraph.core.settings import Settings
 from kernelgraph.service import migrate
 from kernelgraph.service.api.app import create_app
 from kernelgraph.service.auth import create_key

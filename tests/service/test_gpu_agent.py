@@ -13,14 +13,14 @@ import anyio
 import pytest
 from mcp import Client
 
-from kernelgraph.client.ncu import (
+from kernelgraph.core.ncu import (
     NcuFormatError,
     coverage_markdown,
     ncu_metrics_markdown,
     parse_ncu_csv,
     parse_ncu_json,
 )
-from kernelgraph.client.signature import DIMENSION_NAMES, TargetPeaks, compute_signature
+from kernelgraph.core.signature import DIMENSION_NAMES, TargetPeaks, compute_signature
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.mcp import build_server
@@ -122,7 +122,7 @@ def test_an_empty_retrieval_explains_itself(store: GraphStore, namespace: str) -
 
 
 def test_no_dimension_error_names_what_the_source_reads(store: GraphStore, namespace: str) -> None:
-    from kernelgraph.client.errors import InvalidInput
+    from kernelgraph.core.errors import InvalidInput
 
     knowledge = KnowledgeService(store)
     knowledge.upsert_targets(namespace, [factories.target("gpu", kind="cuda", arch="sm90")])
@@ -146,7 +146,7 @@ def test_the_worked_gpu_example_in_the_docs_runs(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from kernelgraph.client.settings import get_settings
+    from kernelgraph.core.settings import get_settings
 
     monkeypatch.setenv("KERNELGRAPH_NAMESPACE", namespace)
     monkeypatch.delenv("KERNELGRAPH_SERVICE_URL", raising=False)
@@ -252,7 +252,7 @@ def test_retrieve_from_the_terminal_with_an_ncu_export(
     from typer.testing import CliRunner
 
     from kernelgraph.cli import app
-    from kernelgraph.client.settings import get_settings
+    from kernelgraph.core.settings import get_settings
 
     monkeypatch.setenv("KERNELGRAPH_NAMESPACE", namespace)
     get_settings.cache_clear()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelgraph.client.signature import source_dimensions, source_property
+from kernelgraph.core.signature import source_dimensions, source_property
 from kernelgraph.service import migrate
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore

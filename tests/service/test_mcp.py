@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from kernelgraph.client import ExperienceClient
-from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.core.signature import SIGNATURE_DIM
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.mcp import build_server

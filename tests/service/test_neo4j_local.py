@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelgraph.client.errors import LocalServerError
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.errors import LocalServerError
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.neo4j_local import LocalNeo4j
 from kernelgraph.service.store import open_driver
 from tests.conftest import _free_port

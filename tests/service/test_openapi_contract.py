@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.api.app import create_app
 from kernelgraph.service.store import GraphStore
 from tests.service.conftest import Keys, serve

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from kernelgraph.cli import app as cli_app
 from kernelgraph.client import KernelGraphClient
-from kernelgraph.client.errors import RateLimited
-from kernelgraph.client.models import Role
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.errors import RateLimited
+from kernelgraph.core.models import Role
+from kernelgraph.core.settings import Settings
 from kernelgraph.service import namespaces
 from kernelgraph.service.api.app import create_app
 from kernelgraph.service.api.metrics import pool_stats
@@ -203,7 +203,7 @@ def test_delete_namespace_from_the_cli(
     monkeypatch: pytest.MonkeyPatch, neo4j_settings: Settings, http: httpx.Client, store: GraphStore,
     namespace: str, tmp_path: Path,
 ) -> None:  # fmt: skip
-    monkeypatch.setattr("kernelgraph.client.settings.get_settings", lambda: neo4j_settings)
+    monkeypatch.setattr("kernelgraph.core.settings.get_settings", lambda: neo4j_settings)
     _fill(http, make_keys(store, namespace), attempts=2)
     runner = CliRunner()
     dry = runner.invoke(cli_app, ["namespaces", "delete", namespace, "--dry-run"])

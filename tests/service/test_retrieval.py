@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from kernelgraph.client.errors import NotFound
-from kernelgraph.client.signature import (
+from kernelgraph.core.errors import NotFound
+from kernelgraph.core.signature import (
     SIGNATURE_DIM,
     compute_signature,
     masked_similarity,

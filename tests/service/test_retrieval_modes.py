@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelgraph.client.errors import InvalidInput
+from kernelgraph.core.errors import InvalidInput
 from kernelgraph.service.embeddings import MiniLMEmbedder
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 import pytest
 from pydantic import SecretStr
 
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore, open_driver
 from tests import factories

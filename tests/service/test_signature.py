@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from kernelgraph.client.errors import InvalidInput
-from kernelgraph.client.models import Measurement, RetrieveRequest, finite_counters, validate
-from kernelgraph.client.signature import (
+from kernelgraph.core.errors import InvalidInput
+from kernelgraph.core.models import Measurement, RetrieveRequest, finite_counters, validate
+from kernelgraph.core.signature import (
     DIMENSION_NAMES,
     SIGNATURE_DIM,
     SIGNATURE_VERSION,

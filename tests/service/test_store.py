@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from kernelgraph.client.errors import InvalidInput, NotFound
-from kernelgraph.client.models import KernelVariant, Measurement, validate
-from kernelgraph.client.signature import SIGNATURE_DIM, CounterSource, source_dimensions, source_index
+from kernelgraph.core.errors import InvalidInput, NotFound
+from kernelgraph.core.models import KernelVariant, Measurement, validate
+from kernelgraph.core.signature import SIGNATURE_DIM, CounterSource, source_dimensions, source_index
 from kernelgraph.service import migrate
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
@@ -303,7 +303,7 @@ def test_bad_input_names_the_field_and_writes_nothing(
 def test_lock_contention_errors_become_retryable(server_code: str) -> None:
     from neo4j.exceptions import Neo4jError
 
-    from kernelgraph.client.errors import Retryable
+    from kernelgraph.core.errors import Retryable
     from kernelgraph.service.store import mapped_errors
 
     error = Neo4jError._hydrate_neo4j(code=server_code, message="lock contention")
@@ -329,7 +329,7 @@ def test_a_write_stuck_behind_another_transactions_lock_ends_retryable_and_its_r
     once the lock is free the same attempt key stores the attempt exactly once."""
     import time
 
-    from kernelgraph.client.errors import Retryable
+    from kernelgraph.core.errors import Retryable
 
     monkeypatch.setattr("kernelgraph.service.knowledge.REQUEST_WRITE_TIMEOUT_S", 1.0)
     record = factories.attempt("stuck:0", parent_source="/* stuck */")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from neo4j.exceptions import Neo4jError
 
-from kernelgraph.client.errors import InvalidInput, Retryable
+from kernelgraph.core.errors import InvalidInput, Retryable
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore, mapped_errors
 from kernelgraph.service.writer import GroupCommitWriter, WriteJob
@@ -219,7 +219,7 @@ def test_a_bad_parent_reference_in_a_shared_transaction_fails_alone(
     """Parents named by measurement id are looked up once per shared transaction: in a group where one
     request names a measurement that does not exist, that request gets NotFound and nothing of it is
     stored, while the others, parent references included, are stored."""
-    from kernelgraph.client.errors import NotFound
+    from kernelgraph.core.errors import NotFound
     from tests.service.test_store import _by_reference
 
     knowledge = KnowledgeService(store)
@@ -283,7 +283,7 @@ def test_a_retried_transaction_resolves_parent_references_again_the_same_way(
     """The driver reruns a transaction that hit a deadlock; the rerun resolves each parent named by
     measurement id as the first run did (it once took the parent the first run had filled in for one
     recorded in the same batch, and answered 500 under 64 agents)."""
-    from kernelgraph.client.models import KernelVariant, Measurement, validate
+    from kernelgraph.core.models import KernelVariant, Measurement, validate
     from tests.service.test_store import _by_reference
 
     knowledge = KnowledgeService(store)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kernelgraph.client.signature import SIGNATURE_DIM
+from kernelgraph.core.signature import SIGNATURE_DIM
 from kernelgraph.service.knowledge import KnowledgeService
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kernelgraph.client.settings import Settings
+from kernelgraph.core.settings import Settings
 from kernelgraph.service.neo4j_local import LocalNeo4j
 from kernelgraph.service.store import GraphStore, open_driver
 from tests.prerequisites import unavailable

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from kernelgraph.client.settings import Settings
-from kernelgraph.client.signature import (
+from kernelgraph.core.settings import Settings
+from kernelgraph.core.signature import (
     SIGNATURE_VERSION,
     CounterSource,
     compute_signature,

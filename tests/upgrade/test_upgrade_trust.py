@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelgraph.client.errors import Retryable
+from kernelgraph.core.errors import Retryable
 from kernelgraph.service import migrate
 from kernelgraph.service.knowledge import LEGACY_KEY, KnowledgeService, Recorder
 from kernelgraph.service.store import GraphStore

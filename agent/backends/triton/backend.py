@@ -49,8 +49,8 @@ from kernelgraph.agent.backends.triton.worker import WORKER_MODULE
 from kernelgraph.agent.evaluator import DEFAULT_SEEDS, EVALUATOR_VERSION, REVERIFY_SEEDS
 from kernelgraph.agent.results import CheckResult, CompileResult, Diagnostic, Outcome, ProfileResult
 from kernelgraph.agent.tasks.base import Arrays, Task
-from kernelgraph.client.settings import get_settings
-from kernelgraph.client.signature import CounterName, CounterSource
+from kernelgraph.core.settings import get_settings
+from kernelgraph.core.signature import CounterName, CounterSource
 
 CACHE_VERSION = 2  # 2: built in the sandbox after admission
 # torch and Triton reserve large virtual ranges; CUDA reserves far more, so the GPU path lifts the cap.

@@ -1,5 +1,5 @@
 """Nsight Compute counters of a Triton variant: one more run of the candidate under `ncu --csv`,
-whose per-kernel metrics are averaged into the counters KernelGraph records (client/ncu.py).
+whose per-kernel metrics are averaged into the counters KernelGraph records (core/ncu.py).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernelgraph.client.ncu import NcuFormatError
-from kernelgraph.client.ncu import parse_ncu_csv as parse_export
-from kernelgraph.client.signature import NCU_METRIC_NAMES, NCU_METRICS, with_ncu_names
+from kernelgraph.core.ncu import NcuFormatError
+from kernelgraph.core.ncu import parse_ncu_csv as parse_export
+from kernelgraph.core.signature import NCU_METRIC_NAMES, NCU_METRICS, with_ncu_names
 
 __all__ = ["NCU_METRICS", "ncu_counters", "parse_ncu_csv"]
 
@@ -33,7 +33,7 @@ def ncu_counters(request: Mapping[str, Any], worker: Sequence[str]) -> dict[str,
 
 
 def parse_ncu_csv(stdout: str) -> dict[str, float]:
-    """`ncu --csv` output -> {KernelGraph counter name: mean over the kernels} (client/ncu.py reads
+    """`ncu --csv` output -> {KernelGraph counter name: mean over the kernels} (core/ncu.py reads
     the export and maps the names); {} when the output is no export (ncu failed)."""
     try:
         raw = parse_export(stdout)

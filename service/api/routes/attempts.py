@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelgraph.client.errors import InvalidInput, PayloadTooLarge
-from kernelgraph.client.models import (
+from kernelgraph.core.errors import InvalidInput, PayloadTooLarge
+from kernelgraph.core.models import (
     MAX_BATCH,
     AttemptRecord,
     MeasurementRecord,

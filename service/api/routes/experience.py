@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel
 from pydantic import Field as PydanticField
 
-from kernelgraph.client.models import (
+from kernelgraph.core.models import (
     MAX_EVIDENCE_KEYS,
     LineageStep,
     Name,

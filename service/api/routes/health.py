@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from kernelgraph.client.errors import Retryable
+from kernelgraph.core.errors import Retryable
 from kernelgraph.service import migrate
 from kernelgraph.service.api.deps import StateDep
 from kernelgraph.service.api.responses import errors

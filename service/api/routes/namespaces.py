@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel
 
-from kernelgraph.client.errors import Conflict, Forbidden
-from kernelgraph.client.models import Role
+from kernelgraph.core.errors import Conflict, Forbidden
+from kernelgraph.core.models import Role
 from kernelgraph.service import namespaces
 from kernelgraph.service.api.deps import PrincipalDep, StateDep
 from kernelgraph.service.api.responses import keyed

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelgraph.client.models import MAX_BATCH, HardwareTarget
+from kernelgraph.core.models import MAX_BATCH, HardwareTarget
 from kernelgraph.service.api.deps import KnowledgeDep, ReadNamespaces, RecorderDep, WriteNamespace
 from kernelgraph.service.api.responses import keyed
 

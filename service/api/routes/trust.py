@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelgraph.client.errors import Forbidden
-from kernelgraph.client.models import Role
+from kernelgraph.core.errors import Forbidden
+from kernelgraph.core.models import Role
 from kernelgraph.service.api.deps import PrincipalDep, StateDep, WriteNamespace
 from kernelgraph.service.api.responses import keyed
 from kernelgraph.service.auth import Principal, revoke_key

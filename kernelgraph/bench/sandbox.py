@@ -1,0 +1,220 @@
+"""`kernelgraph bench sandbox`: what the bubblewrap sandbox costs per evaluation, and whether it adds
+timing noise.
+
+The same trusted kernel (the task's baseline) is evaluated with the sandbox and with it off
+(`Sandbox(enabled=False)`), the two modes interleaved repeat by repeat, in alternating order
+(A B B A ...), so drift and order hit both alike:
+- spawn: a confined `/bin/true` against an unconfined one (bwrap + setpriv start-up);
+- compile: an uncached gcc + admission build;
+- check: a correctness check on three input sets (compile cached);
+- profile: interleaved timing against itself, with its median, IQR and rel. IQR (= IQR / median).
+Figures are medians over the repeats; the JSON lands in results/sandbox-bench-<time>.json and
+results/sandbox-bench-latest.json (docs/operations.md quotes them).
+
+`run_protocol_bench` (the default of `kernelgraph bench sandbox`) compares the timing protocols
+instead (issue #26): every CPU task's baseline and landscape bests, evaluated (check + profile against
+itself) with the old in-process protocol and the isolated one at the same trial count, alternating
+A B B A; per cell the evaluation wall-time ratio, the change of rel. IQR and the ratio of medians,
+against the goals (+15% wall, rel. IQR within +0.005, medians within 2%). Saved as
+results/sandbox-protocols-<time>.json.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, scratch_dir
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.backends.timing import TimingPlan
+from kernelgraph.agent.evaluator import EVALUATOR_VERSION
+from kernelgraph.agent.targets import Target, get_target
+from kernelgraph.agent.tasks import get_task
+from kernelgraph.agent.tasks.base import Task
+
+MODES = {"sandboxed": True, "unsandboxed": False}
+BENCH_TIMING = TimingPlan(warmup=2, min_trials=30, max_trials=30, budget_s=10.0, target_rel_iqr=0.0)
+# `run_protocol_bench` (the old and the new timing protocol) uses BENCH_TIMING at this trial count.
+
+
+def _seconds(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _spawn(sandbox: Sandbox) -> None:
+    with scratch_dir("kg-bench-") as work:
+        done = sandbox.run(["/bin/true"], mounts=[Mount(work, writable=True)], env={}, cwd=work,
+                           limits=Rlimits(), timeout_s=30)  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"/bin/true failed in the sandbox: {done.stderr[-300:]}")
+
+
+def _one_repeat(task: Task, target: Target, sandbox: Sandbox, cache: Path, repeat: int) -> dict[str, float]:
+    backend = CBackend(cache_dir=cache / f"r{repeat}", counters=False, timing=BENCH_TIMING, sandbox=sandbox)
+    source = task.source("c", task.baseline_config)
+    figures = {"spawn_s": statistics.median(_seconds(lambda: _spawn(sandbox)) for _ in range(5))}
+    figures["compile_s"] = _seconds(lambda: backend.compile(task, source, target))
+    figures["check_s"] = _seconds(lambda: backend.check(task, source, target))
+    start = time.perf_counter()
+    profile = backend.profile(task, source, target, parent_source=source)
+    figures["profile_s"] = time.perf_counter() - start
+    if profile.outcome.value != "kept":
+        raise RuntimeError(f"profiling the baseline failed: {profile.reason}")
+    figures["median_ns"] = profile.median_ns
+    figures["iqr_ns"] = profile.iqr_ns
+    figures["rel_iqr"] = profile.iqr_ns / profile.median_ns
+    return figures
+
+
+def run_bench(task_name: str, target_name: str, repeats: int) -> dict[str, Any]:
+    """Both modes, interleaved per repeat; medians per mode and the sandbox's overhead."""
+    task, target = get_task(task_name), get_target(target_name)
+    runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
+    with tempfile.TemporaryDirectory(prefix="kg-sandbox-bench-") as tmp:
+        for repeat in range(repeats):
+            order = list(MODES.items())
+            for mode, enabled in order if repeat % 2 == 0 else reversed(order):  # ABBA: no order bias
+                sandbox = Sandbox(enabled=enabled)
+                runs[mode].append(_one_repeat(task, target, sandbox, Path(tmp) / mode, repeat))
+                print(f"repeat {repeat + 1}/{repeats} {mode}: {runs[mode][-1]}", file=sys.stderr)
+    load = os.getloadavg()  # the machine's load while the bench ran: noise figures depend on it
+    medians = {
+        mode: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for mode, rows in runs.items()
+    }
+    on, off = medians["sandboxed"], medians["unsandboxed"]
+    return {
+        "bench": "sandbox",
+        "taken_at": datetime.now(UTC).isoformat(),
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "load_average_1m_after": load[0],
+        "task": task.name,
+        "target": target.name,
+        "repeats": repeats,
+        "timing_plan": {"warmup": BENCH_TIMING.warmup, "trials": BENCH_TIMING.min_trials},
+        "evaluator_version": EVALUATOR_VERSION,
+        "sandbox": Sandbox().label,
+        "medians": medians,
+        "overhead_s": {k: on[k] - off[k] for k in ("spawn_s", "compile_s", "check_s", "profile_s")},
+        "rel_iqr": {"sandboxed": on["rel_iqr"], "unsandboxed": off["rel_iqr"]},
+        "median_time_ratio": on["median_ns"] / off["median_ns"],
+        "runs": runs,
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    """A short human summary of one bench result."""
+    on, off, over = result["medians"]["sandboxed"], result["medians"]["unsandboxed"], result["overhead_s"]
+    lines = [
+        f"sandbox bench: {result['task']} on {result['target']}, {result['repeats']} repeats ({result['sandbox']})"
+    ]
+    for key in ("spawn_s", "compile_s", "check_s", "profile_s"):
+        lines.append(f"  {key:<10} sandboxed {on[key] * 1e3:8.1f} ms  off {off[key] * 1e3:8.1f} ms  "
+                     f"overhead {over[key] * 1e3:+8.1f} ms")  # fmt: skip
+    lines.append(f"  rel. IQR   sandboxed {on['rel_iqr']:.4f}  off {off['rel_iqr']:.4f}")
+    lines.append(f"  median kernel time sandboxed / off: {result['median_time_ratio']:.3f}")
+    lines.append(
+        f"  load average (1 min) when done: {result['load_average_1m_after']:.2f} on {result['cpus']} CPUs"
+    )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ old and new timing protocols
+
+PROTOCOL_GOALS = {"wall_ratio": 1.15, "rel_iqr_increase": 0.005, "median_ratio_off_by": 0.02}
+
+
+def _evaluate_once(task: Task, target: Target, source: str, backend: CBackend) -> dict[str, float]:
+    """The evaluation the loop makes of a candidate (check, then a profile against a parent; here
+    the kernel against itself), counters off; its wall time and what it measured."""
+    start = time.perf_counter()
+    checked = backend.check(task, source, target)
+    profile = backend.profile(task, source, target, parent_source=source)
+    wall = time.perf_counter() - start
+    if not checked.correct or profile.outcome.value != "kept":
+        raise RuntimeError(
+            f"{task.name}: evaluating an honest config failed: {checked.reason or profile.reason}"
+        )
+    return {"wall_s": wall, "median_ns": profile.median_ns, "rel_iqr": profile.iqr_ns / profile.median_ns}
+
+
+def run_protocol_bench(task_names: list[str], target_name: str, repeats: int) -> dict[str, Any]:
+    """Each task's baseline and landscape bests, evaluated with the in-process and the isolated
+    protocol at the same trial count, the protocols alternating (A B B A ...) repeat by repeat."""
+    from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
+    from kernelgraph.bench.configs import checked_configs
+
+    target = get_target(target_name)
+    cells: list[dict[str, Any]] = []
+    loads = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory(prefix="kg-protocol-bench-") as tmp:
+        backends = {p: CBackend(cache_dir=Path(tmp), counters=False, timing=replace(BENCH_TIMING, protocol=p))
+                    for p in (IN_PROCESS, ISOLATED)}  # fmt: skip
+        for name in task_names:
+            task = get_task(name)
+            for label, config in checked_configs(task).items():
+                source = task.source("c", config)
+                backends[ISOLATED].compile(task, source, target)  # both share the cache
+                runs: dict[str, list[dict[str, float]]] = {p: [] for p in backends}
+                for repeat in range(repeats):
+                    order = list(backends.items())
+                    for protocol, backend in order if repeat % 2 == 0 else reversed(order):
+                        runs[protocol].append(_evaluate_once(task, target, source, backend))
+                    loads.append(os.getloadavg()[0])
+                med = {
+                    p: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for p, rows in runs.items()
+                }
+                old, new = med[IN_PROCESS], med[ISOLATED]
+                cell: dict[str, Any] = {
+                    "task": name, "config": label, "repeats": repeats, "medians": med,
+                    "wall_ratio": new["wall_s"] / old["wall_s"],
+                    "rel_iqr_increase": new["rel_iqr"] - old["rel_iqr"],
+                    "median_ratio": new["median_ns"] / old["median_ns"], "runs": runs,
+                }  # fmt: skip
+                cell["meets"] = {
+                    "wall": cell["wall_ratio"] <= PROTOCOL_GOALS["wall_ratio"],
+                    "rel_iqr": cell["rel_iqr_increase"] <= PROTOCOL_GOALS["rel_iqr_increase"],
+                    "median": abs(cell["median_ratio"] - 1) <= PROTOCOL_GOALS["median_ratio_off_by"],
+                }
+                cells.append(cell)
+                print(render_protocol_cell(cell), file=sys.stderr)
+    return {
+        "bench": "sandbox-protocols",
+        "taken_at": datetime.now(UTC).isoformat(),
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "load_average_1m": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
+        "target": target.name,
+        "timing_plan": {"warmup": BENCH_TIMING.warmup, "trials": BENCH_TIMING.min_trials},
+        "evaluator_version": EVALUATOR_VERSION,
+        "sandbox": Sandbox().label,
+        "goals": PROTOCOL_GOALS,
+        "cells": cells,
+    }
+
+
+def render_protocol_cell(cell: dict[str, Any]) -> str:
+    ok = ",".join(k for k, v in cell["meets"].items() if not v) or "all goals met"
+    return (f"  {cell['task']:<18} {cell['config']:<8} wall x{cell['wall_ratio']:.3f}  rel. IQR "
+            f"{cell['rel_iqr_increase']:+.4f}  median x{cell['median_ratio']:.3f}  ({ok if ok == 'all goals met' else 'missed: ' + ok})")  # fmt: skip
+
+
+def render_protocols(result: dict[str, Any]) -> str:
+    load = result["load_average_1m"]
+    lines = [f"timing protocols, isolated against in-process, {result['timing_plan']['trials']} trials, "
+             f"on {result['target']} ({result['cpus']} CPUs, load {load['min']:.1f}-{load['max']:.1f})"]  # fmt: skip
+    lines += [render_protocol_cell(c) for c in result["cells"]]
+    met = sum(all(c["meets"].values()) for c in result["cells"])
+    lines.append(f"  {met} of {len(result['cells'])} cells meet every goal")
+    return "\n".join(lines)

@@ -1,0 +1,269 @@
+"""The agent's benchmarks: `kernelgraph bench gpu`, `sandbox`, `landscape` and `yardsticks`."""
+
+from __future__ import annotations
+
+import typer
+
+
+def gpu(
+    target: str = typer.Option("cuda-sm90", "--target", help="the CUDA target matching the local GPU"),
+    tasks: str = typer.Option("softmax,matmul,rmsnorm", "--tasks", help="comma-separated Triton tasks"),
+    budget_s: float = typer.Option(300.0, "--budget-s", help="stop starting new tasks past this"),
+) -> None:
+    """Check the Triton backend end to end on a GPU: compile, correctness, timing (L2 flushed), ncu."""
+    from kernelgraph.bench.gpu import run_gpu_bench
+
+    raise typer.Exit(run_gpu_bench(target, [t for t in tasks.split(",") if t], budget_s))
+
+
+def sandbox(
+    task: str = typer.Option(
+        "rmsnorm", "--task", help="--compare sandbox: the C task whose baseline is evaluated"
+    ),
+    tasks: str = typer.Option(
+        "", "--tasks", help="--compare protocols: comma-separated C tasks (default: all)"
+    ),
+    compare: str = typer.Option(
+        "protocols", "--compare", help="protocols (old and new timing) or sandbox (on/off)"
+    ),
+    target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build and time for"),
+    repeats: int = typer.Option(20, "--repeats", min=1, max=50, help="evaluations per mode (interleaved)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+) -> None:
+    """What the evaluator's protection costs: the isolated timing protocol against the old in-process
+    one (wall time, rel. IQR, medians), or the sandbox's overhead per step with and without it."""
+    import json
+    from pathlib import Path
+
+    from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
+    from kernelgraph.agent.tasks import all_tasks
+    from kernelgraph.bench.reports import save_report
+    from kernelgraph.bench.sandbox import render, render_protocols, run_bench, run_protocol_bench
+
+    if compare not in ("protocols", "sandbox"):
+        typer.echo(f"error: --compare: {compare!r} is neither 'protocols' nor 'sandbox'", err=True)
+        raise typer.Exit(2)
+    try:
+        if compare == "protocols":
+            names = [t for t in tasks.split(",") if t] or [t.name for t in all_tasks("c")]
+            result = run_protocol_bench(names, target, repeats)
+        else:
+            result = run_bench(task, target, repeats)
+    except SandboxUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if compare == "protocols":
+        path = save_report(result, Path(results_dir), "sandbox-protocols")
+        typer.echo(render_protocols(result))
+        typer.echo(f"saved to {path}")
+        return
+    path = save_report(result, Path(results_dir), "sandbox-bench")
+    if as_json:
+        typer.echo(json.dumps({k: v for k, v in result.items() if k != "runs"} | {"saved": str(path)}))
+    else:
+        typer.echo(render(result))
+        typer.echo(f"saved to {path}")
+
+
+def keep(
+    decisions: int = typer.Option(300, "--decisions", min=10, help="decisions per cell"),
+    target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build and time for"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+) -> None:
+    """How often noise fools the keep decision: false keeps (a kernel against itself) and false
+    discards (against one 1.3x slower), quiet and with a core burnt by another process."""
+    from pathlib import Path
+
+    from kernelgraph.bench.keep import render, run_keep_bench
+    from kernelgraph.bench.reports import save_report
+
+    result = run_keep_bench(decisions, target)
+    path = save_report(result, Path(results_dir), "keep-bench")
+    typer.echo(render(result))
+    typer.echo(f"saved to {path}")
+
+
+STUDY_TASKS = "layernorm,matmul,softmax,elementwise_chain,transpose,matvec,reduction"
+
+
+def landscape(
+    tasks: str = typer.Option(STUDY_TASKS, "--tasks", help="comma-separated C tasks with instances"),
+    label: str = typer.Option("A", "--label", help="names this measurement; measure twice for noise"),
+    target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build and time for"),
+    directory: str = typer.Option("results/landscapes", "--dir", help="where landscapes are kept"),
+    fraction: float = typer.Option(
+        1.0, "--fraction", min=0.5, max=1.0, help="share of each config space to measure (>= half)"
+    ),
+) -> None:
+    """Measure every config of each task at each of its instances (resumable; see docs/results.md)."""
+    from pathlib import Path
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kernelgraph.agent.targets import get_target
+    from kernelgraph.agent.tasks import get_task
+    from kernelgraph.bench.landscapes import (
+        best_by_instance,
+        config_key,
+        current_key,
+        landscape_yardsticks,
+        measure_landscape,
+        read_landscape,
+    )
+
+    chosen = [get_task(name) for name in tasks.split(",") if name]
+    for task in chosen:
+        if not task.instances:
+            typer.echo(f"error: --tasks: task {task.name!r} defines no instances", err=True)
+            raise typer.Exit(2)
+    cpu = get_target(target)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns) as progress:
+        for task in chosen:
+            path = measure_landscape(task, cpu, Path(directory), label, fraction=fraction, progress=progress)
+            progress.console.print(f"{task.name}: {path}")
+            points = read_landscape(path)[1]
+            baseline = config_key(task.baseline_config)
+            naive = {p.instance: p.median_ns for p in points if current_key(task, p.config) == baseline}
+            for instance, (best, best_ns) in best_by_instance(points).items():
+                marks = landscape_yardsticks(task, cpu, instance, best_ns, naive.get(instance))
+                progress.console.print(f"  {instance}: best {best}: {marks.line()}", highlight=False)
+
+
+def tolerances(
+    target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build for"),
+    tasks: str = typer.Option("", "--tasks", help="comma-separated C tasks (default: all)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON report is saved"),
+) -> None:
+    """Every landscape config of every C task on 100 seeds and its edge set: the tolerances pass honest
+    kernels (exit 1 when a config fails)."""
+    import tempfile
+    from pathlib import Path
+
+    from rich.progress import Progress
+
+    from kernelgraph.bench.reports import save_report
+    from kernelgraph.bench.tolerance_sweep import run_sweep
+
+    with Progress() as bar, tempfile.TemporaryDirectory(prefix="kg-tol-") as cache:
+        job = bar.add_task("configs", total=None)
+
+        def progress(task: str, total: int) -> None:
+            bar.update(job, advance=1, description=task)
+
+        report = run_sweep(target, [t for t in tasks.split(",") if t], Path(cache), progress)
+    path = save_report(report, Path(results_dir), "tolerance-sweep")
+    for row in report["tasks"]:
+        typer.echo(
+            f"{row['task']:>20}: {row['configs']:4d} configs, {row['failed']} failed, {row['seconds']} s"
+        )
+    for failure in report["failures"]:
+        typer.echo(f"FAILED {failure['task']} {failure['config']}: {failure['reason'][:300]}")
+    typer.echo(f"saved {path}")
+    raise typer.Exit(1 if report["failed"] else 0)
+
+
+ALL_C_TASKS = ("matmul,matvec,transpose,softmax,layernorm,rmsnorm,stencil2d,reduction,prefix_scan,histogram,"
+               "elementwise_chain,spmv_csr")  # fmt: skip
+
+
+def yardsticks(
+    tasks: str = typer.Option(ALL_C_TASKS, "--tasks", help="comma-separated C tasks"),
+    target: str = typer.Option("cpu-native", "--target", help="the CPU target to build and time for"),
+    budget: int = typer.Option(8, "--budget", min=0, max=200, help="greedy-search evaluations per task"),
+    full_timing: bool = typer.Option(False, "--full-timing", help="the backend's full trial counts (slower)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+) -> None:
+    """Every task's kernels beside the library a user would call and the roofline; fast_p over all tasks."""
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from kernelgraph.agent.backends.timing import FAST_TIMING, TimingPlan
+    from kernelgraph.bench.reports import save_report
+    from kernelgraph.bench.yardsticks import render, run_yardsticks
+
+    console = Console(stderr=as_json)
+    names = [t for t in tasks.split(",") if t]
+    report = run_yardsticks(names, target, budget, TimingPlan() if full_timing else FAST_TIMING, console)
+    path = save_report(report, Path(results_dir), "yardsticks")
+    if as_json:
+        typer.echo(json.dumps({k: v for k, v in report.items() if k != "tasks"} | {"saved": str(path)}))
+    else:
+        console.print(render(report))
+        console.print(f"saved to {path}")
+
+
+def quality(
+    quick: bool = typer.Option(
+        False, "--quick", help="two tasks, a budget of 2: the report's shape, cheaply"
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    tasks: str = typer.Option("", "--tasks", help="comma-separated C tasks (default: all; --quick: two)"),
+    budget: int = typer.Option(
+        0, "--budget", min=0, max=500, help="attempts per task (default 32; --quick 2)"
+    ),
+    target: str = typer.Option("cpu-native", "--target", help="the CPU target to build and time for"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON report is saved"),
+    docs: bool = typer.Option(False, "--docs", help="write the table into docs/quality.md and README.md"),
+) -> None:
+    """The agent's best kernel per task against the library and the roofline, measured in one run."""
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from kernelgraph.agent.targets import UnknownTargetError, get_target
+    from kernelgraph.agent.tasks import all_tasks
+    from kernelgraph.bench.quality import run_quality, table, write_table
+    from kernelgraph.bench.reports import code_version, save_report
+    from kernelgraph.cli.agent import connect_or_exit, exit_with, make_backend
+    from kernelgraph.core.settings import get_settings
+
+    known = [t.name for t in all_tasks("c")]
+    chosen = [name for name in tasks.split(",") if name]
+    unknown = [name for name in chosen if name not in known]
+    if unknown:
+        raise exit_with(f"--tasks: unknown C task {unknown[0]!r}; known: {', '.join(known)}")
+    try:
+        cpu = get_target(target)
+    except UnknownTargetError as exc:
+        raise exit_with(f"--target: {exc}") from None
+    if cpu.kind != "cpu" or not cpu.available:
+        raise exit_with(f"--target: {target!r} is not an available CPU target ({cpu.unavailable_reason})")
+    backend = make_backend("c")
+    # Counters (cachegrind) would double each attempt's cost; retrieval uses the timing counters.
+    backend.counters = False  # type: ignore[attr-defined]
+    console = Console(stderr=True)
+    client = connect_or_exit(get_settings())
+    try:
+        report = run_quality(cpu, backend, client, quick=quick, tasks=chosen or None, budget=budget or None,  # type: ignore[arg-type]
+                             console=console)  # fmt: skip
+    finally:
+        client.close()
+    report["command"] = "kernelgraph bench quality" + (" --quick" if quick else "")
+    report["code"] = code_version()
+    path = save_report(report, Path(results_dir), "bench-quality-quick" if quick else "bench-quality")
+    if docs:
+        root = Path(__file__).resolve().parents[2]
+        for page in (root / "docs" / "quality.md", root / "README.md"):
+            write_table(report, page)
+    if as_json:
+        typer.echo(json.dumps(report | {"saved": str(path)}, default=str))
+    else:
+        typer.echo(table(report))
+        typer.echo(f"saved to {path}")
+
+
+def register(bench_app: typer.Typer) -> None:
+    """Add the agent's benchmarks to the `bench` group (kernelgraph/cli/__init__.py owns it)."""
+    bench_app.command("gpu")(gpu)
+    bench_app.command("sandbox")(sandbox)
+    bench_app.command("tolerances")(tolerances)
+    bench_app.command("landscape")(landscape)
+    bench_app.command("keep")(keep)
+    bench_app.command("yardsticks")(yardsticks)
+    bench_app.command("quality")(quality)
