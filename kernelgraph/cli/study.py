@@ -1,7 +1,7 @@
 """Commands that wire the agent to the service in one process: `kernelgraph demo` (the main job),
 `kernelgraph bench ablation` (the held-out study), `kernelgraph bench study` (the thesis study on
-measured landscapes) and `kernelgraph bench interference` (memory as it grows). Everything else
-belongs to one side: agent/commands or service/commands."""
+measured landscapes) and `kernelgraph bench interference` (memory as it grows): the commands that
+wire the agent to the service in one process. Their runs live in kernelgraph/bench/."""
 
 from __future__ import annotations
 
