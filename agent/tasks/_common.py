@@ -203,18 +203,6 @@ def f32(array: np.ndarray) -> np.ndarray:
 EDGE_SEED = 977  # edge-of-domain input sets are fixed: the same set on every check
 
 
-def signed_wide(shape: tuple[int, ...], seed: int = EDGE_SEED) -> np.ndarray:
-    """Values of random sign and magnitudes from 2^-10 to 2^10: sums of them cancel, so honest
-    reordered sums land near zero while their terms are large."""
-    g = rng(seed)
-    return f32(g.choice([-1.0, 1.0], shape) * np.exp2(g.uniform(-10, 10, shape)))
-
-
-def abs_products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|a| @ |b| in float64: the magnitude of each product sum's terms (the error scale of a matmul)."""
-    return np.abs(a.astype("f8")) @ np.abs(b.astype("f8"))
-
-
 def par_simd(config: Config, reduction: str = "") -> str:
     """The pragma for one loop that may be both parallel and SIMD (gcc takes one pragma per loop)."""
     red = f" reduction({reduction})" if reduction else ""

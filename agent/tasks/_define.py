@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from kernelgraph.agent.tasks._common import EDGE_SEED, abs_products, signed_wide
+from kernelgraph.agent.tasks._common import EDGE_SEED, f32, rng
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task, TransformSpec
 
 Count = Callable[[Arrays], float]
@@ -28,6 +28,18 @@ def dims(name: str, *sizes: str) -> Callable[[Arrays], Mapping[str, int]]:
 def shaped_like(name: str, *outputs: str) -> Callable[[Arrays], Mapping[str, tuple[int, ...]]]:
     """Outputs of input `name`'s shape (elementwise and row-wise tasks)."""
     return lambda inputs: {output: inputs[name].shape for output in outputs}
+
+
+def signed_wide(shape: tuple[int, ...], seed: int = EDGE_SEED) -> np.ndarray:
+    """Values of random sign and magnitudes from 2^-10 to 2^10: sums of them cancel, so honest
+    reordered sums land near zero while their terms are large."""
+    g = rng(seed)
+    return f32(g.choice([-1.0, 1.0], shape) * np.exp2(g.uniform(-10, 10, shape)))
+
+
+def abs_products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a| @ |b| in float64: the magnitude of each product sum's terms (the error scale of a matmul)."""
+    return np.abs(a.astype("f8")) @ np.abs(b.astype("f8"))
 
 
 def signed_wide_inputs(*names: str) -> Callable[[Arrays], Arrays]:

@@ -32,9 +32,12 @@ def inputs_at(seed: int, shape: Shape) -> Arrays:
     return {"x": f32(g.standard_normal(n)), "z": f32(g.standard_normal(n))}
 
 
+def _chain(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    return np.maximum(1.5 * x + z, 0.0) * x - 0.5 * z
+
+
 def reference(inputs: Arrays) -> Arrays:
-    x, z = inputs["x"].astype("f8"), inputs["z"].astype("f8")
-    return {"y": (np.maximum(1.5 * x + z, 0.0) * x - 0.5 * z).astype("f4")}
+    return {"y": _chain(inputs["x"].astype("f8"), inputs["z"].astype("f8")).astype("f4")}
 
 
 def render_c(config: Config) -> str:
@@ -95,7 +98,7 @@ def edge_inputs(inputs: Arrays) -> Arrays:
 
 
 LIBRARY = LibraryCall(
-    numpy=lambda x: {"y": np.maximum(1.5 * x["x"] + x["z"], 0.0) * x["x"] - 0.5 * x["z"]},
+    numpy=lambda x: {"y": _chain(x["x"], x["z"])},
     numpy_call="np.maximum(1.5 * x + z, 0) * x - 0.5 * z",
     torch=lambda torch, x: {"y": torch.relu(1.5 * x["x"] + x["z"]) * x["x"] - 0.5 * x["z"]},
     torch_call="torch.relu(1.5 * x + z) * x - 0.5 * z",
