@@ -23,6 +23,27 @@ def with_(config: Config, **changes: Any) -> Config | None:
     return {**config, **changes}
 
 
+def _knob_transform(
+    transform: Transform,
+    params: Mapping[str, tuple[Any, ...]],
+    changes: Callable[[Mapping[str, Any]], dict[str, Any] | None],
+    requires: Callable[[Config], bool] | None,
+    description: str,
+) -> TransformSpec:
+    """A transform that applies `changes(params)` to the config: None when `requires` refuses the
+    config, when `changes` refuses the params, or when nothing changes."""
+
+    def apply(config: Config, chosen: Mapping[str, Any]) -> Config | None:
+        if requires is not None and not requires(config):
+            return None
+        new = changes(chosen)
+        return None if new is None else with_(config, **new)
+
+    return TransformSpec(
+        name=str(transform), params=params, apply=apply, description=description or transform.description
+    )
+
+
 def set_knob(
     transform: Transform,
     key: str,
@@ -33,20 +54,11 @@ def set_knob(
 ) -> TransformSpec:
     """A transform that sets knob `key` to the chosen value; None if already there or not allowed."""
 
-    def apply(config: Config, params: Mapping[str, Any]) -> Config | None:
-        if requires is not None and not requires(config):
-            return None
+    def changes(params: Mapping[str, Any]) -> dict[str, Any] | None:
         value = params.get(key, choices[0])
-        if value not in choices:
-            return None
-        return with_(config, **{key: value})
+        return {key: value} if value in choices else None
 
-    return TransformSpec(
-        name=str(transform),
-        params={key: choices},
-        apply=apply,
-        description=description or transform.description,
-    )
+    return _knob_transform(transform, {key: choices}, changes, requires, description)
 
 
 def turn_on(
@@ -57,15 +69,7 @@ def turn_on(
     description: str = "",
 ) -> TransformSpec:
     """A parameterless transform that switches boolean knob `key` on."""
-
-    def apply(config: Config, params: Mapping[str, Any]) -> Config | None:
-        if requires is not None and not requires(config):
-            return None
-        return with_(config, **{key: True})
-
-    return TransformSpec(
-        name=str(transform), params={}, apply=apply, description=description or transform.description
-    )
+    return _knob_transform(transform, {}, lambda params: {key: True}, requires, description)
 
 
 # fp32 lanes of explicit vector code: AVX-512, AVX2, SSE (the `vector_width` transform's choices).
@@ -141,6 +145,53 @@ def indent(text: str, spaces: int) -> str:
     return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
 
 
+def c_source(task: str, config: Config, params: str, body: str, *, head: str = C_PRELUDE) -> str:
+    """A complete C source: `head` (includes and helpers), a comment naming the task and the config
+    (so distinct configs render distinct sources), then `void kernel(params) { body }`."""
+    return head + f"/* {task} {dict(config)} */\n" + f"void kernel({params}) {{\n" + body + "}\n"
+
+
+def row_loop(config: Config, row: str) -> str:
+    """The (optionally parallel) loop over the rows i of an r x c matrix x into y; `row` is one row's
+    code, reading `xr` and writing `yr`."""
+    return (
+        omp_for(config) + "    for (int i = 0; i < r; i++) {\n"
+        "        const float* xr = x + (long)i * c;\n        float* yr = y + (long)i * c;\n" + row + "    }\n"
+    )
+
+
+def split_sum(
+    config: Config,
+    total: str,
+    acc: int,
+    term: Callable[[str], str],
+    *,
+    index: str,
+    lo: str,
+    hi: str,
+    end: str,
+    ctype: str = "float",
+    pragma: Callable[[Config, str], str] | None = None,
+    pad: str = "        ",
+) -> str:
+    """`ctype total` = the sum of `term(index)` for `index` in [lo, hi), in `acc` interleaved partial
+    sums total0..total{acc-1} (independent dependency chains) added up at the end, then a scalar
+    remainder loop. `end` declares where the whole blocks end ("const int nm"; the index has its
+    type); `pragma` (default `simd`) takes the partial sums' reduction clause."""
+    end_type, end_name = end.split()[-2:]
+    names = [f"{total}{k}" for k in range(acc)]
+    zero = "0.0f" if ctype == "float" else "0.0"
+    whole = f"{hi} - {hi} % {acc}" if lo == "0" else f"{hi} - ({hi} - {lo}) % {acc}"
+    adds = " ".join(f"{v} += {term(f'{index} + {k}')};" for k, v in enumerate(names))
+    return (
+        f"{pad}{ctype} {', '.join(v + ' = ' + zero for v in names)};\n{pad}{end} = {whole};\n"
+        + (pragma or simd)(config, "+:" + ",".join(names))
+        + f"{pad}for ({end_type} {index} = {lo}; {index} < {end_name}; {index} += {acc}) {{ {adds} }}\n"
+        f"{pad}{ctype} {total} = {' + '.join(names)};\n"
+        f"{pad}for ({end_type} {index} = {end_name}; {index} < {hi}; {index}++) {total} += {term(index)};\n"
+    )
+
+
 def rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
@@ -150,18 +201,6 @@ def f32(array: np.ndarray) -> np.ndarray:
 
 
 EDGE_SEED = 977  # edge-of-domain input sets are fixed: the same set on every check
-
-
-def signed_wide(shape: tuple[int, ...], seed: int = EDGE_SEED) -> np.ndarray:
-    """Values of random sign and magnitudes from 2^-10 to 2^10: sums of them cancel, so honest
-    reordered sums land near zero while their terms are large."""
-    g = rng(seed)
-    return f32(g.choice([-1.0, 1.0], shape) * np.exp2(g.uniform(-10, 10, shape)))
-
-
-def abs_products(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|a| @ |b| in float64: the magnitude of each product sum's terms (the error scale of a matmul)."""
-    return np.abs(a.astype("f8")) @ np.abs(b.astype("f8"))
 
 
 def par_simd(config: Config, reduction: str = "") -> str:

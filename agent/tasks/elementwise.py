@@ -6,6 +6,7 @@ import numpy as np
 
 from kernelgraph.agent.tasks._common import (
     EDGE_SEED,
+    c_source,
     f32,
     nt_fence,
     nt_store,
@@ -18,6 +19,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
+from kernelgraph.agent.tasks._define import define_task, dims, per_element, shaped_like
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
@@ -30,13 +32,12 @@ def inputs_at(seed: int, shape: Shape) -> Arrays:
     return {"x": f32(g.standard_normal(n)), "z": f32(g.standard_normal(n))}
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return inputs_at(seed, (SMALL,) if small else (FULL,))
+def _chain(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    return np.maximum(1.5 * x + z, 0.0) * x - 0.5 * z
 
 
 def reference(inputs: Arrays) -> Arrays:
-    x, z = inputs["x"].astype("f8"), inputs["z"].astype("f8")
-    return {"y": (np.maximum(1.5 * x + z, 0.0) * x - 0.5 * z).astype("f4")}
+    return {"y": _chain(inputs["x"].astype("f8"), inputs["z"].astype("f8")).astype("f4")}
 
 
 def render_c(config: Config) -> str:
@@ -71,12 +72,12 @@ def render_c(config: Config) -> str:
             vloop(config, "i", "0", "n", stmt(k), parallel=bool(config["parallel"]))
             for k in range(len(passes))
         )
-    return (
-        prelude(config) + f"/* elementwise {dict(config)} */\n"
-        "void kernel(const float* restrict x, const float* restrict z, float* restrict y, int n) {\n"
-        + body
-        + nt_fence(config)
-        + "}\n"
+    return c_source(
+        "elementwise",
+        config,
+        "const float* restrict x, const float* restrict z, float* restrict y, int n",
+        body + nt_fence(config),
+        head=prelude(config),
     )
 
 
@@ -97,7 +98,7 @@ def edge_inputs(inputs: Arrays) -> Arrays:
 
 
 LIBRARY = LibraryCall(
-    numpy=lambda x: {"y": np.maximum(1.5 * x["x"] + x["z"], 0.0) * x["x"] - 0.5 * x["z"]},
+    numpy=lambda x: {"y": _chain(x["x"], x["z"])},
     numpy_call="np.maximum(1.5 * x + z, 0) * x - 0.5 * z",
     torch=lambda torch, x: {"y": torch.relu(1.5 * x["x"] + x["z"]) * x["x"] - 0.5 * x["z"]},
     torch_call="torch.relu(1.5 * x + z) * x - 0.5 * z",
@@ -105,19 +106,21 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
+    return define_task(
         name="elementwise_chain",
         family="elementwise",
         patterns=("contiguous-stream", "elementwise", "multi-pass"),
         description="y = relu(1.5x + z) * x - 0.5z over 8M fp32 values, as four passes or fused (small 30011).",
-        dtype="float32",
-        make_inputs=make_inputs,
-        output_shapes=lambda x: {"y": x["x"].shape},
+        inputs_at=inputs_at,
+        small=(SMALL,),
+        full=(FULL,),
+        output_shapes=shaped_like("x", "y"),
         reference=reference,
+        edge_inputs=edge_inputs,
         library=LIBRARY,
-        flops=lambda x: 6.0 * x["x"].size,
-        bytes_moved=lambda x: 12.0 * x["x"].size,
+        flops=per_element("x", 6.0),
+        bytes_moved=per_element("x", 12.0),
+        sizes=dims("x", "n"),
         baseline_config={
             "fuse": False,
             "block": 0,
@@ -136,8 +139,6 @@ def task() -> Task:
             parallelize(),
             schedule(),
         ),
-        render={"c": render_c},
-        inputs_at=inputs_at,
+        render_c=render_c,
         instances=INSTANCES,
-        sizes=lambda x: {"n": x["x"].size},
     )

@@ -5,15 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from kernelgraph.agent.tasks._common import (
-    C_PRELUDE,
     EDGE_SEED,
     SCHEDULES,
+    c_source,
     f32,
     rng,
     schedule_of,
     set_knob,
     turn_on,
 )
+from kernelgraph.agent.tasks._define import define_task, dims, per_element
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
@@ -23,10 +24,6 @@ FULL, SMALL, BINS = 8 * 1024 * 1024, 40_009, 256
 def inputs_at(seed: int, shape: Shape) -> Arrays:
     # Skewed values: a few hot bins make contention and store-forwarding chains real.
     return {"x": f32(np.clip(rng(seed).beta(2.0, 5.0, shape), 0.0, 0.999999))}
-
-
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return inputs_at(seed, (SMALL,) if small else (FULL,))
 
 
 # 4 bytes an element read: 131072 fits a 1 MiB L2, 4M (16 MB) leaves it.
@@ -107,10 +104,7 @@ def render_c(config: Config) -> str:
             + merge
             + ("    free(part);\n" if static else "")
         )
-    return (
-        C_PRELUDE + f"/* histogram {dict(config)} */\n"
-        "void kernel(const float* restrict x, int* restrict hist, int n) {\n" + body + "}\n"
-    )
+    return c_source("histogram", config, "const float* restrict x, int* restrict hist, int n", body)
 
 
 def edge_inputs(inputs: Arrays) -> Arrays:
@@ -130,19 +124,22 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
+    return define_task(
         name="histogram",
         family="scatter",
         patterns=("scatter", "data-dependent-index", "contention"),
         description="256-bin histogram (int32 counts) of 8M fp32 values in [0, 1) (small 40009).",
-        dtype="float32",
-        make_inputs=make_inputs,
+        inputs_at=inputs_at,
+        small=(SMALL,),
+        full=(FULL,),
         output_shapes=lambda x: {"hist": (BINS,)},
+        output_dtypes={"hist": "int32"},
         reference=reference,
+        edge_inputs=edge_inputs,
         library=LIBRARY,
-        flops=lambda x: float(x["x"].size),
-        bytes_moved=lambda x: 4.0 * x["x"].size,
+        flops=per_element("x", 1.0),
+        bytes_moved=per_element("x", 4.0),
+        sizes=dims("x", "n"),
         baseline_config={"parallel": "none", "schedule": "static", "copies": 1, "pad": False, "simd": False},
         transforms=(
             set_knob(Transform.PARALLELIZE, "parallel", ("private", "atomic")),
@@ -151,9 +148,6 @@ def task() -> Task:
             turn_on(Transform.CHANGE_LAYOUT, "pad", requires=lambda c: c["copies"] > 1),
             turn_on(Transform.VECTORIZE, "simd"),
         ),
-        render={"c": render_c},
-        sizes=lambda x: {"n": x["x"].size},
-        inputs_at=inputs_at,
+        render_c=render_c,
         instances=INSTANCES,
-        output_dtypes={"hist": "int32"},
     )

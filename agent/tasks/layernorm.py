@@ -5,17 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 from kernelgraph.agent.tasks._common import (
-    C_PRELUDE,
     EDGE_SEED,
+    c_source,
     f32,
-    omp_for,
     parallelize,
     rng,
+    row_loop,
     schedule,
     set_knob,
     turn_on,
     vloop,
 )
+from kernelgraph.agent.tasks._define import define_task, dims, per_element, shaped_like
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
@@ -31,10 +32,6 @@ def inputs_at(seed: int, shape: Shape) -> Arrays:
         "gamma": f32(g.uniform(0.5, 1.5, c)),
         "beta": f32(g.uniform(-0.5, 0.5, c)),
     }
-
-
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return inputs_at(seed, SMALL if small else FULL)
 
 
 def reference(inputs: Arrays) -> Arrays:
@@ -81,17 +78,12 @@ def render_c(config: Config) -> str:
         value = "(xr[j] - mean) * rstd * gamma[j] + beta[j]"
     else:  # naive: a square root and a divide per element
         head, value = "", f"(xr[j] - mean) / sqrtf(var + {EPS}f) * gamma[j] + beta[j]"
-    return (
-        C_PRELUDE + f"/* layernorm {dict(config)} */\n"
-        "void kernel(const float* restrict x, const float* restrict gamma, const float* restrict beta,\n"
-        "            float* restrict y, int r, int c) {\n"
-        + omp_for(config)
-        + "    for (int i = 0; i < r; i++) {\n"
-        "        const float* xr = x + (long)i * c;\n        float* yr = y + (long)i * c;\n"
-        + stats
-        + head
-        + vloop(config, "j", "0", "c", f"yr[j] = {value};", pad="        ")
-        + "    }\n}\n"
+    return c_source(
+        "layernorm",
+        config,
+        "const float* restrict x, const float* restrict gamma, const float* restrict beta,\n"
+        "            float* restrict y, int r, int c",
+        row_loop(config, stats + head + vloop(config, "j", "0", "c", f"yr[j] = {value};", pad="        ")),
     )
 
 
@@ -131,19 +123,21 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
+    return define_task(
         name="layernorm",
         family="row-reduction",
         patterns=("row-reduction", "row-major-stream", "broadcast-vector", "multi-pass"),
         description="LayerNorm of a 2048x1024 fp32 matrix with gamma and beta (small 33x70).",
-        dtype="float32",
-        make_inputs=make_inputs,
-        output_shapes=lambda x: {"y": x["x"].shape},
+        inputs_at=inputs_at,
+        small=SMALL,
+        full=FULL,
+        output_shapes=shaped_like("x", "y"),
         reference=reference,
+        edge_inputs=edge_inputs,
         library=LIBRARY,
-        flops=lambda x: 8.0 * x["x"].size,
-        bytes_moved=lambda x: 8.0 * x["x"].size,
+        flops=per_element("x", 8.0),
+        bytes_moved=per_element("x", 8.0),
+        sizes=dims("x", "r", "c"),
         baseline_config={
             "fuse": False,
             "simd": False,
@@ -160,8 +154,6 @@ def task() -> Task:
             parallelize(),
             schedule(),
         ),
-        render={"c": render_c},
-        inputs_at=inputs_at,
+        render_c=render_c,
         instances=INSTANCES,
-        sizes=lambda x: {"r": x["x"].shape[0], "c": x["x"].shape[1]},
     )

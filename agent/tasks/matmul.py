@@ -5,13 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
-    EDGE_SEED,
     VECTOR_WIDTHS,
-    abs_products,
     f32,
     indent,
     omp_for,
@@ -19,13 +15,13 @@ from kernelgraph.agent.tasks._common import (
     rng,
     schedule,
     set_knob,
-    signed_wide,
     simd,
     turn_on,
     unroll,
     vector_width,
     with_,
 )
+from kernelgraph.agent.tasks._define import define_task, product_sums_scale, shaped_like, signed_wide_inputs
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task, TransformSpec
 from kernelgraph.agent.transforms import Transform
 
@@ -36,10 +32,6 @@ def inputs_at(seed: int, shape: Shape) -> Arrays:
     (n,) = shape
     g = rng(seed)
     return {"a": f32(g.uniform(-1, 1, (n, n))), "b": f32(g.uniform(-1, 1, (n, n)))}
-
-
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return inputs_at(seed, (N_SMALL,) if small else (N_FULL,))
 
 
 def reference(inputs: Arrays) -> Arrays:
@@ -370,15 +362,6 @@ INSTANCES = (
 )
 
 
-def edge_inputs(inputs: Arrays) -> Arrays:
-    """Signs random, magnitudes 2^-10..2^10: many outputs are sums that cancel to near zero."""
-    return {"a": signed_wide(inputs["a"].shape), "b": signed_wide(inputs["b"].shape, EDGE_SEED + 1)}
-
-
-def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
-    return {"c": abs_products(inputs["a"], inputs["b"])}
-
-
 LIBRARY = LibraryCall(
     numpy=lambda x: {"c": x["a"] @ x["b"]},
     numpy_call="a @ b",
@@ -388,20 +371,23 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
-        error_scale=error_scale,
+    return define_task(
         name="matmul",
         family="dense-matmul",
         patterns=("dense-2d", "reuse-blocked", "row-major-stream", "column-stride"),
         description="C = A @ B for square fp32 matrices (n=300; small n=72).",
-        dtype="float32",
-        make_inputs=make_inputs,
-        output_shapes=lambda x: {"c": x["a"].shape},
+        inputs_at=inputs_at,
+        small=(N_SMALL,),
+        full=(N_FULL,),
+        output_shapes=shaped_like("a", "c"),
         reference=reference,
+        # Signs random, magnitudes 2^-10..2^10: many outputs are sums that cancel to near zero.
+        edge_inputs=signed_wide_inputs("a", "b"),
+        error_scale=product_sums_scale("c", "a", "b"),
         library=LIBRARY,
         flops=lambda x: 2.0 * x["a"].shape[0] ** 3,
         bytes_moved=lambda x: 3.0 * 4 * x["a"].size,
+        sizes=lambda x: {"n": x["a"].shape[0]},
         baseline_config=BASELINE,
         transforms=(
             set_knob(Transform.INTERCHANGE, "order", ("ikj", "ijk"), requires=_loop_kernel),
@@ -446,8 +432,6 @@ def task() -> Task:
                 requires=lambda c: _blocked(c) and bool(c["parallel"]),
             ),
         ),
-        render={"c": render_c},
-        inputs_at=inputs_at,
+        render_c=render_c,
         instances=INSTANCES,
-        sizes=lambda x: {"n": x["a"].shape[0]},
     )

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from kernelgraph.agent.tasks._common import (
-    C_PRELUDE,
-    EDGE_SEED,
-    abs_products,
+    c_source,
     f32,
     omp_for,
     par_simd,
@@ -15,10 +11,17 @@ from kernelgraph.agent.tasks._common import (
     rng,
     schedule,
     set_knob,
-    signed_wide,
     simd,
+    split_sum,
     turn_on,
     vloop,
+)
+from kernelgraph.agent.tasks._define import (
+    define_task,
+    dims,
+    per_element,
+    product_sums_scale,
+    signed_wide_inputs,
 )
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
@@ -32,26 +35,27 @@ def inputs_at(seed: int, shape: Shape) -> Arrays:
     return {"a": f32(g.uniform(-1, 1, (m, n))), "x": f32(g.uniform(-1, 1, n))}
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return inputs_at(seed, SMALL if small else FULL)
-
-
 def reference(inputs: Arrays) -> Arrays:
     return {"y": (inputs["a"].astype("f8") @ inputs["x"].astype("f8")).astype("f4")}
 
 
 def render_c(config: Config) -> str:
-    head = (
-        C_PRELUDE + f"/* matvec {dict(config)} */\n"
-        "void kernel(const float* restrict a, const float* restrict x, float* restrict y, int m, int n) {\n"
+    return c_source(
+        "matvec",
+        config,
+        "const float* restrict a, const float* restrict x, float* restrict y, int m, int n",
+        _body(config),
     )
+
+
+def _body(config: Config) -> str:
     if config["order"] == "col":
         # Column sweep: y += A[:, j] * x[j]; strided through A, parallel forks once per column.
         return (
-            head + "    for (int i = 0; i < m; i++) y[i] = 0.0f;\n"
+            "    for (int i = 0; i < m; i++) y[i] = 0.0f;\n"
             "    for (int j = 0; j < n; j++) {\n        float xj = x[j];\n"
             + par_simd(config)
-            + "        for (int i = 0; i < m; i++) y[i] += a[(long)i * n + j] * xj;\n    }\n}\n"
+            + "        for (int i = 0; i < m; i++) y[i] += a[(long)i * n + j] * xj;\n    }\n"
         )
     acc, rows = int(config["acc"]), int(config["rows"])
     if rows > 1:
@@ -67,35 +71,26 @@ def render_c(config: Config) -> str:
             + "".join(f"        y[i + {r}] = s{r};\n" for r in range(rows))
         )
         return (
-            head
-            + f"    const int mm = m - m % {rows};\n"
+            f"    const int mm = m - m % {rows};\n"
             + omp_for(config)
             + f"    for (int i = 0; i < mm; i += {rows}) {{\n"
             + dot
             + "    }\n    for (int i = mm; i < m; i++) {\n        float s = 0.0f;\n"
-            "        for (int k = 0; k < n; k++) s += a[(long)i * n + k] * x[k];\n        y[i] = s;\n    }\n}\n"
+            "        for (int k = 0; k < n; k++) s += a[(long)i * n + k] * x[k];\n        y[i] = s;\n    }\n"
         )
     if acc > 1:
-        names = [f"s{k}" for k in range(acc)]
-        dot = (
-            f"        float {', '.join(v + ' = 0.0f' for v in names)};\n        const int nm = n - n % {acc};\n"
-            + simd(config, "+:" + ",".join(names))
-            + f"        for (int k = 0; k < nm; k += {acc}) {{ "
-            + " ".join(f"s{q} += row[k + {q}] * x[k + {q}];" for q in range(acc))
-            + " }\n"
-            f"        float s = {' + '.join(names)};\n"
-            "        for (int k = nm; k < n; k++) s += row[k] * x[k];\n"
+        dot = split_sum(
+            config, "s", acc, lambda k: f"row[{k}] * x[{k}]", index="k", lo="0", hi="n", end="const int nm"
         )
     else:
         dot = "        float s = 0.0f;\n" + vloop(
             config, "k", "0", "n", "s += row[k] * x[k];", reduction="+:s", pad="        "
         )
     return (
-        head
-        + omp_for(config)
+        omp_for(config)
         + "    for (int i = 0; i < m; i++) {\n        const float* row = a + (long)i * n;\n"
         + dot
-        + "        y[i] = s;\n    }\n}\n"
+        + "        y[i] = s;\n    }\n"
     )
 
 
@@ -111,15 +106,6 @@ INSTANCES = (
 )
 
 
-def edge_inputs(inputs: Arrays) -> Arrays:
-    """Signs random, magnitudes 2^-10..2^10: many outputs are sums that cancel to near zero."""
-    return {"a": signed_wide(inputs["a"].shape), "x": signed_wide(inputs["x"].shape, EDGE_SEED + 1)}
-
-
-def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
-    return {"y": abs_products(inputs["a"], inputs["x"])}
-
-
 LIBRARY = LibraryCall(
     numpy=lambda x: {"y": x["a"] @ x["x"]},
     numpy_call="a @ x",
@@ -129,20 +115,23 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
-        error_scale=error_scale,
+    return define_task(
         name="matvec",
         family="dense-matvec",
         patterns=("row-major-stream", "row-reduction", "broadcast-vector"),
         description="y = A @ x, A is 6144x2048 fp32 (small 67x45).",
-        dtype="float32",
-        make_inputs=make_inputs,
+        inputs_at=inputs_at,
+        small=SMALL,
+        full=FULL,
         output_shapes=lambda x: {"y": (x["a"].shape[0],)},
         reference=reference,
+        # Signs random, magnitudes 2^-10..2^10: many outputs are sums that cancel to near zero.
+        edge_inputs=signed_wide_inputs("a", "x"),
+        error_scale=product_sums_scale("y", "a", "x"),
         library=LIBRARY,
-        flops=lambda x: 2.0 * x["a"].size,
+        flops=per_element("a", 2.0),
         bytes_moved=lambda x: 4.0 * (x["a"].size + x["x"].size + x["a"].shape[0]),
+        sizes=dims("a", "m", "n"),
         baseline_config={
             "order": "row",
             "acc": 1,
@@ -181,8 +170,6 @@ def task() -> Task:
             parallelize(),
             schedule(),
         ),
-        render={"c": render_c},
-        inputs_at=inputs_at,
+        render_c=render_c,
         instances=INSTANCES,
-        sizes=lambda x: {"m": x["a"].shape[0], "n": x["a"].shape[1]},
     )

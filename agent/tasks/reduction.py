@@ -5,17 +5,18 @@ from __future__ import annotations
 import numpy as np
 
 from kernelgraph.agent.tasks._common import (
-    C_PRELUDE,
+    c_source,
     f32,
     par_simd,
     parallelize,
     rng,
     schedule,
     set_knob,
-    signed_wide,
+    split_sum,
     turn_on,
     vloop,
 )
+from kernelgraph.agent.tasks._define import define_task, dims, per_element, signed_wide_inputs
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
@@ -26,10 +27,6 @@ def inputs_at(seed: int, shape: Shape) -> Arrays:
     return {"x": f32(rng(seed).uniform(-1, 1, shape))}
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return inputs_at(seed, (SMALL,) if small else (FULL,))
-
-
 def reference(inputs: Arrays) -> Arrays:
     return {"out": np.array([inputs["x"].astype("f8").sum()], dtype="f4")}
 
@@ -37,24 +34,28 @@ def reference(inputs: Arrays) -> Arrays:
 def render_c(config: Config) -> str:
     acc = int(config["acc"])
     if acc > 1:
-        names = [f"s{k}" for k in range(acc)]
-        red = "+:" + ",".join(names)
-        adds = " ".join(f"{v} += x[i + {k}];" for k, v in enumerate(names))
-        body = (
-            f"    double {', '.join(v + ' = 0.0' for v in names)};\n    long m = n - n % {acc};\n"
-            + par_simd(config, red)
-            + f"    for (long i = 0; i < m; i += {acc}) {{ {adds} }}\n"
-            f"    double s = {' + '.join(names)};\n    for (long i = m; i < n; i++) s += x[i];\n"
+        body = split_sum(
+            config,
+            "s",
+            acc,
+            lambda i: f"x[{i}]",
+            index="i",
+            lo="0",
+            hi="n",
+            end="long m",
+            ctype="double",
+            pragma=par_simd,
+            pad="    ",
         )
     else:
         body = "    double s = 0.0;\n" + vloop(
             config, "i", "0", "n", "s += x[i];", reduction="+:s", parallel=bool(config["parallel"])
         )
-    return (
-        C_PRELUDE + f"/* reduction {dict(config)} */\n"
-        "void kernel(const float* restrict x, float* restrict out, int n) {\n"
-        + body
-        + "    out[0] = (float)s;\n}\n"
+    return c_source(
+        "reduction",
+        config,
+        "const float* restrict x, float* restrict out, int n",
+        body + "    out[0] = (float)s;\n",
     )
 
 
@@ -63,11 +64,6 @@ INSTANCES = (
     Instance("262144", (262144,), "L2"),
     Instance("2097152", (2097152,), "LLC"),
 )
-
-
-def edge_inputs(inputs: Arrays) -> Arrays:
-    """Signs random, magnitudes 2^-10..2^10: a sum that cancels to near zero."""
-    return {"x": signed_wide(inputs["x"].shape)}
 
 
 def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
@@ -83,20 +79,22 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
-        error_scale=error_scale,
+    return define_task(
         name="reduction",
         family="reduction",
         patterns=("full-reduction", "contiguous-stream"),
         description="Sum of 8M fp32 values into one scalar (small 100003).",
-        dtype="float32",
-        make_inputs=make_inputs,
+        inputs_at=inputs_at,
+        small=(SMALL,),
+        full=(FULL,),
         output_shapes=lambda x: {"out": (1,)},
         reference=reference,
+        edge_inputs=signed_wide_inputs("x"),  # a sum that cancels to near zero
+        error_scale=error_scale,
         library=LIBRARY,
-        flops=lambda x: float(x["x"].size),
-        bytes_moved=lambda x: 4.0 * x["x"].size,
+        flops=per_element("x", 1.0),
+        bytes_moved=per_element("x", 4.0),
+        sizes=dims("x", "n"),
         baseline_config={"acc": 1, "unroll": 1, "simd": False, "parallel": False, "schedule": "static"},
         transforms=(
             set_knob(Transform.SPLIT_REDUCTION, "acc", (4, 2, 8, 16, 1), requires=lambda c: c["unroll"] == 1),
@@ -105,8 +103,6 @@ def task() -> Task:
             parallelize(),
             schedule(),
         ),
-        render={"c": render_c},
-        inputs_at=inputs_at,
+        render_c=render_c,
         instances=INSTANCES,
-        sizes=lambda x: {"n": x["x"].size},
     )

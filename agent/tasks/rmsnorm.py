@@ -5,18 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from kernelgraph.agent.tasks._common import (
-    C_PRELUDE,
     EDGE_SEED,
+    c_source,
     f32,
-    omp_for,
     parallelize,
     rng,
+    row_loop,
     schedule,
     set_knob,
-    simd,
+    split_sum,
     turn_on,
     vloop,
 )
+from kernelgraph.agent.tasks._define import define_task, dims, per_element, shaped_like
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
@@ -30,10 +31,6 @@ def inputs_at(seed: int, shape: Shape) -> Arrays:
     return {"x": f32(g.standard_normal((r, c))), "w": f32(g.uniform(0.5, 1.5, c))}
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return inputs_at(seed, SMALL if small else FULL)
-
-
 def reference(inputs: Arrays) -> Arrays:
     x = inputs["x"].astype("f8")
     rms = np.sqrt((x * x).mean(axis=1, keepdims=True) + EPS)
@@ -43,14 +40,8 @@ def reference(inputs: Arrays) -> Arrays:
 def render_c(config: Config) -> str:
     acc = int(config["acc"])
     if acc > 1:
-        names = [f"q{k}" for k in range(acc)]
-        adds = " ".join(f"{v} += xr[j + {k}] * xr[j + {k}];" for k, v in enumerate(names))
-        ssq = (
-            f"        float {', '.join(v + ' = 0.0f' for v in names)};\n        const int cm = c - c % {acc};\n"
-            + simd(config, "+:" + ",".join(names))
-            + f"        for (int j = 0; j < cm; j += {acc}) {{ {adds} }}\n"
-            f"        float q = {' + '.join(names)};\n"
-            "        for (int j = cm; j < c; j++) q += xr[j] * xr[j];\n"
+        ssq = split_sum(
+            config, "q", acc, lambda j: f"xr[{j}] * xr[{j}]", index="j", lo="0", hi="c", end="const int cm"
         )
     else:
         ssq = "        float q = 0.0f;\n" + vloop(
@@ -64,15 +55,11 @@ def render_c(config: Config) -> str:
     else:  # naive: the square root and the divide in the inner loop
         head, value = "", f"xr[j] / sqrtf(q / c + {EPS}f) * w[j]"
     scale = head + vloop(config, "j", "0", "c", f"yr[j] = {value};", pad="        ")
-    return (
-        C_PRELUDE + f"/* rmsnorm {dict(config)} */\n"
-        "void kernel(const float* restrict x, const float* restrict w, float* restrict y, int r, int c) {\n"
-        + omp_for(config)
-        + "    for (int i = 0; i < r; i++) {\n"
-        "        const float* xr = x + (long)i * c;\n        float* yr = y + (long)i * c;\n"
-        + ssq
-        + scale
-        + "    }\n}\n"
+    return c_source(
+        "rmsnorm",
+        config,
+        "const float* restrict x, const float* restrict w, float* restrict y, int r, int c",
+        row_loop(config, ssq + scale),
     )
 
 
@@ -102,19 +89,21 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
+    return define_task(
         name="rmsnorm",
         family="row-reduction",
         patterns=("row-reduction", "row-major-stream", "broadcast-vector"),
         description="RMSNorm of a 2048x2048 fp32 matrix with a weight vector (small 31x66).",
-        dtype="float32",
-        make_inputs=make_inputs,
-        output_shapes=lambda x: {"y": x["x"].shape},
+        inputs_at=inputs_at,
+        small=SMALL,
+        full=FULL,
+        output_shapes=shaped_like("x", "y"),
         reference=reference,
+        edge_inputs=edge_inputs,
         library=LIBRARY,
-        flops=lambda x: 4.0 * x["x"].size,
-        bytes_moved=lambda x: 8.0 * x["x"].size,
+        flops=per_element("x", 4.0),
+        bytes_moved=per_element("x", 8.0),
+        sizes=dims("x", "r", "c"),
         baseline_config={
             "acc": 1,
             "simd": False,
@@ -131,8 +120,6 @@ def task() -> Task:
             parallelize(),
             schedule(),
         ),
-        render={"c": render_c},
-        inputs_at=inputs_at,
+        render_c=render_c,
         instances=INSTANCES,
-        sizes=lambda x: {"r": x["x"].shape[0], "c": x["x"].shape[1]},
     )

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 
 from kernelgraph.agent.tasks._common import (
-    C_PRELUDE,
+    c_source,
     f32,
     parallelize,
     rng,
     set_knob,
-    signed_wide,
     turn_on,
     unroll,
 )
+from kernelgraph.agent.tasks._define import define_task, dims, per_element, shaped_like, signed_wide_inputs
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
@@ -22,10 +22,6 @@ FULL, SMALL = 8 * 1024 * 1024, 50_001
 
 def inputs_at(seed: int, shape: Shape) -> Arrays:
     return {"x": f32(rng(seed).uniform(-1, 1, shape))}
-
-
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return inputs_at(seed, (SMALL,) if small else (FULL,))
 
 
 # 8 bytes an element (read x, write y): 65536 fits a 1 MiB L2, 2M (16 MB) leaves it.
@@ -93,15 +89,7 @@ def render_c(config: Config) -> str:
             "            #pragma omp single\n            { for (int k = 0; k < T; k++) carry += sums[k]; }\n"
             "        }\n    }\n"
         )
-    return (
-        C_PRELUDE
-        + f"/* scan {dict(config)} */\nvoid kernel(const float* restrict x, float* restrict y, int n) {{\n{body}}}\n"
-    )
-
-
-def edge_inputs(inputs: Arrays) -> Arrays:
-    """Signs random, magnitudes 2^-10..2^10: prefix sums that cancel to near zero."""
-    return {"x": signed_wide(inputs["x"].shape)}
+    return c_source("scan", config, "const float* restrict x, float* restrict y, int n", body)
 
 
 def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
@@ -117,20 +105,22 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
-        error_scale=error_scale,
+    return define_task(
         name="prefix_scan",
         family="scan",
         patterns=("scan", "contiguous-stream", "loop-carried-dependency"),
         description="Inclusive prefix sum of 8M fp32 values (small 50001).",
-        dtype="float32",
-        make_inputs=make_inputs,
-        output_shapes=lambda x: {"y": x["x"].shape},
+        inputs_at=inputs_at,
+        small=(SMALL,),
+        full=(FULL,),
+        output_shapes=shaped_like("x", "y"),
         reference=reference,
+        edge_inputs=signed_wide_inputs("x"),  # prefix sums that cancel to near zero
+        error_scale=error_scale,
         library=LIBRARY,
-        flops=lambda x: float(x["x"].size),
-        bytes_moved=lambda x: 8.0 * x["x"].size,
+        flops=per_element("x", 1.0),
+        bytes_moved=per_element("x", 8.0),
+        sizes=dims("x", "n"),
         baseline_config={"parallel": False, "block": 0, "fuse": False, "lanes": 1, "unroll": 1},
         transforms=(
             parallelize(),
@@ -144,8 +134,6 @@ def task() -> Task:
             set_knob(Transform.SPLIT_REDUCTION, "lanes", (8, 4, 16, 1)),
             set_knob(Transform.UNROLL, "unroll", (4, 8, 1)),
         ),
-        render={"c": render_c},
-        sizes=lambda x: {"n": x["x"].size},
-        inputs_at=inputs_at,
+        render_c=render_c,
         instances=INSTANCES,
     )

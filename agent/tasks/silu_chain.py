@@ -14,19 +14,23 @@ from kernelgraph.agent.tasks._common import (
     f32,
     rng,
 )
-from kernelgraph.agent.tasks.base import Arrays, LibraryCall, Task
+from kernelgraph.agent.tasks._define import define_task, per_element, shaped_like
+from kernelgraph.agent.tasks.base import Arrays, LibraryCall, Shape, Task
 
 FULL, SMALL = 1 << 26, 5_003
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return {"x": f32(rng(seed).standard_normal(SMALL if small else FULL) * 4.0)}
+def inputs_at(seed: int, shape: Shape) -> Arrays:
+    return {"x": f32(rng(seed).standard_normal(shape) * 4.0)}
+
+
+def _silu_chain(x: np.ndarray) -> np.ndarray:
+    t = 1.5 * x + 0.25
+    return t / (1.0 + np.exp(-t)) + x
 
 
 def reference(inputs: Arrays) -> Arrays:
-    x = inputs["x"].astype(np.float64)
-    t = 1.5 * x + 0.25
-    return {"y": (t / (1.0 + np.exp(-t)) + x).astype(np.float32)}
+    return {"y": _silu_chain(inputs["x"].astype(np.float64)).astype(np.float32)}
 
 
 def edge_inputs(inputs: Arrays) -> Arrays:
@@ -37,7 +41,7 @@ def edge_inputs(inputs: Arrays) -> Arrays:
 
 
 LIBRARY = LibraryCall(
-    numpy=lambda x: {"y": (1.5 * x["x"] + 0.25) / (1.0 + np.exp(-(1.5 * x["x"] + 0.25))) + x["x"]},
+    numpy=lambda x: {"y": _silu_chain(x["x"])},
     numpy_call="t = 1.5 * x + 0.25; t / (1 + np.exp(-t)) + x",
     torch=lambda torch, x: {"y": torch.nn.functional.silu(1.5 * x["x"] + 0.25) + x["x"]},
     torch_call="torch.nn.functional.silu(1.5 * x + 0.25) + x",
@@ -45,20 +49,21 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
+    return define_task(
         name="elementwise",
         family="elementwise",
         patterns=("streaming",),
         description="A chain of elementwise ops on a float32 vector: y = silu(1.5 x + 0.25) + x.",
-        dtype="float32",
-        make_inputs=make_inputs,
-        output_shapes=lambda x: {"y": x["x"].shape},
+        inputs_at=inputs_at,
+        small=(SMALL,),
+        full=(FULL,),
+        output_shapes=shaped_like("x", "y"),
         reference=reference,
+        edge_inputs=edge_inputs,
         library=LIBRARY,
-        flops=lambda x: 7.0 * x["x"].size,
-        bytes_moved=lambda x: 8.0 * x["x"].size,
+        flops=per_element("x", 7.0),
+        bytes_moved=per_element("x", 8.0),
         baseline_config={},
         transforms=(),
-        render={},  # no C renderer: the Triton backend registers the only one
+        render_c=None,  # no C renderer: the Triton backend registers the only one
     )

@@ -11,10 +11,11 @@ from kernelgraph.agent.tasks._common import (
     C_PRELUDE,
     EDGE_SEED,
     VECTOR_WIDTHS,
+    c_source,
     f32,
-    omp_for,
     parallelize,
     rng,
+    row_loop,
     schedule,
     set_knob,
     turn_on,
@@ -22,6 +23,7 @@ from kernelgraph.agent.tasks._common import (
     vloop,
     with_,
 )
+from kernelgraph.agent.tasks._define import define_task, dims, per_element, shaped_like
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task, TransformSpec
 from kernelgraph.agent.transforms import Transform
 
@@ -33,14 +35,14 @@ def inputs_at(seed: int, shape: Shape) -> Arrays:
     return {"x": f32(rng(seed).standard_normal((r, c)) * 3.0)}
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return inputs_at(seed, SMALL if small else FULL)
+def _numpy_softmax(inputs: Arrays) -> Arrays:
+    x = inputs["x"]
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return {"y": e / e.sum(axis=1, keepdims=True)}
 
 
 def reference(inputs: Arrays) -> Arrays:
-    x = inputs["x"].astype("f8")
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return {"y": (e / e.sum(axis=1, keepdims=True)).astype("f4")}
+    return {"y": _numpy_softmax({"x": inputs["x"].astype("f8")})["y"].astype("f4")}
 
 
 # A Cephes-style expf (range reduction by ln 2, degree-6 polynomial, exponent bits): ~2 ulp on the
@@ -124,6 +126,9 @@ def _vector_row(config: Config) -> str:
     )
 
 
+SIGNATURE = "const float* restrict x, float* restrict y, int r, int c"
+
+
 def render_c(config: Config) -> str:
     if int(config["width"]):
         return render_vector(config)
@@ -160,14 +165,12 @@ def render_c(config: Config) -> str:
             )
             + scale
         )
-    return (
-        C_PRELUDE + (FAST_EXP if config["fast_exp"] else "") + f"/* softmax {dict(config)} */\n"
-        "void kernel(const float* restrict x, float* restrict y, int r, int c) {\n"
-        + omp_for(config)
-        + "    for (int i = 0; i < r; i++) {\n"
-        "        const float* xr = x + (long)i * c;\n        float* yr = y + (long)i * c;\n"
-        + row
-        + "    }\n}\n"
+    return c_source(
+        "softmax",
+        config,
+        SIGNATURE,
+        row_loop(config, row),
+        head=C_PRELUDE + (FAST_EXP if config["fast_exp"] else ""),
     )
 
 
@@ -180,20 +183,14 @@ def render_vector(config: Config) -> str:
         if config["vector_math"]
         else f"#define lane_exp(x) ({{ vf e_ = (x); for (int l_ = 0; l_ < {w}; l_++) e_[l_] = {lane_exp}(e_[l_]); e_; }})\n"
     )
-    return (
+    head = (
         C_PRELUDE
         + f"typedef float vf __attribute__((vector_size({w * 4}), aligned(4)));\n"
         + VECTOR_MAX
         + (FAST_EXP if config["fast_exp"] else "")
         + (VECTOR_EXP if config["vector_math"] else lanes)
-        + f"/* softmax {dict(config)} */\n"
-        "void kernel(const float* restrict x, float* restrict y, int r, int c) {\n"
-        + omp_for(config)
-        + "    for (int i = 0; i < r; i++) {\n"
-        "        const float* xr = x + (long)i * c;\n        float* yr = y + (long)i * c;\n"
-        + _vector_row(config)
-        + "    }\n}\n"
     )
+    return c_source("softmax", config, SIGNATURE, row_loop(config, _vector_row(config)), head=head)
 
 
 # The loop-form knobs mean nothing to the explicit-vector kernel: reset, so one kernel has one config.
@@ -230,12 +227,6 @@ def edge_inputs(inputs: Arrays) -> Arrays:
     return {"x": f32(sign * 80.0 + rng(EDGE_SEED).standard_normal(x.shape) * 3.0)}
 
 
-def _numpy_softmax(inputs: Arrays) -> Arrays:
-    x = inputs["x"]
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return {"y": e / e.sum(axis=1, keepdims=True)}
-
-
 LIBRARY = LibraryCall(
     numpy=_numpy_softmax,
     numpy_call="e = np.exp(x - x.max(1, keepdims=True)); e / e.sum(1, keepdims=True)",
@@ -245,19 +236,21 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
+    return define_task(
         name="softmax",
         family="row-reduction",
         patterns=("row-reduction", "row-major-stream", "transcendental", "multi-pass"),
         description="Row-wise softmax of a 2048x1024 fp32 matrix (small 37x50).",
-        dtype="float32",
-        make_inputs=make_inputs,
-        output_shapes=lambda x: {"y": x["x"].shape},
+        inputs_at=inputs_at,
+        small=SMALL,
+        full=FULL,
+        output_shapes=shaped_like("x", "y"),
         reference=reference,
+        edge_inputs=edge_inputs,
         library=LIBRARY,
-        flops=lambda x: 5.0 * x["x"].size,
-        bytes_moved=lambda x: 8.0 * x["x"].size,
+        flops=per_element("x", 5.0),
+        bytes_moved=per_element("x", 8.0),
+        sizes=dims("x", "r", "c"),
         baseline_config={
             "fuse": False,
             "simd": False,
@@ -298,8 +291,6 @@ def task() -> Task:
                 description="Online softmax: per-lane running max and rescaled sum in one pass, then one pass writing y.",
             ),
         ),
-        render={"c": render_c},
-        inputs_at=inputs_at,
+        render_c=render_c,
         instances=INSTANCES,
-        sizes=lambda x: {"r": x["x"].shape[0], "c": x["x"].shape[1]},
     )

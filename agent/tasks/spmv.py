@@ -5,20 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from kernelgraph.agent.tasks._common import (
-    C_PRELUDE,
-    EDGE_SEED,
     SCHEDULES,
+    c_source,
     f32,
     parallelize,
     rng,
     schedule,
     schedule_of,
     set_knob,
-    signed_wide,
-    simd,
+    split_sum,
     turn_on,
     vloop,
 )
+from kernelgraph.agent.tasks._define import define_task, signed_wide_inputs
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
@@ -34,10 +33,6 @@ def _structure(rows: int) -> tuple[np.ndarray, np.ndarray]:
     np.cumsum(lengths, out=row_ptr[1:])
     col_idx = g.integers(0, rows, int(row_ptr[-1])).astype(np.int32)
     return row_ptr, col_idx
-
-
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return inputs_at(seed, (SMALL,) if small else (FULL,))
 
 
 # ~24 nonzeros a row at 8 bytes each plus x and y: 3000 rows fit a 1 MiB L2, 100000 (~30 MB) leave it.
@@ -69,15 +64,15 @@ def render_c(config: Config) -> str:
     pragma = f"#pragma omp parallel for schedule({schedule_of(config)})\n" if par else ""
     acc = int(config["acc"])
     if acc > 1:
-        names = [f"s{k}" for k in range(acc)]
-        dot = (
-            f"        float {', '.join(v + ' = 0.0f' for v in names)};\n        const int hm = hi - (hi - lo) % {acc};\n"
-            + simd(config, "+:" + ",".join(names))
-            + f"        for (int k = lo; k < hm; k += {acc}) {{ "
-            + " ".join(f"s{q} += values[k + {q}] * x[col_idx[k + {q}]];" for q in range(acc))
-            + " }\n"
-            f"        float s = {' + '.join(names)};\n"
-            "        for (int k = hm; k < hi; k++) s += values[k] * x[col_idx[k]];\n"
+        dot = split_sum(
+            config,
+            "s",
+            acc,
+            lambda k: f"values[{k}] * x[col_idx[{k}]]",
+            index="k",
+            lo="lo",
+            hi="hi",
+            end="const int hm",
         )
     else:
         step = "s += values[k] * x[col_idx[k]];"
@@ -88,22 +83,17 @@ def render_c(config: Config) -> str:
         dot = "        float s = 0.0f;\n" + vloop(
             config, "k", "lo", "hi", step, reduction="+:s", pad="        "
         )
-    return (
-        C_PRELUDE + f"/* spmv {dict(config)} */\n"
-        "void kernel(const float* restrict values, const int* restrict col_idx, const int* restrict row_ptr,\n"
-        "            const float* restrict x, float* restrict y, int rows, int nnz) {\n"
-        + ("" if int(config["prefetch"]) else "    (void)nnz;\n")
+    return c_source(
+        "spmv",
+        config,
+        "const float* restrict values, const int* restrict col_idx, const int* restrict row_ptr,\n"
+        "            const float* restrict x, float* restrict y, int rows, int nnz",
+        ("" if int(config["prefetch"]) else "    (void)nnz;\n")
         + pragma
         + "    for (int i = 0; i < rows; i++) {\n        int lo = row_ptr[i], hi = row_ptr[i + 1];\n"
         + dot
-        + "        y[i] = s;\n    }\n}\n"
+        + "        y[i] = s;\n    }\n",
     )
-
-
-def edge_inputs(inputs: Arrays) -> Arrays:
-    """The same structure; values and x of random sign, magnitudes 2^-10..2^10 (rows that cancel)."""
-    return {**inputs, "values": signed_wide(inputs["values"].shape),
-            "x": signed_wide(inputs["x"].shape, EDGE_SEED + 1)}  # fmt: skip
 
 
 def error_scale(inputs: Arrays) -> dict[str, np.ndarray]:
@@ -122,17 +112,19 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
-        error_scale=error_scale,
+    return define_task(
         name="spmv_csr",
         family="gather",
         patterns=("gather", "indirect-index", "load-imbalance", "row-reduction"),
         description="y = A @ x for a 300000-row CSR matrix with skewed row lengths (small 523 rows).",
-        dtype="float32",
-        make_inputs=make_inputs,
+        inputs_at=inputs_at,
+        small=(SMALL,),
+        full=(FULL,),
         output_shapes=lambda x: {"y": (x["row_ptr"].size - 1,)},
         reference=reference,
+        # The same structure; values and x of random sign, magnitudes 2^-10..2^10 (rows that cancel).
+        edge_inputs=signed_wide_inputs("values", "x"),
+        error_scale=error_scale,
         library=LIBRARY,
         flops=lambda x: 2.0 * x["values"].size,
         bytes_moved=lambda x: 12.0 * x["values"].size + 12.0 * x["x"].size,
@@ -162,8 +154,7 @@ def task() -> Task:
                 requires=lambda c: c["acc"] == 1 and not c["simd"],
             ),
         ),
-        render={"c": render_c},
+        render_c=render_c,
         sizes=lambda x: {"rows": x["row_ptr"].size - 1, "nnz": x["values"].size},
-        inputs_at=inputs_at,
         instances=INSTANCES,
     )

@@ -8,6 +8,7 @@ import numpy as np
 
 from kernelgraph.agent.tasks._common import (
     EDGE_SEED,
+    c_source,
     f32,
     nt_fence,
     nt_store,
@@ -21,6 +22,7 @@ from kernelgraph.agent.tasks._common import (
     turn_on,
     vloop,
 )
+from kernelgraph.agent.tasks._define import define_task, dims, per_element, shaped_like
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
@@ -32,15 +34,14 @@ def inputs_at(seed: int, shape: Shape) -> Arrays:
     return {"u": f32(rng(seed).uniform(0, 1, (h, w)))}
 
 
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return inputs_at(seed, SMALL if small else FULL)
+def _five_point(u: Any) -> Any:  # numpy arrays and torch tensors slice alike
+    v = u.copy() if isinstance(u, np.ndarray) else u.clone()
+    v[1:-1, 1:-1] = 0.2 * (u[1:-1, 1:-1] + u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+    return v
 
 
 def reference(inputs: Arrays) -> Arrays:
-    u = inputs["u"].astype("f8")
-    v = u.copy()
-    v[1:-1, 1:-1] = 0.2 * (u[1:-1, 1:-1] + u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
-    return {"v": v.astype("f4")}
+    return {"v": _five_point(inputs["u"].astype("f8")).astype("f4")}
 
 
 def render_c(config: Config) -> str:
@@ -76,13 +77,15 @@ def render_c(config: Config) -> str:
             + vloop(config, "j", "1", "w - 1", point, pad="        ")
             + "    }\n"
         )
-    return (
-        prelude(config) + f"/* stencil {dict(config)} */\n"
-        "void kernel(const float* restrict u, float* restrict v, int h, int w) {\n"
+    return c_source(
+        "stencil",
+        config,
+        "const float* restrict u, float* restrict v, int h, int w",
         "    memcpy(v, u, sizeof(float) * (size_t)w);\n"
         "    memcpy(v + (long)(h - 1) * w, u + (long)(h - 1) * w, sizeof(float) * (size_t)w);\n"
         "    for (int i = 1; i < h - 1; i++) { v[(long)i * w] = u[(long)i * w];"
-        " v[(long)i * w + w - 1] = u[(long)i * w + w - 1]; }\n" + sweep + nt_fence(config) + "}\n"
+        " v[(long)i * w + w - 1] = u[(long)i * w + w - 1]; }\n" + sweep + nt_fence(config),
+        head=prelude(config),
     )
 
 
@@ -100,12 +103,6 @@ def edge_inputs(inputs: Arrays) -> Arrays:
     return {"u": f32(g.uniform(0.5, 1.0, shape) * 10.0 ** g.uniform(-6, 6, shape))}
 
 
-def _five_point(u: Any) -> Any:  # numpy arrays and torch tensors slice alike
-    v = u.copy() if isinstance(u, np.ndarray) else u.clone()
-    v[1:-1, 1:-1] = 0.2 * (u[1:-1, 1:-1] + u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
-    return v
-
-
 LIBRARY = LibraryCall(
     numpy=lambda x: {"v": _five_point(x["u"])},
     numpy_call="v = u.copy(); v[1:-1, 1:-1] = 0.2 * (five shifted slices of u)",
@@ -115,19 +112,21 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
+    return define_task(
         name="stencil2d",
         family="stencil",
         patterns=("stencil-2d", "neighbor-reuse", "row-major-stream"),
         description="One 5-point Jacobi sweep over a 2048x1024 fp32 grid (small 41x53).",
-        dtype="float32",
-        make_inputs=make_inputs,
-        output_shapes=lambda x: {"v": x["u"].shape},
+        inputs_at=inputs_at,
+        small=SMALL,
+        full=FULL,
+        output_shapes=shaped_like("u", "v"),
         reference=reference,
+        edge_inputs=edge_inputs,
         library=LIBRARY,
-        flops=lambda x: 5.0 * x["u"].size,
-        bytes_moved=lambda x: 8.0 * x["u"].size,
+        flops=per_element("u", 5.0),
+        bytes_moved=per_element("u", 8.0),
+        sizes=dims("u", "h", "w"),
         baseline_config={
             "order": "col",
             "tile": 0,
@@ -151,8 +150,6 @@ def task() -> Task:
             parallelize(),
             schedule(),
         ),
-        render={"c": render_c},
-        inputs_at=inputs_at,
+        render_c=render_c,
         instances=INSTANCES,
-        sizes=lambda x: {"h": x["u"].shape[0], "w": x["u"].shape[1]},
     )

@@ -6,6 +6,7 @@ import numpy as np
 
 from kernelgraph.agent.tasks._common import (
     EDGE_SEED,
+    c_source,
     f32,
     nt_fence,
     nt_store,
@@ -17,6 +18,7 @@ from kernelgraph.agent.tasks._common import (
     set_knob,
     turn_on,
 )
+from kernelgraph.agent.tasks._define import define_task, dims, per_element
 from kernelgraph.agent.tasks.base import Arrays, Config, Instance, LibraryCall, Shape, Task
 from kernelgraph.agent.transforms import Transform
 
@@ -26,10 +28,6 @@ FULL, SMALL = (1536, 1536), (70, 45)
 def inputs_at(seed: int, shape: Shape) -> Arrays:
     r, c = shape
     return {"a": f32(rng(seed).standard_normal((r, c)))}
-
-
-def make_inputs(seed: int, small: bool) -> Arrays:
-    return inputs_at(seed, SMALL if small else FULL)
 
 
 def render_c(config: Config) -> str:
@@ -53,12 +51,12 @@ def render_c(config: Config) -> str:
             omp_for(config) + f"    for (int {outer} = 0; {outer} < {lim[outer]}; {outer}++)\n"
             f"    for (int {inner} = 0; {inner} < {lim[inner]}; {inner}++)\n        " + body
         )
-    return (
-        prelude(config) + f"/* transpose {dict(config)} */\n"
-        "void kernel(const float* restrict a, float* restrict b, int r, int c) {\n"
-        + loops
-        + nt_fence(config)
-        + "}\n"
+    return c_source(
+        "transpose",
+        config,
+        "const float* restrict a, float* restrict b, int r, int c",
+        loops + nt_fence(config),
+        head=prelude(config),
     )
 
 
@@ -86,19 +84,21 @@ LIBRARY = LibraryCall(
 
 
 def task() -> Task:
-    return Task(
-        edge_inputs=edge_inputs,
+    return define_task(
         name="transpose",
         family="transpose",
         patterns=("row-major-stream", "column-stride", "data-movement"),
         description="B = A^T for a 1536x1536 fp32 matrix (small 70x45).",
-        dtype="float32",
-        make_inputs=make_inputs,
+        inputs_at=inputs_at,
+        small=SMALL,
+        full=FULL,
         output_shapes=lambda x: {"b": x["a"].shape[::-1]},
         reference=lambda x: {"b": np.ascontiguousarray(x["a"].T)},
+        edge_inputs=edge_inputs,
         library=LIBRARY,
         flops=lambda x: 0.0,
-        bytes_moved=lambda x: 8.0 * x["a"].size,
+        bytes_moved=per_element("a", 8.0),
+        sizes=dims("a", "r", "c"),
         baseline_config={
             "order": "read",
             "tile": 0,
@@ -113,8 +113,6 @@ def task() -> Task:
             parallelize(),
             schedule(),
         ),
-        render={"c": render_c},
-        inputs_at=inputs_at,
+        render_c=render_c,
         instances=INSTANCES,
-        sizes=lambda x: {"r": x["a"].shape[0], "c": x["a"].shape[1]},
     )

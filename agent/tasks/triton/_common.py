@@ -67,6 +67,22 @@ def header(task: str, config: Config) -> str:
     )
 
 
+# Source text of the rendered modules' `_num_sms(tensor)`: the SM count that sizes a persistent grid.
+NUM_SMS = """def _num_sms(t):
+    import torch
+
+    return torch.cuda.get_device_properties(t.device).multi_processor_count if t.is_cuda else 4
+"""
+
+
+def program_loop(var: str, count: str, persistent: bool) -> str:
+    """The loop line over `var`: a persistent program strides over all `count` items; otherwise each
+    program takes its own one (a one-trip loop, so the body is the same source either way)."""
+    if persistent:
+        return f"    for {var} in tl.range(tl.program_id(0), {count}, tl.num_programs(0)):"
+    return f"    for {var} in tl.range(tl.program_id(0), tl.program_id(0) + 1):"
+
+
 def pow2(n: int) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1, n))))
 

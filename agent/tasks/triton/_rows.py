@@ -6,10 +6,40 @@ streamed in BLOCK_N tiles twice: once for the statistics, once to normalise and 
 
 from __future__ import annotations
 
-from kernelgraph.agent.tasks.base import Config
-from kernelgraph.agent.tasks.triton._common import check_pow2, header, pow2
+from collections.abc import Callable
+
+from kernelgraph.agent.tasks.base import Config, Renderer
+from kernelgraph.agent.tasks.triton._common import (
+    BACKEND,
+    NUM_SMS,
+    check_pow2,
+    header,
+    pow2,
+    program_loop,
+    set_knobs,
+    toggle,
+    warps_and_stages,
+)
+from kernelgraph.agent.transforms import Transform
 
 AOT_ROWS, AOT_COLS = 4096, 4096
+
+BASELINE: Config = {"looped": False, "BLOCK_N": 1024, "persistent": False, "num_warps": 8, "num_stages": 1}
+
+
+def row_renderer(task: str, render: Callable[[Config], str]) -> Renderer:
+    """The Triton renderer of a row-wise task: `render` (a `render_rows` call) over the row kernels'
+    config space (looped tiles, persistent programs, warps and stages)."""
+    transforms = (
+        set_knobs(
+            Transform.TILE,
+            {"looped": (True, False), "BLOCK_N": (256, 512, 1024, 2048)},
+            "stream the row in BLOCK_N tiles (looped) instead of holding it whole",
+        ),
+        toggle(Transform.SCHEDULE, "persistent", "a few programs per SM loop over rows"),
+        *warps_and_stages(),
+    )
+    return Renderer(task, BACKEND, render, BASELINE, transforms)
 
 
 def render_rows(
@@ -21,11 +51,7 @@ def render_rows(
     looped, persistent = bool(config["looped"]), bool(config["persistent"])
     warps, stages = int(config["num_warps"]), int(config["num_stages"])
     block = int(config["BLOCK_N"]) if looped else pow2(AOT_COLS)
-    rows = (
-        "    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):\n"
-        if persistent
-        else "    for row in tl.range(tl.program_id(0), tl.program_id(0) + 1):\n"
-    )
+    rows = program_loop("row", "n_rows", persistent) + "\n"
     params = "x_ptr, w_ptr, " + ("b_ptr, " if bias else "") + "y_ptr, n_rows, n_cols, stride, eps"
     affine = "y * w + tl.load(b_ptr + offs, mask=mask, other=0.0)" if bias else "y * w"
     if looped:
@@ -99,11 +125,7 @@ AOT = [
 ]
 
 
-def _num_sms(t):
-    import torch
-
-    return torch.cuda.get_device_properties(t.device).multi_processor_count if t.is_cuda else 4
-
+{NUM_SMS}
 
 def launch({args}):
     n_rows, n_cols = x.shape

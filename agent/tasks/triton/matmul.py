@@ -5,8 +5,10 @@ from __future__ import annotations
 from kernelgraph.agent.tasks.base import Config, Renderer
 from kernelgraph.agent.tasks.triton._common import (
     BACKEND,
+    NUM_SMS,
     check_pow2,
     header,
+    program_loop,
     set_knob,
     set_knobs,
     toggle,
@@ -87,12 +89,8 @@ def render(config: Config) -> str:
         int(config["num_stages"]),
         bool(config["persistent"]),
     )
-    if persistent:
-        tile_loop = "    for tile in tl.range(tl.program_id(0), tiles, tl.num_programs(0)):"
-        grid0 = "min(tiles, _num_sms(a))"
-    else:
-        tile_loop = "    for tile in tl.range(tl.program_id(0), tl.program_id(0) + 1):"
-        grid0 = "tiles"
+    tile_loop = program_loop("tile", "tiles", persistent)
+    grid0 = "min(tiles, _num_sms(a))" if persistent else "tiles"
     consts = (
         f'"BLOCK_M": {bm}, "BLOCK_N": {bn}, "BLOCK_K": {bk}, "GROUP_M": {group}, '
         f'"SPLIT_K": {split}, "NUM_STAGES": {stages}'
@@ -148,11 +146,7 @@ AOT = [
 SPLIT_K = {split}
 
 
-def _num_sms(t):
-    import torch
-
-    return torch.cuda.get_device_properties(t.device).multi_processor_count if t.is_cuda else 4
-
+{NUM_SMS}
 
 def launch(a, b, c):
     import torch

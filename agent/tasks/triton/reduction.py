@@ -5,6 +5,7 @@ from __future__ import annotations
 from kernelgraph.agent.tasks.base import Config, Renderer
 from kernelgraph.agent.tasks.triton._common import (
     BACKEND,
+    NUM_SMS,
     check_pow2,
     header,
     set_knob,
@@ -74,11 +75,7 @@ AOT = [
 BLOCK = {block}
 
 
-def _num_sms(t):
-    import torch
-
-    return torch.cuda.get_device_properties(t.device).multi_processor_count if t.is_cuda else 4
-
+{NUM_SMS}
 
 def launch(x, out):
     import torch

@@ -5,9 +5,11 @@ from __future__ import annotations
 from kernelgraph.agent.tasks.base import Config, Renderer
 from kernelgraph.agent.tasks.triton._common import (
     BACKEND,
+    NUM_SMS,
     check_pow2,
     header,
     pow2,
+    program_loop,
     set_knob,
     toggle,
     warps_and_stages,
@@ -26,10 +28,7 @@ def render(config: Config) -> str:
     online, persistent = bool(config["online"]), bool(config["persistent"])
     warps, stages = int(config["num_warps"]), int(config["num_stages"])
     block = int(config["BLOCK_N"]) if online else pow2(AOT_COLS)
-    if persistent:
-        rows = "    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):\n"
-    else:
-        rows = "    for row in tl.range(tl.program_id(0), tl.program_id(0) + 1):\n"
+    rows = program_loop("row", "n_rows", persistent) + "\n"
     if online:
         body = (
             "        m = -float('inf')\n"
@@ -77,11 +76,7 @@ AOT = [
 ]
 
 
-def _num_sms(t):
-    import torch
-
-    return torch.cuda.get_device_properties(t.device).multi_processor_count if t.is_cuda else 4
-
+{NUM_SMS}
 
 def launch(x, y):
     n_rows, n_cols = x.shape
