@@ -14,7 +14,6 @@ than the library by more than p.
 from __future__ import annotations
 
 import importlib.util
-import math
 import pickle
 import random
 from collections.abc import Mapping, Sequence
@@ -153,14 +152,6 @@ def time_library(
 
 
 _TIMED: dict[tuple[Any, ...], LibraryTiming] = {}
-
-
-def geomean_of_all(values: Sequence[float | None]) -> float | None:
-    """The geometric mean of figures over runs, or None when any run lacks one (or it is not positive):
-    a geomean over the runs that happened to be measured would mislead."""
-    if not values or any(v is None or v <= 0 for v in values):
-        return None
-    return math.exp(sum(math.log(v) for v in values if v is not None) / len(values))
 
 
 def library_for(task: Task, target: Target, plan: TimingPlan | None = None) -> LibraryTiming | None:

@@ -1,7 +1,7 @@
 """Screenshots of the real Neo4j Browser for docs/exploring.md, so they stay true as the product changes.
 
 Starts (or reuses) the configured local server, applies the schema, seeds the `tour` namespace
-(scripts/demo_graph.py) and imports KernelBench's published timings (the copy shipped as package
+(kernelgraph/bench/demo_graph.py) and imports KernelBench's published timings (the copy shipped as package
 data) into the `kernelbench` namespace, then drives headless Chromium over the DevTools protocol: loads
 docs/kernelgraph.grass, logs in, and for each question of the tour runs the `:param` block of a
 cypher/ file followed by the file itself, exactly as a user would paste them, and saves a PNG under
@@ -32,10 +32,8 @@ import websocket
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
 
-from demo_graph import NAMESPACE, seed  # noqa: E402
-
+from kernelgraph.bench.demo_graph import NAMESPACE, seed  # noqa: E402
 from kernelgraph.core.settings import get_settings  # noqa: E402
 from kernelgraph.service import migrate  # noqa: E402
 from kernelgraph.service.importers.kernelbench import SHIPPED_TIMINGS, Config, import_timings, kernel_id_of  # noqa: E402

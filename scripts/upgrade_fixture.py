@@ -20,14 +20,13 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "scripts")]
-
-from demo_graph import seed as seed_tour  # noqa: E402
+sys.path[:0] = [str(REPO)]
 
 from kernelgraph.agent.loop import optimize  # noqa: E402
 from kernelgraph.agent.proposers.experience import ExperienceProposer  # noqa: E402
 from kernelgraph.agent.targets import get_target  # noqa: E402
 from kernelgraph.agent.tasks import get_task  # noqa: E402
+from kernelgraph.bench.demo_graph import seed as seed_tour  # noqa: E402
 from kernelgraph.cli.agent import make_backend  # noqa: E402
 from kernelgraph.core.settings import Settings  # noqa: E402
 from kernelgraph.service import migrate  # noqa: E402

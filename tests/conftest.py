@@ -117,15 +117,15 @@ def cli_on_test_neo4j(
 
 
 @pytest.fixture
-def script_on_test_neo4j(
+def bench_module_on_test_neo4j(
     neo4j_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> Callable[[str], ModuleType]:
-    """scripts/<name>.py as a module whose settings are this session's Neo4j (the diagnostics call
-    `get_settings()` themselves)."""
+    """A fresh copy of the diagnostic kernelgraph.bench.<name> whose settings are this session's Neo4j
+    (the diagnostics call `get_settings()` themselves)."""
     from tests import factories
 
     def load(name: str) -> ModuleType:
-        module = factories.script(name)
+        module = factories.bench_module(name)
         monkeypatch.setattr(module, "get_settings", lambda: neo4j_settings)
         return module
 

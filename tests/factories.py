@@ -89,9 +89,21 @@ def in_source_index(store: GraphStore, namespace: str, expected: set[str]) -> se
 
 
 def script(name: str) -> ModuleType:
-    """scripts/<name>.py, imported as a module (the diagnostics are scripts, not a package)."""
-    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"scripts.{name}", path)
+    """scripts/<name>.py, imported as a module (the dev tools are scripts, not a package)."""
+    return _fresh_module(Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py", f"scripts.{name}")
+
+
+def bench_module(name: str) -> ModuleType:
+    """A fresh copy of kernelgraph.bench.<name> (a diagnostic): a test may change its globals without
+    reaching the next test or the module everyone else imports."""
+    import kernelgraph.bench
+
+    path = Path(kernelgraph.bench.__file__).parent / f"{name}.py"
+    return _fresh_module(path, f"tests.fresh.kernelgraph_bench_{name}")
+
+
+def _fresh_module(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     # Registered before it runs: a script that defines a dataclass needs its module in sys.modules.

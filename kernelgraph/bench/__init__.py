@@ -1,1 +1,3 @@
-"""Benchmarks of the service: ingestion and retrieval at scale, and cross-target transfer on real data."""
+"""Every benchmark, study, demo and diagnostic the product ships: the `kernelgraph bench ...` commands'
+experiments (kernelgraph/cli/ calls them), the diagnostics run as `python -m kernelgraph.bench.<name>`,
+one statistics module (stats.py) and one report writer (reports.py)."""

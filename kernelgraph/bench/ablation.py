@@ -17,7 +17,6 @@ arms see the same numbers: no arm can win by drawing a lucky timing, and the who
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +29,6 @@ from rich.console import Console
 
 from kernelgraph.agent.backends.base import Backend
 from kernelgraph.agent.evaluator import DEFAULT_SEEDS
-from kernelgraph.agent.library import geomean_of_all
 from kernelgraph.agent.loop import OptimizeError, OptimizeResult, optimize
 from kernelgraph.agent.proposers.base import Proposer
 from kernelgraph.agent.proposers.experience import ExperienceProposer
@@ -39,6 +37,7 @@ from kernelgraph.agent.results import CheckResult, CompileResult, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Task
 from kernelgraph.bench.reports import timestamp
+from kernelgraph.bench.stats import geomean, geomean_of_all
 from kernelgraph.client import ExperienceClient
 from kernelgraph.core.models import (
     LineageStep,
@@ -161,10 +160,6 @@ class ArmRuns:
         self.curves.setdefault(task, []).append(padded)
         marks = result.best_yardsticks
         self.yardsticks.setdefault(task, []).append(marks.to_json() if marks is not None else None)
-
-
-def geomean(values: Sequence[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
 def _yardstick(arm: ArmRuns, task: str, name: str) -> list[float | None]:

@@ -41,6 +41,7 @@ from kernelgraph.agent.targets import get_target
 from kernelgraph.agent.tasks import all_tasks, get_task
 from kernelgraph.agent.transforms import Transform
 from kernelgraph.bench.reports import run_context
+from kernelgraph.bench.stats import nearest_rank
 from kernelgraph.core.models import MAX_BATCH, RetrieveRequest
 from kernelgraph.core.signature import SIGNATURE_DIM, CounterSource, source_dimensions
 from kernelgraph.service.inprocess import InProcessClient
@@ -332,11 +333,6 @@ def ingest(
     return time.perf_counter() - started
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))] if ordered else math.nan
-
-
 @dataclass(frozen=True)
 class Query:
     task: str
@@ -409,8 +405,8 @@ def measure(
         "mean_rank": statistics.fmean(ranks),
         "oracle_fraction_top1": statistics.fmean(oracle),
         "retrieve_ms": {
-            "p50": percentile(latencies, 0.5),
-            "p95": percentile(latencies, 0.95),
+            "p50": nearest_rank(latencies, 0.5),
+            "p95": nearest_rank(latencies, 0.95),
             "samples": len(latencies),
         },
         "proposer_evidence": {

@@ -52,7 +52,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kernelgraph.bench.reports import run_context
-from kernelgraph.bench.service import cpu_ms_per, cpu_seconds, local_neo4j_pid, percentiles
+from kernelgraph.bench.service import cpu_ms_per, cpu_seconds, local_neo4j_pid
+from kernelgraph.bench.stats import percentiles
 from kernelgraph.core.settings import Settings
 
 if TYPE_CHECKING:
@@ -560,7 +561,7 @@ def render(result: dict[str, Any], console: Console) -> None:
 
 def main(options: LoadOptions, *, as_json: bool, results_dir: str | Path) -> int:
     """The `kernelgraph bench load` command: run, save, print; the exit code."""
-    from kernelgraph.bench.reports import save_report
+    from kernelgraph.bench.reports import publish, report_error
     from kernelgraph.core import settings as settings_module
     from kernelgraph.core.errors import KernelGraphError
 
@@ -568,12 +569,8 @@ def main(options: LoadOptions, *, as_json: bool, results_dir: str | Path) -> int
     try:
         result = run_load_bench(settings_module.get_settings(), options, err)
     except (KernelGraphError, RuntimeError) as exc:
-        err.print(f"[bold red]error:[/] {getattr(exc, 'message', exc)}", highlight=False)
-        return 1
-    path = save_report(result, Path(results_dir), "load-bench")
-    if as_json:
-        print(json.dumps(result, default=str))
-    else:
-        render(result, Console())
-        Console().print(f"saved {path}")
+        return report_error(err, exc)
+    publish(
+        result, results_dir, "load-bench", as_json=as_json, render=lambda console: render(result, console)
+    )
     return 0

@@ -15,7 +15,6 @@ it records, while the caller's own counts in full. Results go to `results/poison
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import time
@@ -27,7 +26,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kernelgraph.bench.reports import run_context, save_report
+from kernelgraph.bench.reports import publish, run_context
 from kernelgraph.service.knowledge import INFLUENCE_BOUND, KnowledgeService, Recorder
 
 TARGET = {"name": "poison-cpu", "kind": "cpu", "arch": "x86-64-v3", "peak_gflops": 200.0, "peak_gbps": 20.0,
@@ -212,10 +211,5 @@ def main(*, states: int, repeats: int, as_json: bool, results_dir: str | Path) -
     result = {"report": asdict(report), "holds": report.holds, "duration_s": round(duration, 2), **context,
               "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
               "note": "the machine is shared: write and retrieve times are indicative only"}  # fmt: skip
-    path = save_report(result, Path(results_dir), "poisoning")
-    if as_json:
-        print(json.dumps(result, default=str))
-    else:
-        render(report, Console())
-        Console().print(f"saved {path}")
+    publish(result, results_dir, "poisoning", as_json=as_json, render=lambda console: render(report, console))
     return 0 if report.holds else 1

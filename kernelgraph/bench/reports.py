@@ -1,13 +1,17 @@
-"""Benchmark and study reports under results/: one file per run, plus `<name>-latest.json` to read."""
+"""Benchmark and study reports under results/: one file per run, plus `<name>-latest.json` to read; and
+the closing lines every benchmark prints (the report, or the error that stopped it)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
 
 
 def timestamp() -> str:
@@ -23,6 +27,31 @@ def save_report(report: dict[str, Any], results_dir: Path, name: str) -> Path:
     path.write_text(text)
     (results_dir / f"{name}-latest.json").write_text(text)
     return path
+
+
+def publish(
+    report: dict[str, Any],
+    results_dir: str | Path,
+    name: str,
+    *,
+    as_json: bool,
+    render: Callable[[Console], None],
+) -> Path:
+    """Save `report` (`save_report`), then print it: as one line of JSON with `as_json`, else as
+    `render` draws it followed by where it was saved."""
+    path = save_report(report, Path(results_dir), name)
+    if as_json:
+        print(json.dumps(report, default=str))
+    else:
+        render(Console())
+        Console().print(f"saved {path}")
+    return path
+
+
+def report_error(err: Console, exc: Exception) -> int:
+    """Print the error that stopped a benchmark (its message, for a KernelGraphError); the exit code."""
+    err.print(f"[bold red]error:[/] {getattr(exc, 'message', exc)}", highlight=False)
+    return 1
 
 
 def code_version() -> dict[str, Any]:

@@ -22,7 +22,6 @@ Results go to `results/service-bench-<UTC time>.json` and `results/service-bench
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -43,7 +42,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kernelgraph.bench.reports import run_context, save_report
+from kernelgraph.bench.reports import publish, report_error, run_context
+from kernelgraph.bench.stats import percentiles
 from kernelgraph.core.models import MAX_BATCH, RetrieveRequest
 from kernelgraph.core.settings import Settings
 from kernelgraph.core.signature import (
@@ -202,18 +202,6 @@ def generate(options: BenchOptions, on_state: Callable[[int], None] | None = Non
         if on_state is not None:
             on_state(measurements)
     return Generated(attempts, measurements, states, n_tasks)
-
-
-def percentiles(values_ms: Sequence[float]) -> dict[str, float]:
-    """p50/p95/p99 (nearest rank) of latencies in ms."""
-    ordered = sorted(values_ms)
-    if not ordered:
-        return {"p50": math.nan, "p95": math.nan, "p99": math.nan}
-
-    def rank(q: float) -> float:
-        return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-    return {"p50": rank(0.50), "p95": rank(0.95), "p99": rank(0.99)}
 
 
 def rss_mb(pid: int | str = "self") -> float | None:
@@ -650,12 +638,8 @@ def main(
     try:
         result = run_service_bench(settings_module.get_settings(), options, err)
     except KernelGraphError as exc:
-        err.print(f"[bold red]error:[/] {exc.message}", highlight=False)
-        return 1
-    path = save_report(result, Path(results_dir), "service-bench")
-    if as_json:
-        print(json.dumps(result, default=str))
-    else:
-        render(result, Console())
-        Console().print(f"saved {path}")
+        return report_error(err, exc)
+    publish(
+        result, results_dir, "service-bench", as_json=as_json, render=lambda console: render(result, console)
+    )
     return 0

@@ -350,7 +350,7 @@ def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 def render(report: dict[str, Any], console: Console) -> None:
     """The closing table and lines."""
-    from kernelgraph.agent.library import geomean_of_all  # numpy: not at the CLI's start-up
+    from kernelgraph.bench.stats import geomean_of_all  # numpy: not at the CLI's start-up
 
     rows = report["rows"]
     table = Table(

@@ -28,7 +28,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kernelgraph.agent.library import Yardsticks, geomean_of_all
+from kernelgraph.agent.library import Yardsticks
 from kernelgraph.agent.loop import DEFAULT_KEEP_THRESHOLD, hardware_target
 from kernelgraph.agent.proposers.base import HistoryEntry, ProposalContext, Proposer
 from kernelgraph.agent.proposers.experience import ExperienceProposer
@@ -50,6 +50,7 @@ from kernelgraph.bench.landscapes import (
     space,
     states_path,
 )
+from kernelgraph.bench.stats import bootstrap_mean_interval, geomean, geomean_of_all, paired, spearman
 from kernelgraph.client import ExperienceClient
 from kernelgraph.core.models import (
     AppliedTransform,
@@ -607,42 +608,6 @@ def attempts_to_reach(fractions: Sequence[float], level: float = REACH) -> int |
 
 
 # ---------------------------------------------------------------------------------------------------
-# Statistics
-
-
-def bootstrap_ci(values: Sequence[float], resamples: int = 10_000, seed: int = 7) -> tuple[float, float]:
-    """95% percentile interval of the mean of `values` (log ratios), instances resampled."""
-    data = np.asarray(values, dtype=float)
-    index = np.random.default_rng(seed).integers(0, data.size, size=(resamples, data.size))
-    means = data[index].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return float(low), float(high)
-
-
-def paired(arm: Mapping[str, float], control: Mapping[str, float]) -> dict[str, Any]:
-    """Per-instance ratio arm/control of the mean fraction of the oracle: geomean, bootstrap CI over
-    instances, wins/losses/ties, and the declared one-sided Wilcoxon signed-rank test (arm > control)."""
-    from scipy.stats import wilcoxon
-
-    keys = sorted(set(arm) & set(control))
-    logs = [math.log(arm[k] / control[k]) for k in keys]
-    low, high = bootstrap_ci(logs)
-    nonzero = [x for x in logs if abs(x) > 1e-12]
-    p = float(wilcoxon(nonzero, alternative="greater").pvalue) if len(nonzero) >= 2 else 1.0
-    return {
-        "instances": len(keys), "ratio": math.exp(float(np.mean(logs))), "ci": [math.exp(low), math.exp(high)],
-        "wins": sum(x > 1e-12 for x in logs), "losses": sum(x < -1e-12 for x in logs),
-        "ties": sum(abs(x) <= 1e-12 for x in logs), "p_one_sided": p,
-        "per_instance": {k: arm[k] / control[k] for k in keys},
-    }  # fmt: skip
-
-
-def geomean(values: Iterable[float]) -> float:
-    data = list(values)
-    return math.exp(sum(math.log(v) for v in data) / len(data)) if data else math.nan
-
-
-# ---------------------------------------------------------------------------------------------------
 # The study
 
 
@@ -874,9 +839,7 @@ def _curve_band(curves: Sequence[Sequence[float]], instance_keys: Sequence[str])
     for key, c in zip(instance_keys, curves, strict=True):
         by_instance[key].append(c[:length])
     matrix = np.asarray([np.mean(np.asarray(v), axis=0) for v in by_instance.values()])
-    index = np.random.default_rng(11).integers(0, matrix.shape[0], size=(2000, matrix.shape[0]))
-    boot = matrix[index].mean(axis=1)
-    low, high = np.percentile(boot, [2.5, 97.5], axis=0)
+    low, high = bootstrap_mean_interval(matrix, resamples=2000, seed=11)
     return {"mean": matrix.mean(axis=0).tolist(), "low": low.tolist(), "high": high.tolist()}
 
 
@@ -919,8 +882,6 @@ def landscape_summary(
                 keys = [k for (k, i) in la.times if i == inst and (k, inst) in lb.times]
                 xa = np.asarray([la.times[(k, inst)] for k in keys])
                 xb = np.asarray([lb.times[(k, inst)] for k in keys])
-                from kernelgraph.service.stats import spearman
-
                 per["landscape_rank_correlation"] = spearman(xa, xb)
                 per["a_best_on_b"] = lb.oracle(inst)[1] / (lb.time(la.oracle(inst)[0], inst) or math.inf)
                 per["median_abs_log_ratio_ab"] = float(np.median(np.abs(np.log(xa / xb)))) if keys else None

@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from kernelgraph.core.models import TransferMatrixResponse
-from kernelgraph.service.stats import (
+from kernelgraph.bench.stats import (
     BOOTSTRAP_RESAMPLES,
     bootstrap_indices,
     percentile_interval,
     spearman,
     spearman_rows,
 )
+from kernelgraph.core.models import TransferMatrixResponse
 from kernelgraph.service.transfer import (
     EffectKey,
     Gains,

@@ -79,7 +79,7 @@ def demo_cmd(
 
     With --agents N: N agents on related tasks optimize at once against the HTTP service, sharing one
     namespace, shown live as they use each other's attempts; then each runs alone, for comparison."""
-    from kernelgraph.agent.library import geomean_of_all  # numpy: not at the CLI's start-up
+    from kernelgraph.bench.stats import geomean_of_all  # numpy: not at the CLI's start-up
 
     if agents:
         _agents_demo(agents, budget, seed, target_name, tasks, keep, results_dir)
@@ -181,7 +181,7 @@ def _times(value: float | None) -> str:
 
 def _library_table(runs: dict[str, list[OptimizeResult]], budget: int, seed: int) -> Table:
     """The unseen task's runs, the library comparison first (docs/yardsticks.md)."""
-    from kernelgraph.agent.library import geomean_of_all  # numpy: not at the CLI's start-up
+    from kernelgraph.bench.stats import geomean_of_all  # numpy: not at the CLI's start-up
 
     first = next(r for rs in runs.values() for r in rs)
     lib = first.library

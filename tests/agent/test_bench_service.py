@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kernelgraph.bench.service import BenchOptions, generate, percentiles
+from kernelgraph.bench.service import BenchOptions, generate
+from kernelgraph.bench.stats import percentiles
 from kernelgraph.cli import app
 from kernelgraph.core.settings import Settings
 

@@ -1,4 +1,4 @@
-"""scripts/http_floor.py, the diagnostic behind docs/scaling.md's floor under single writes: its floor
+"""kernelgraph.bench.http_floor, the diagnostic behind docs/scaling.md's floor under single writes: its floor
 serves the agents without writing anything, and its service runs are the real write path."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ pytestmark = pytest.mark.neo4j
 
 
 def test_the_floor_answers_every_agent_and_stores_nothing_while_the_service_stores_all(
-    script_on_test_neo4j: Callable[[str], ModuleType], tmp_path: Path
+    bench_module_on_test_neo4j: Callable[[str], ModuleType], tmp_path: Path
 ) -> None:
-    script = script_on_test_neo4j("http_floor")
+    script = bench_module_on_test_neo4j("http_floor")
 
     report = script.main(3, 2.0, tmp_path, order=("floor", "service"), warmup_seconds=2.0)
 

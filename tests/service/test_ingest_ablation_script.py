@@ -1,4 +1,4 @@
-"""scripts/ingest_ablation.py, the diagnostic behind docs/scaling.md's ingestion floor, still applies
+"""kernelgraph.bench.ingest_ablation, the diagnostic behind docs/scaling.md's ingestion floor, still applies
 its cuts to record_attempts.cypher, writes what each floor says it writes, and leaves nothing behind."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _ablation_labels(store: GraphStore) -> dict[str, int]:
 
 
 def test_every_variant_is_a_real_cut_and_a_changed_query_is_reported() -> None:
-    script = factories.script("ingest_ablation")
+    script = factories.bench_module("ingest_ablation")
     texts = script.variants()
     assert texts["full"] == script.FULL.text
     assert len(set(texts.values())) == len(texts), "each variant leaves out something different"
@@ -35,10 +35,10 @@ def test_every_variant_is_a_real_cut_and_a_changed_query_is_reported() -> None:
 
 @pytest.mark.neo4j
 def test_the_floors_write_only_what_they_name_and_every_namespace_is_deleted(
-    script_on_test_neo4j: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch, store: GraphStore,
+    bench_module_on_test_neo4j: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch, store: GraphStore,
     tmp_path: Path,
 ) -> None:  # fmt: skip
-    script = script_on_test_neo4j("ingest_ablation")
+    script = bench_module_on_test_neo4j("ingest_ablation")
     made: list[str] = []  # namespaces in the order the script made them
     written: dict[str, dict[str, int]] = {}  # namespace -> label -> nodes, just before its deletion
     upsert, delete = script.KnowledgeService.upsert_targets, script.namespaces.delete

@@ -1,4 +1,4 @@
-"""scripts/retrieval_warmup.py, the diagnostic behind bench service's warm-up, still runs and breaks
+"""kernelgraph.bench.retrieval_warmup, the diagnostic behind bench service's warm-up, still runs and breaks
 retrieval down by query (on a small graph: the exact-search path)."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ pytestmark = pytest.mark.neo4j
 
 
 def test_retrieval_warmup_reports_each_query_of_the_slowest_and_the_median(
-    script_on_test_neo4j: Callable[[str], ModuleType], tmp_path: Path
+    bench_module_on_test_neo4j: Callable[[str], ModuleType], tmp_path: Path
 ) -> None:
-    script = script_on_test_neo4j("retrieval_warmup")
+    script = bench_module_on_test_neo4j("retrieval_warmup")
 
     report = script.main(300, warm=False, results_dir=tmp_path)
 

@@ -1,5 +1,5 @@
 """docs/exploring.md and the README's tour cannot go stale: every query the page shows runs against
-the tour graph scripts/demo_graph.py builds and returns rows, and every id it pastes is the one the
+the tour graph kernelgraph/bench/demo_graph.py builds and returns rows, and every id it pastes is the one the
 data gives (a changed demo graph fails here, naming the id to paste)."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from kernelgraph.bench import demo_graph
 from kernelgraph.cli import app
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
-from tests import factories
 
 pytestmark = pytest.mark.neo4j
 
@@ -46,7 +46,7 @@ def page_commands(text: str) -> list[list[str]]:
 
 @pytest.fixture
 def tour(store: GraphStore, cli_on_test_neo4j: None) -> Any:
-    return factories.script("demo_graph").seed(KnowledgeService(store))
+    return demo_graph.seed(KnowledgeService(store))
 
 
 def rows(args: list[str]) -> list[dict[str, Any]]:

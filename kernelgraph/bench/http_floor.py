@@ -1,7 +1,7 @@
 """The floor under `kernelgraph bench load`'s write phase: the same agents against the service with
 its database write taken out.
 
-    python scripts/http_floor.py [--agents 64] [--seconds 20] [--warmup-seconds 90] [--results-dir results]
+    python -m kernelgraph.bench.http_floor [--agents 64] [--seconds 20] [--warmup-seconds 90] [--results-dir results]
 
 A diagnostic, not a product path. It serves the product's own app (`create_app`: authentication,
 rate limiting, metrics, validation, the thread pool that a sync route runs in) in a process of its
@@ -50,7 +50,7 @@ from kernelgraph.service import namespaces
 from kernelgraph.service.knowledge import SERVICE, KnowledgeService, Recorder
 
 ORDER = ("floor", "service", "service", "floor")
-FLOOR_SERVE = (sys.executable, str(Path(__file__).resolve()), "--serve")
+FLOOR_SERVE = (sys.executable, "-m", "kernelgraph.bench.http_floor", "--serve")
 
 
 def _made_up_id(text: str) -> str:
@@ -83,7 +83,7 @@ def serve_floor(port: int) -> None:
 
     from kernelgraph.service.api.app import create_app
 
-    KnowledgeService.record_attempts = record_without_writing  # type: ignore[method-assign]
+    KnowledgeService.record_attempts = record_without_writing  # type: ignore[method-assign, assignment]
     settings = get_settings()
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="info", access_log=False)
 

@@ -1,6 +1,6 @@
 """Where retrieval's tail after ingestion comes from: each query's time, the client's and Neo4j's own.
 
-    python scripts/retrieval_warmup.py [MEASUREMENTS] [--warm] [--results-dir results]
+    python -m kernelgraph.bench.retrieval_warmup [MEASUREMENTS] [--warm] [--results-dir results]
 
 A diagnostic, not a product path; run it on a freshly started Neo4j (`kernelgraph neo4j stop`, remove
 its home, `start`, `schema apply`), since the question is what a fresh JVM does. It ingests

@@ -1,6 +1,6 @@
 """Where batch ingestion's time goes: the same attempts recorded with parts of record_attempts left out.
 
-    python scripts/ingest_ablation.py [MEASUREMENTS] [--batch-size 1000] [--results-dir results]
+    python -m kernelgraph.bench.ingest_ablation [MEASUREMENTS] [--batch-size 1000] [--results-dir results]
 
 A diagnostic, not a product path: every variant but `full` writes an incomplete graph (into its own
 throw-away namespace on the configured Neo4j, deleted afterwards). Each variant records the same

@@ -1,6 +1,6 @@
 """Where Neo4j's CPU goes while the service ingests: Java Flight Recorder samples of the local server.
 
-    python scripts/neo4j_profile.py [MEASUREMENTS] [--results-dir results]
+    python -m kernelgraph.bench.neo4j_profile [MEASUREMENTS] [--results-dir results]
 
 Records `kernelgraph bench service`'s attempts (batches of 1,000 from 2 threads, as that benchmark
 does) into a throw-away namespace of the local Neo4j (deleted afterwards) while JFR samples the

@@ -5,7 +5,7 @@ Two GPU targets (sm90, sm80) and two CPU targets; row-reduction tasks (softmax, 
 and matmul; chains of transforms where each kept child becomes the next parent, with failures mixed in.
 The data is deterministic (a fixed seed) and recorded through KnowledgeService.record_attempts, so a
 rerun writes nothing new. Used by scripts/screenshots.py; run alone with
-`python scripts/demo_graph.py` against the configured server.
+`python -m kernelgraph.bench.demo_graph` against the configured server.
 """
 
 from __future__ import annotations
