@@ -8,6 +8,8 @@ KERNELGRAPH_SERVICE_URL is set, else in-process on the configured (or local) Neo
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from kernelgraph.agent.loop import OptimizeResult
     from kernelgraph.agent.proposers.base import Proposer
     from kernelgraph.client import ExperienceClient
-    from kernelgraph.core.settings import Settings
+    from kernelgraph.core.settings import AgentSettings, Settings
 
 console = Console()
 err = Console(stderr=True)
@@ -34,6 +36,23 @@ PROPOSERS = ("memoryless", "experience", "text", "hybrid", "llm")
 def exit_with(message: str, code: int = 2) -> CommandError:
     """The error to raise: the app shows it as one line (one JSON object with --json), exit `code`."""
     return CommandError(message, exit_code=code)
+
+
+@contextmanager
+def agent_errors(client: ExperienceClient) -> Iterator[None]:
+    """Where a command runs the agent on `client`, which it closes at the end: a run that cannot start
+    (`OptimizeError`) or an error of the experience graph ends the command as one line, exit 1."""
+    from kernelgraph.agent.loop import OptimizeError
+    from kernelgraph.core.errors import KernelGraphError
+
+    try:
+        yield
+    except OptimizeError as exc:
+        raise exit_with(str(exc), 1) from None
+    except KernelGraphError as exc:
+        raise exit_with(f"experience graph: {exc.message}", 1) from None
+    finally:
+        client.close()
 
 
 def make_backend(name: str, *, quick: bool = True) -> Backend:
@@ -60,7 +79,7 @@ def make_backend(name: str, *, quick: bool = True) -> Backend:
 
 
 def make_proposer(
-    kind: str, client: ExperienceClient, settings: Settings, seed: int, exclude_task: str | None = None
+    kind: str, client: ExperienceClient, settings: AgentSettings, seed: int, exclude_task: str | None = None
 ) -> Proposer:
     """The proposer by CLI name (the one place that picks a concrete proposer)."""
     from kernelgraph.agent.proposers.experience import ExperienceProposer
@@ -195,10 +214,9 @@ def optimize_cmd(
     ] = None,
 ) -> None:
     """Optimize one task on one target with a budget of attempts; every attempt lands in the graph."""
-    from kernelgraph.agent.loop import OptimizeError, optimize
+    from kernelgraph.agent.loop import optimize
     from kernelgraph.agent.targets import UnknownTargetError, get_target
     from kernelgraph.agent.tasks import UnknownTaskError, get_task
-    from kernelgraph.core.errors import KernelGraphError
     from kernelgraph.core.settings import get_settings
 
     if proposer_kind not in PROPOSERS:
@@ -225,17 +243,11 @@ def optimize_cmd(
     settings = get_settings()
     backend = make_backend(backend_name, quick=not full_timing)
     client = connect_or_exit(settings, namespace)
-    try:
+    with agent_errors(client):
         proposer = make_proposer(proposer_kind, client, settings, seed, exclude_task)
         result = optimize(
             task, backend, target, proposer, client, budget, seed, console=None if as_json else console
         )
-    except OptimizeError as exc:
-        raise exit_with(str(exc), 1) from None
-    except KernelGraphError as exc:
-        raise exit_with(f"experience graph: {exc.message}", 1) from None
-    finally:
-        client.close()
     if out is not None:
         out.write_text(result.best_source)
     if as_json:
