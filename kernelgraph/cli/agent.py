@@ -17,8 +17,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kernelgraph.cli.graph import fail
 from kernelgraph.cli.tables import readable
-from kernelgraph.core.errors import CommandError
 
 if TYPE_CHECKING:
     from kernelgraph.agent.backends.base import Backend
@@ -33,11 +33,6 @@ err = Console(stderr=True)
 PROPOSERS = ("memoryless", "experience", "text", "hybrid", "llm")
 
 
-def exit_with(message: str, code: int = 2) -> CommandError:
-    """The error to raise: the app shows it as one line (one JSON object with --json), exit `code`."""
-    return CommandError(message, exit_code=code)
-
-
 @contextmanager
 def agent_errors(client: ExperienceClient) -> Iterator[None]:
     """Where a command runs the agent on `client`, which it closes at the end: a run that cannot start
@@ -48,9 +43,9 @@ def agent_errors(client: ExperienceClient) -> Iterator[None]:
     try:
         yield
     except OptimizeError as exc:
-        raise exit_with(str(exc), 1) from None
+        raise fail(str(exc)) from None
     except KernelGraphError as exc:
-        raise exit_with(f"experience graph: {exc.message}", 1) from None
+        raise fail(f"experience graph: {exc.message}") from None
     finally:
         client.close()
 
@@ -64,7 +59,7 @@ def make_backend(name: str, *, quick: bool = True) -> Backend:
     try:
         Sandbox().check_available()
     except SandboxUnavailable as exc:
-        raise exit_with(str(exc)) from None
+        raise fail(str(exc), 2) from None
     if name == "c":
         from kernelgraph.agent.backends.c import CBackend
         from kernelgraph.agent.backends.timing import FAST_TIMING, TimingPlan
@@ -75,7 +70,7 @@ def make_backend(name: str, *, quick: bool = True) -> Backend:
         from kernelgraph.agent.backends.triton import TritonBackend
 
         return TritonBackend()
-    raise exit_with(f"unknown backend {name!r}; known: c, triton")
+    raise fail(f"unknown backend {name!r}; known: c, triton", 2)
 
 
 def make_proposer(
@@ -96,10 +91,10 @@ def make_proposer(
         from kernelgraph.agent.proposers.llm import LLMProposer
 
         if not os.environ.get("ANTHROPIC_API_KEY"):
-            raise exit_with("the llm proposer needs ANTHROPIC_API_KEY in the environment")
+            raise fail("the llm proposer needs ANTHROPIC_API_KEY in the environment", 2)
         retriever = ExperienceProposer(client, seed=seed, exclude_task=exclude_task)
         return LLMProposer.from_settings(settings, retriever=retriever, seed=seed)
-    raise exit_with(f"unknown proposer {kind!r}; known: {', '.join(PROPOSERS)}")
+    raise fail(f"unknown proposer {kind!r}; known: {', '.join(PROPOSERS)}", 2)
 
 
 def connect_or_exit(settings: Settings, namespace: str | None = None) -> ExperienceClient:
@@ -116,9 +111,9 @@ def connect_or_exit(settings: Settings, namespace: str | None = None) -> Experie
             settings = settings.model_copy(update={"namespace": namespace})
         return connect(settings)
     except KernelGraphError as exc:
-        raise exit_with(f"cannot reach the experience graph: {exc.message}", 1) from None
+        raise fail(f"cannot reach the experience graph: {exc.message}") from None
     except Exception as exc:  # the driver's own errors (auth, unreachable) carry no domain type yet
-        raise exit_with(f"cannot reach the experience graph: {exc}", 1) from None
+        raise fail(f"cannot reach the experience graph: {exc}") from None
 
 
 def result_table(results: list[OptimizeResult], title: str) -> Table:
@@ -220,14 +215,14 @@ def optimize_cmd(
     from kernelgraph.core.settings import get_settings
 
     if proposer_kind not in PROPOSERS:
-        raise exit_with(f"unknown proposer {proposer_kind!r}; known: {', '.join(PROPOSERS)}")
+        raise fail(f"unknown proposer {proposer_kind!r}; known: {', '.join(PROPOSERS)}", 2)
     try:
         task = get_task(task_name, backend_name)
         target = get_target(target_name)
     except (UnknownTaskError, UnknownTargetError) as exc:
-        raise exit_with(str(exc)) from None
+        raise fail(str(exc), 2) from None
     if not target.available:
-        raise exit_with(f"target {target.name} is unavailable here: {target.unavailable_reason}")
+        raise fail(f"target {target.name} is unavailable here: {target.unavailable_reason}", 2)
     if namespace is not None:
         from pydantic import TypeAdapter, ValidationError
 
@@ -236,9 +231,8 @@ def optimize_cmd(
         try:
             TypeAdapter(Namespace).validate_python(namespace)
         except ValidationError:
-            raise exit_with(
+            raise fail(
                 f"--namespace: {namespace!r} is not a namespace (1-64 lower-case letters, digits, '_' and '-')",
-                1,
             ) from None
     settings = get_settings()
     backend = make_backend(backend_name, quick=not full_timing)

@@ -228,20 +228,21 @@ def quality(
     from kernelgraph.agent.tasks import all_tasks
     from kernelgraph.bench.quality import run_quality, table, write_table
     from kernelgraph.bench.reports import code_version
-    from kernelgraph.cli.agent import connect_or_exit, exit_with, make_backend
+    from kernelgraph.cli.agent import connect_or_exit, make_backend
+    from kernelgraph.cli.graph import fail
     from kernelgraph.core.settings import get_settings
 
     known = [t.name for t in all_tasks("c")]
     chosen = [name for name in tasks.split(",") if name]
     unknown = [name for name in chosen if name not in known]
     if unknown:
-        raise exit_with(f"--tasks: unknown C task {unknown[0]!r}; known: {', '.join(known)}")
+        raise fail(f"--tasks: unknown C task {unknown[0]!r}; known: {', '.join(known)}", 2)
     try:
         cpu = get_target(target)
     except UnknownTargetError as exc:
-        raise exit_with(f"--target: {exc}") from None
+        raise fail(f"--target: {exc}", 2) from None
     if cpu.kind != "cpu" or not cpu.available:
-        raise exit_with(f"--target: {target!r} is not an available CPU target ({cpu.unavailable_reason})")
+        raise fail(f"--target: {target!r} is not an available CPU target ({cpu.unavailable_reason})", 2)
     backend = make_backend("c")
     # Counters (cachegrind) would double each attempt's cost; retrieval uses the timing counters.
     backend.counters = False  # type: ignore[attr-defined]

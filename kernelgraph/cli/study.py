@@ -16,10 +16,10 @@ from kernelgraph.cli.agent import (
     agent_errors,
     connect_or_exit,
     console,
-    exit_with,
     make_backend,
     result_table,
 )
+from kernelgraph.cli.graph import fail
 
 if TYPE_CHECKING:
     from kernelgraph.agent.backends.base import Backend
@@ -235,11 +235,11 @@ def _agents_demo(
     try:
         report = run_swarm(get_settings(), options, console)
     except SwarmError as exc:
-        raise exit_with(str(exc), 1) from None
+        raise fail(str(exc)) from None
     except KernelGraphError as exc:
-        raise exit_with(f"experience graph: {exc.message}", 1) from None
+        raise fail(f"experience graph: {exc.message}") from None
     except RuntimeError as exc:  # the service did not start (its log's tail is in the message)
-        raise exit_with(str(exc), 1) from None
+        raise fail(str(exc)) from None
     render(report, console)
     console.print(f"report saved to {save_report(report, Path(results_dir), 'demo-agents')}")
 
