@@ -138,6 +138,16 @@ class Settings(ServiceSettings, AgentSettings):
     in-process service (client and Neo4j at once). Build one with `get_settings()` or explicitly in tests."""
 
 
+# Each role's own settings, in the order docs/configuration.md lists them (scripts/gen_config_docs.py).
+ROLES: tuple[type[CommonSettings], ...] = (
+    CommonSettings,
+    ClientSettings,
+    AgentSettings,
+    Neo4jSettings,
+    ServiceSettings,
+)
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """The process's settings, read once on first use (never at import)."""
