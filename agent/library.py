@@ -14,7 +14,6 @@ than the library by more than p.
 from __future__ import annotations
 
 import importlib.util
-import pickle
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,20 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from kernelgraph.agent.backends._child import RESULT_ARRAYS, RESULT_JSON, decode_result
 from kernelgraph.agent.backends.bubblewrap import (
-    Mount,
     Rlimits,
     Sandbox,
     UntrustedFileError,
-    python_executable,
-    python_mounts,
-    python_path,
-    read_untrusted,
     scratch_dir,
 )
 from kernelgraph.agent.backends.c import TIMING_SEED  # the seed of the inputs kernels are timed on
-from kernelgraph.agent.backends.sandbox import child_env
+from kernelgraph.agent.backends.sandbox import child_env, read_child_result, run_python_module
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import (
     DEFAULT_SEEDS,
@@ -116,7 +109,6 @@ def library_env(threads: int) -> dict[str, str]:
         **child_env(threads),
         "OPENBLAS_NUM_THREADS": n,
         "MKL_NUM_THREADS": n,
-        "PYTHONPATH": python_path(),
     }
 
 
@@ -226,22 +218,15 @@ def _report(result: Mapping[str, Any], indices: range, specs: Sequence[Any]) -> 
 def _run(request: dict[str, Any], threads: int, sandbox: Sandbox) -> tuple[RunStatus, dict[str, Any], str]:
     """Run the library child in a fresh sandbox; (status, result, message)."""
     with scratch_dir("kg-library-") as tmp:
-        req_path = tmp / "request.pkl"  # ours, for the child: the trusted direction
-        with req_path.open("wb") as f:
-            pickle.dump(request, f, protocol=5)
-        done = sandbox.run(
-            [python_executable(), "-s", "-m", CHILD_MODULE, str(req_path), str(tmp)],
-            mounts=[Mount(tmp, writable=True), *python_mounts()],
-            env=library_env(threads),
-            cwd=tmp,
-            limits=Rlimits(cpu_seconds=int(LIBRARY_TIMEOUT_S * threads) + 10),
-            timeout_s=LIBRARY_TIMEOUT_S,
-        )
+        done = run_python_module(
+            sandbox, CHILD_MODULE, request, tmp, env=library_env(threads),
+            limits=Rlimits(cpu_seconds=int(LIBRARY_TIMEOUT_S * threads) + 10), timeout_s=LIBRARY_TIMEOUT_S,
+        )  # fmt: skip
         tail = (done.stderr or done.stdout).strip()[-800:]
         if done.timed_out:
             return RunStatus.TIMEOUT, {}, f"the library call did not finish within {LIBRARY_TIMEOUT_S:g} s"
         try:
-            result = decode_result(read_untrusted(tmp / RESULT_JSON), read_untrusted(tmp / RESULT_ARRAYS))
+            result = read_child_result(tmp)
         except (UntrustedFileError, ValueError, KeyError, TypeError) as exc:
             return (
                 RunStatus.CRASHED,

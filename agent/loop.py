@@ -47,7 +47,6 @@ from kernelgraph.core.models import (
     KernelVariant,
     Measurement,
     TargetKind,
-    finite_counters,
 )
 
 log = logging.getLogger(__name__)
@@ -201,7 +200,7 @@ def measurement(
         correct=True,
         static=profile.static,
         counter_source=profile.counter_source,
-        counters=finite_counters(profile.counters),
+        counters=profile.recordable_counters,
         tool_versions={k: v[:128] for k, v in profile.tool_versions.items()},
         evaluator_version=profile.evaluator_version,
         sandboxed=(profile.sandbox != UNSAFE_LABEL) if profile.sandbox else None,

@@ -71,6 +71,11 @@ class ProfileResult:
     # what the keep decision's confidence interval is taken over (agent/loop.py `keep_decision`)
     paired_ratios: tuple[float, ...] = ()
 
+    @property
+    def recordable_counters(self) -> dict[str, float]:
+        """The counters a Measurement accepts (`core.models.finite_counters`: a NaN one is left out)."""
+        return finite_counters(self.counters)
+
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -98,5 +103,5 @@ class Evaluation:
             "static": p.static if p is not None else False,
             "reverified": p.reverified if p is not None else False,
             "counter_source": p.counter_source.value if p is not None else None,
-            "counters": finite_counters(p.counters) if p is not None else {},
+            "counters": p.recordable_counters if p is not None else {},
         }

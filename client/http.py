@@ -16,9 +16,9 @@ import httpx
 from pydantic import BaseModel
 
 from kernelgraph.core import errors
+from kernelgraph.core.batches import in_batches
 from kernelgraph.core.errors import KernelGraphError, Retryable
 from kernelgraph.core.models import (
-    MAX_BATCH,
     AttemptRecord,
     HardwareTarget,
     LineageStep,
@@ -179,28 +179,28 @@ class KernelGraphClient:
         body = {"targets": [_dump(t) for t in targets]}
         return list(self._request("POST", "/v1/targets", json=body)["names"])
 
+    def _post_batch(self, path: str, key: str, batch: Sequence[dict[str, Any]], model: type[M]) -> list[M]:
+        reply = self._request("POST", path, json={key: list(batch)})
+        return [model.model_validate(r) for r in reply["results"]]
+
     def record_attempts(self, attempts: Sequence[AttemptLike]) -> list[RecordResult]:
         """Record attempts, in batches of at most MAX_BATCH (each batch is all-or-nothing)."""
-        dumped = [_dump(a) for a in attempts]
-        results: list[RecordResult] = []
-        for start in range(0, len(dumped), MAX_BATCH):
-            body = {"attempts": dumped[start : start + MAX_BATCH]}
-            reply = self._request("POST", "/v1/attempts/batch", json=body)
-            results.extend(RecordResult.model_validate(r) for r in reply["results"])
-        return results
+        return in_batches(
+            [_dump(a) for a in attempts],
+            lambda batch: self._post_batch("/v1/attempts/batch", "attempts", batch, RecordResult),
+        )
 
     def record_attempt(self, attempt: AttemptLike) -> RecordResult:
         return RecordResult.model_validate(self._request("POST", "/v1/attempts", json=_dump(attempt)))
 
     def record_measurements(self, records: Sequence[MeasurementLike]) -> list[MeasurementResult]:
         """Record measurements outside attempts, in batches of at most MAX_BATCH (each all-or-nothing)."""
-        dumped = [_dump(r) for r in records]
-        results: list[MeasurementResult] = []
-        for start in range(0, len(dumped), MAX_BATCH):
-            body = {"measurements": dumped[start : start + MAX_BATCH]}
-            reply = self._request("POST", "/v1/measurements/batch", json=body)
-            results.extend(MeasurementResult.model_validate(r) for r in reply["results"])
-        return results
+        return in_batches(
+            [_dump(r) for r in records],
+            lambda batch: self._post_batch(
+                "/v1/measurements/batch", "measurements", batch, MeasurementResult
+            ),
+        )
 
     def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
         reply = self._request("POST", "/v1/retrieve", json=_dump(request))

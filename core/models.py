@@ -76,9 +76,9 @@ StrictBool = Annotated[bool, Field(strict=True)]
 ParamValue = StrictInt | FiniteFloat | StrictBool | Annotated[str, StringConstraints(max_length=256)]
 # Keys of a dict[Name, ...] must match Name's pattern: JSON Schema says so with patternProperties plus this.
 _NAME_KEYS: dict[str, Any] = {"additionalProperties": False}
-# The normalized counter signature: SIGNATURE_DIM components in [0, 1] (core/signature.py).
-# One entry per dimension of the signature version, in [0, 1], null where not measured.
-Signature = Annotated[
+# A normalized counter signature as sent: one entry per dimension of the signature version, in [0, 1],
+# null where not measured (the values of a core.signature.Signature, which also knows its source).
+SignatureValues = Annotated[
     list[Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)] | None],
     Field(min_length=SIGNATURE_DIM, max_length=SIGNATURE_DIM),
 ]
@@ -271,7 +271,7 @@ class Measurement(Strict):
     )
     # Computed by the service from `counters` when absent (the usual way). Given, it has one entry per
     # dimension, null where not measured, and nothing at a dimension `counter_source` does not measure.
-    signature: Signature | None = None
+    signature: SignatureValues | None = None
     signature_version: int = SIGNATURE_VERSION  # stored as the version of the signature actually stored
     taken_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     tool_versions: Annotated[
@@ -598,7 +598,7 @@ class RetrieveRequest(Strict):
 
     target: Name
     mode: RetrievalMode = RetrievalMode.COUNTERS
-    signature: Signature | None = None  # null where not measured
+    signature: SignatureValues | None = None  # null where not measured
     counters: (
         Annotated[dict[Name, FiniteFloat], Field(max_length=256, json_schema_extra=_NAME_KEYS)] | None
     ) = None

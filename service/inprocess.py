@@ -12,8 +12,8 @@ from typing import Any
 from neo4j import Driver
 
 from kernelgraph.client.http import AttemptLike, MeasurementLike, TargetLike
+from kernelgraph.core.batches import in_batches
 from kernelgraph.core.models import (
-    MAX_BATCH,
     LineageStep,
     MeasurementResult,
     RecordResult,
@@ -60,27 +60,18 @@ class InProcessClient:
         return self.knowledge.upsert_targets(self.namespace, list(targets), self.recorder)
 
     def record_attempts(self, attempts: Sequence[AttemptLike]) -> list[RecordResult]:
-        results: list[RecordResult] = []
-        items = list(attempts)
-        for start in range(0, len(items), MAX_BATCH):
-            results.extend(
-                self.knowledge.record_attempts(
-                    self.namespace, items[start : start + MAX_BATCH], self.recorder
-                )
-            )
-        return results
+        return in_batches(
+            list(attempts),
+            lambda batch: self.knowledge.record_attempts(self.namespace, batch, self.recorder),
+        )
 
     def record_attempt(self, attempt: AttemptLike) -> RecordResult:
         return self.knowledge.record_attempts(self.namespace, [attempt], self.recorder)[0]
 
     def record_measurements(self, records: Sequence[MeasurementLike]) -> list[MeasurementResult]:
-        results: list[MeasurementResult] = []
-        items = list(records)
-        for start in range(0, len(items), MAX_BATCH):
-            results.extend(
-                self.knowledge.record_measurements(self.namespace, items[start : start + MAX_BATCH])
-            )
-        return results
+        return in_batches(
+            list(records), lambda batch: self.knowledge.record_measurements(self.namespace, batch)
+        )
 
     def retrieve(self, request: RetrieveRequest | dict[str, Any]) -> RetrieveResponse:
         req = request if isinstance(request, RetrieveRequest) else validate(RetrieveRequest, request)

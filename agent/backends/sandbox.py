@@ -30,6 +30,7 @@ from kernelgraph.agent.backends._child import (
     write_variant,
 )
 from kernelgraph.agent.backends.bubblewrap import (
+    Finished,
     Mount,
     Rlimits,
     Sandbox,
@@ -37,6 +38,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     kill_tree,
     python_executable,
     python_mounts,
+    python_path,
     read_untrusted,
     scratch_dir,
 )
@@ -75,6 +77,37 @@ def child_env(threads: int) -> dict[str, str]:
         MKL_NUM_THREADS="1",
         PYTHONDONTWRITEBYTECODE="1",
     )
+
+
+def run_python_module(
+    sandbox: Sandbox,
+    module: str,
+    request: Mapping[str, Any],
+    directory: Path,
+    *,
+    env: Mapping[str, str],
+    limits: Rlimits,
+    timeout_s: float,
+) -> Finished:
+    """Run `python -s -m module REQUEST DIRECTORY` confined: `request` pickled into `directory` (by us,
+    for the child: the trusted direction), the one place of this machine the child sees besides the
+    interpreter and the venv, where it leaves its result (`read_child_result`)."""
+    path = directory / "request.pkl"
+    path.write_bytes(pickle.dumps(request, protocol=5))
+    return sandbox.run(
+        [python_executable(), "-s", "-m", module, str(path), str(directory)],
+        mounts=[Mount(directory, writable=True), *python_mounts()],
+        env={**env, "PYTHONPATH": python_path()},
+        cwd=directory,
+        limits=limits,
+        timeout_s=timeout_s,
+    )
+
+
+def read_child_result(directory: Path) -> Any:
+    """The result a sandboxed child left in `directory`, decoded without trusting it: never unpickled,
+    never read through a link it planted (UntrustedFileError, ValueError, KeyError or TypeError)."""
+    return decode_result(read_untrusted(directory / RESULT_JSON), read_untrusted(directory / RESULT_ARRAYS))
 
 
 def _signal_name(code: int) -> str:
@@ -143,7 +176,7 @@ def run_request(
                 + (f": {tail}" if tail else ""),
             )
         try:
-            result = decode_result(read_untrusted(tmp / RESULT_JSON), read_untrusted(tmp / RESULT_ARRAYS))
+            result = read_child_result(tmp)
         except (UntrustedFileError, ValueError, KeyError, TypeError) as exc:
             return RunStatus.CRASHED, {}, f"the kernel's process left an unreadable result: {exc}"
         if not isinstance(result, dict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -18,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from kernelgraph.agent.results import Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Config, Task
-from kernelgraph.core.models import finite_counters as measured_counters
 
 if TYPE_CHECKING:
     from kernelgraph.agent.backends.base import Backend
@@ -115,9 +115,15 @@ def candidates(task: Task, config: Config, tried: frozenset[str] = frozenset()) 
     return found
 
 
-def finite_counters(profile: ProfileResult | None) -> dict[str, float]:
-    """The profile's counters that the service accepts (the client models' finiteness rule)."""
-    return {} if profile is None else measured_counters(profile.counters)
+def candidates_by_transform(context: ProposalContext) -> dict[str, list[Candidate]]:
+    """The candidates from the current best config that this run has not tried, grouped by transform;
+    empty when there is no config (free-form source) or every neighbour was tried."""
+    if context.config is None:
+        return {}
+    by_transform: dict[str, list[Candidate]] = defaultdict(list)
+    for option in candidates(context.task, context.config, context.tried):
+        by_transform[option.transform].append(option)
+    return dict(by_transform)
 
 
 def describe_config(config: Config | None) -> str:

@@ -31,8 +31,7 @@ from kernelgraph.agent.proposers.base import (
     HistoryEntry,
     Proposal,
     ProposalContext,
-    candidates,
-    finite_counters,
+    candidates_by_transform,
 )
 from kernelgraph.agent.results import Outcome
 from kernelgraph.client import ExperienceClient
@@ -183,10 +182,11 @@ class ExperienceProposer:
             "exclude_task": self.exclude_task,
         }
         if self.mode in (RetrievalMode.COUNTERS, RetrievalMode.HYBRID):
-            counters = finite_counters(context.profile)
-            if not counters or context.profile is None:
+            profile = context.profile
+            counters = profile.recordable_counters if profile is not None else {}
+            if not counters or profile is None:
                 return {}
-            request.update(counters=counters, counter_source=context.profile.counter_source)
+            request.update(counters=counters, counter_source=profile.counter_source)
         if self.mode in (RetrievalMode.TEXT, RetrievalMode.HYBRID):
             request["source"] = context.source
         try:
@@ -199,16 +199,11 @@ class ExperienceProposer:
         return {row.transform: row for row in response.transforms}
 
     def propose(self, context: ProposalContext) -> Proposal | None:
-        if context.config is None:
-            return None
-        options = candidates(context.task, context.config, context.tried)
-        if not options:
+        by_transform = candidates_by_transform(context)
+        if not by_transform:
             return None
         evidence = self.retrieve(context)
         self.last_evidence = evidence
-        by_transform: dict[str, list[Candidate]] = defaultdict(list)
-        for option in options:
-            by_transform[option.transform].append(option)
         history: dict[str, list[HistoryEntry]] = defaultdict(list)
         for entry in context.history:
             history[entry.transform].append(entry)

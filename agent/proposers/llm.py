@@ -27,7 +27,6 @@ from kernelgraph.agent.proposers.base import (
     ProposalContext,
     Proposer,
     describe_config,
-    finite_counters,
 )
 from kernelgraph.agent.proposers.experience import ExperienceProposer
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
     import anthropic
 
     from kernelgraph.agent.target import Target
-    from kernelgraph.core.settings import Settings
+    from kernelgraph.core.settings import AgentSettings
 
 log = logging.getLogger(__name__)
 
@@ -253,7 +252,7 @@ def format_evidence(
 def build_prompt(context: ProposalContext, evidence: dict[str, RetrievedTransform]) -> str:
     """The user message of the first turn."""
     task, target = context.task, context.target
-    counters = finite_counters(context.profile)
+    counters = context.profile.recordable_counters if context.profile is not None else {}
     shown = ", ".join(f"{k}={counters[k]:.4g}" for k in SHOWN_COUNTERS if k in counters)
     history = "\n".join(
         f"- step {h.step}: {h.transform} {dict(h.params)} -> {h.outcome.value}"
@@ -310,7 +309,12 @@ class LLMProposer:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, retriever: ExperienceProposer | None = None, seed: int = 0, **kwargs: Any
+        cls,
+        settings: AgentSettings,
+        *,
+        retriever: ExperienceProposer | None = None,
+        seed: int = 0,
+        **kwargs: Any,
     ) -> LLMProposer:
         """Model and base URL from settings, the key from ANTHROPIC_API_KEY."""
         return cls(

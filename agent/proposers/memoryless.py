@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import random
-from collections import defaultdict
 
-from kernelgraph.agent.proposers.base import Candidate, Proposal, ProposalContext, candidates
+from kernelgraph.agent.proposers.base import Proposal, ProposalContext, candidates_by_transform
 
 
 class MemorylessProposer:
@@ -21,14 +20,9 @@ class MemorylessProposer:
         self.rng = random.Random(seed)
 
     def propose(self, context: ProposalContext) -> Proposal | None:
-        if context.config is None:
+        by_transform = candidates_by_transform(context)
+        if not by_transform:
             return None
-        options = candidates(context.task, context.config, context.tried)
-        if not options:
-            return None
-        by_transform: dict[str, list[Candidate]] = defaultdict(list)
-        for option in options:
-            by_transform[option.transform].append(option)
         transform = self.rng.choice(sorted(by_transform))
         choice = self.rng.choice(by_transform[transform])
         return Proposal(

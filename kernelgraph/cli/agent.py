@@ -8,6 +8,8 @@ KERNELGRAPH_SERVICE_URL is set, else in-process on the configured (or local) Neo
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,15 +17,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kernelgraph.cli.graph import fail
 from kernelgraph.cli.tables import readable
-from kernelgraph.core.errors import CommandError
 
 if TYPE_CHECKING:
     from kernelgraph.agent.backends.base import Backend
     from kernelgraph.agent.loop import OptimizeResult
     from kernelgraph.agent.proposers.base import Proposer
     from kernelgraph.client import ExperienceClient
-    from kernelgraph.core.settings import Settings
+    from kernelgraph.core.settings import AgentSettings, Settings
 
 console = Console()
 err = Console(stderr=True)
@@ -31,9 +33,21 @@ err = Console(stderr=True)
 PROPOSERS = ("memoryless", "experience", "text", "hybrid", "llm")
 
 
-def exit_with(message: str, code: int = 2) -> CommandError:
-    """The error to raise: the app shows it as one line (one JSON object with --json), exit `code`."""
-    return CommandError(message, exit_code=code)
+@contextmanager
+def agent_errors(client: ExperienceClient) -> Iterator[None]:
+    """Where a command runs the agent on `client`, which it closes at the end: a run that cannot start
+    (`OptimizeError`) or an error of the experience graph ends the command as one line, exit 1."""
+    from kernelgraph.agent.loop import OptimizeError
+    from kernelgraph.core.errors import KernelGraphError
+
+    try:
+        yield
+    except OptimizeError as exc:
+        raise fail(str(exc)) from None
+    except KernelGraphError as exc:
+        raise fail(f"experience graph: {exc.message}") from None
+    finally:
+        client.close()
 
 
 def make_backend(name: str, *, quick: bool = True) -> Backend:
@@ -45,7 +59,7 @@ def make_backend(name: str, *, quick: bool = True) -> Backend:
     try:
         Sandbox().check_available()
     except SandboxUnavailable as exc:
-        raise exit_with(str(exc)) from None
+        raise fail(str(exc), 2) from None
     if name == "c":
         from kernelgraph.agent.backends.c import CBackend
         from kernelgraph.agent.backends.timing import FAST_TIMING, TimingPlan
@@ -56,11 +70,11 @@ def make_backend(name: str, *, quick: bool = True) -> Backend:
         from kernelgraph.agent.backends.triton import TritonBackend
 
         return TritonBackend()
-    raise exit_with(f"unknown backend {name!r}; known: c, triton")
+    raise fail(f"unknown backend {name!r}; known: c, triton", 2)
 
 
 def make_proposer(
-    kind: str, client: ExperienceClient, settings: Settings, seed: int, exclude_task: str | None = None
+    kind: str, client: ExperienceClient, settings: AgentSettings, seed: int, exclude_task: str | None = None
 ) -> Proposer:
     """The proposer by CLI name (the one place that picks a concrete proposer)."""
     from kernelgraph.agent.proposers.experience import ExperienceProposer
@@ -77,10 +91,10 @@ def make_proposer(
         from kernelgraph.agent.proposers.llm import LLMProposer
 
         if not os.environ.get("ANTHROPIC_API_KEY"):
-            raise exit_with("the llm proposer needs ANTHROPIC_API_KEY in the environment")
+            raise fail("the llm proposer needs ANTHROPIC_API_KEY in the environment", 2)
         retriever = ExperienceProposer(client, seed=seed, exclude_task=exclude_task)
         return LLMProposer.from_settings(settings, retriever=retriever, seed=seed)
-    raise exit_with(f"unknown proposer {kind!r}; known: {', '.join(PROPOSERS)}")
+    raise fail(f"unknown proposer {kind!r}; known: {', '.join(PROPOSERS)}", 2)
 
 
 def connect_or_exit(settings: Settings, namespace: str | None = None) -> ExperienceClient:
@@ -97,9 +111,9 @@ def connect_or_exit(settings: Settings, namespace: str | None = None) -> Experie
             settings = settings.model_copy(update={"namespace": namespace})
         return connect(settings)
     except KernelGraphError as exc:
-        raise exit_with(f"cannot reach the experience graph: {exc.message}", 1) from None
+        raise fail(f"cannot reach the experience graph: {exc.message}") from None
     except Exception as exc:  # the driver's own errors (auth, unreachable) carry no domain type yet
-        raise exit_with(f"cannot reach the experience graph: {exc}", 1) from None
+        raise fail(f"cannot reach the experience graph: {exc}") from None
 
 
 def result_table(results: list[OptimizeResult], title: str) -> Table:
@@ -195,21 +209,20 @@ def optimize_cmd(
     ] = None,
 ) -> None:
     """Optimize one task on one target with a budget of attempts; every attempt lands in the graph."""
-    from kernelgraph.agent.loop import OptimizeError, optimize
+    from kernelgraph.agent.loop import optimize
     from kernelgraph.agent.targets import UnknownTargetError, get_target
     from kernelgraph.agent.tasks import UnknownTaskError, get_task
-    from kernelgraph.core.errors import KernelGraphError
     from kernelgraph.core.settings import get_settings
 
     if proposer_kind not in PROPOSERS:
-        raise exit_with(f"unknown proposer {proposer_kind!r}; known: {', '.join(PROPOSERS)}")
+        raise fail(f"unknown proposer {proposer_kind!r}; known: {', '.join(PROPOSERS)}", 2)
     try:
         task = get_task(task_name, backend_name)
         target = get_target(target_name)
     except (UnknownTaskError, UnknownTargetError) as exc:
-        raise exit_with(str(exc)) from None
+        raise fail(str(exc), 2) from None
     if not target.available:
-        raise exit_with(f"target {target.name} is unavailable here: {target.unavailable_reason}")
+        raise fail(f"target {target.name} is unavailable here: {target.unavailable_reason}", 2)
     if namespace is not None:
         from pydantic import TypeAdapter, ValidationError
 
@@ -218,24 +231,17 @@ def optimize_cmd(
         try:
             TypeAdapter(Namespace).validate_python(namespace)
         except ValidationError:
-            raise exit_with(
+            raise fail(
                 f"--namespace: {namespace!r} is not a namespace (1-64 lower-case letters, digits, '_' and '-')",
-                1,
             ) from None
     settings = get_settings()
     backend = make_backend(backend_name, quick=not full_timing)
     client = connect_or_exit(settings, namespace)
-    try:
+    with agent_errors(client):
         proposer = make_proposer(proposer_kind, client, settings, seed, exclude_task)
         result = optimize(
             task, backend, target, proposer, client, budget, seed, console=None if as_json else console
         )
-    except OptimizeError as exc:
-        raise exit_with(str(exc), 1) from None
-    except KernelGraphError as exc:
-        raise exit_with(f"experience graph: {exc.message}", 1) from None
-    finally:
-        client.close()
     if out is not None:
         out.write_text(result.best_source)
     if as_json:

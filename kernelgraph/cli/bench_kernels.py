@@ -2,7 +2,42 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import typer
+
+
+def save_and_show(
+    report: dict[str, Any],
+    results_dir: str,
+    name: str,
+    render: Callable[[dict[str, Any]], object],
+    *,
+    as_json: bool = False,
+    left_out: str | None = None,
+) -> None:
+    """A bench command's closing lines: save `report` under `results_dir` (kernelgraph/bench/reports.py),
+    then print it, with `as_json` as one JSON object (less its bulky `left_out` entry) that says where it
+    was saved, else as `render` shows it (text or a rich renderable) and where it was saved."""
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from kernelgraph.bench.reports import save_report
+
+    path = save_report(report, Path(results_dir), name)
+    if as_json:
+        shown = {k: v for k, v in report.items() if k != left_out}
+        typer.echo(json.dumps(shown | {"saved": str(path)}, default=str))
+        return
+    shown_as = render(report)
+    if isinstance(shown_as, str):
+        typer.echo(shown_as)
+    else:
+        Console().print(shown_as)
+    typer.echo(f"saved to {path}")
 
 
 def gpu(
@@ -33,12 +68,8 @@ def sandbox(
 ) -> None:
     """What the evaluator's protection costs: the isolated timing protocol against the old in-process
     one (wall time, rel. IQR, medians), or the sandbox's overhead per step with and without it."""
-    import json
-    from pathlib import Path
-
     from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
     from kernelgraph.agent.tasks import all_tasks
-    from kernelgraph.bench.reports import save_report
     from kernelgraph.bench.sandbox import render, render_protocols, run_bench, run_protocol_bench
 
     if compare not in ("protocols", "sandbox"):
@@ -53,17 +84,10 @@ def sandbox(
     except SandboxUnavailable as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    if compare == "protocols":
-        path = save_report(result, Path(results_dir), "sandbox-protocols")
-        typer.echo(render_protocols(result))
-        typer.echo(f"saved to {path}")
-        return
-    path = save_report(result, Path(results_dir), "sandbox-bench")
-    if as_json:
-        typer.echo(json.dumps({k: v for k, v in result.items() if k != "runs"} | {"saved": str(path)}))
+    if compare == "protocols":  # shown as text, --json or not (as it always was)
+        save_and_show(result, results_dir, "sandbox-protocols", render_protocols)
     else:
-        typer.echo(render(result))
-        typer.echo(f"saved to {path}")
+        save_and_show(result, results_dir, "sandbox-bench", render, as_json=as_json, left_out="runs")
 
 
 def keep(
@@ -73,15 +97,9 @@ def keep(
 ) -> None:
     """How often noise fools the keep decision: false keeps (a kernel against itself) and false
     discards (against one 1.3x slower), quiet and with a core burnt by another process."""
-    from pathlib import Path
-
     from kernelgraph.bench.keep import render, run_keep_bench
-    from kernelgraph.bench.reports import save_report
 
-    result = run_keep_bench(decisions, target)
-    path = save_report(result, Path(results_dir), "keep-bench")
-    typer.echo(render(result))
-    typer.echo(f"saved to {path}")
+    save_and_show(run_keep_bench(decisions, target), results_dir, "keep-bench", render)
 
 
 STUDY_TASKS = "layernorm,matmul,softmax,elementwise_chain,transpose,matvec,reduction"
@@ -177,24 +195,15 @@ def yardsticks(
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
 ) -> None:
     """Every task's kernels beside the library a user would call and the roofline; fast_p over all tasks."""
-    import json
-    from pathlib import Path
-
     from rich.console import Console
 
     from kernelgraph.agent.backends.timing import FAST_TIMING, TimingPlan
-    from kernelgraph.bench.reports import save_report
     from kernelgraph.bench.yardsticks import render, run_yardsticks
 
     console = Console(stderr=as_json)
     names = [t for t in tasks.split(",") if t]
     report = run_yardsticks(names, target, budget, TimingPlan() if full_timing else FAST_TIMING, console)
-    path = save_report(report, Path(results_dir), "yardsticks")
-    if as_json:
-        typer.echo(json.dumps({k: v for k, v in report.items() if k != "tasks"} | {"saved": str(path)}))
-    else:
-        console.print(render(report))
-        console.print(f"saved to {path}")
+    save_and_show(report, results_dir, "yardsticks", render, as_json=as_json, left_out="tasks")
 
 
 def quality(
@@ -211,7 +220,6 @@ def quality(
     docs: bool = typer.Option(False, "--docs", help="write the table into docs/quality.md and README.md"),
 ) -> None:
     """The agent's best kernel per task against the library and the roofline, measured in one run."""
-    import json
     from pathlib import Path
 
     from rich.console import Console
@@ -219,21 +227,22 @@ def quality(
     from kernelgraph.agent.targets import UnknownTargetError, get_target
     from kernelgraph.agent.tasks import all_tasks
     from kernelgraph.bench.quality import run_quality, table, write_table
-    from kernelgraph.bench.reports import code_version, save_report
-    from kernelgraph.cli.agent import connect_or_exit, exit_with, make_backend
+    from kernelgraph.bench.reports import code_version
+    from kernelgraph.cli.agent import connect_or_exit, make_backend
+    from kernelgraph.cli.graph import fail
     from kernelgraph.core.settings import get_settings
 
     known = [t.name for t in all_tasks("c")]
     chosen = [name for name in tasks.split(",") if name]
     unknown = [name for name in chosen if name not in known]
     if unknown:
-        raise exit_with(f"--tasks: unknown C task {unknown[0]!r}; known: {', '.join(known)}")
+        raise fail(f"--tasks: unknown C task {unknown[0]!r}; known: {', '.join(known)}", 2)
     try:
         cpu = get_target(target)
     except UnknownTargetError as exc:
-        raise exit_with(f"--target: {exc}") from None
+        raise fail(f"--target: {exc}", 2) from None
     if cpu.kind != "cpu" or not cpu.available:
-        raise exit_with(f"--target: {target!r} is not an available CPU target ({cpu.unavailable_reason})")
+        raise fail(f"--target: {target!r} is not an available CPU target ({cpu.unavailable_reason})", 2)
     backend = make_backend("c")
     # Counters (cachegrind) would double each attempt's cost; retrieval uses the timing counters.
     backend.counters = False  # type: ignore[attr-defined]
@@ -246,16 +255,13 @@ def quality(
         client.close()
     report["command"] = "kernelgraph bench quality" + (" --quick" if quick else "")
     report["code"] = code_version()
-    path = save_report(report, Path(results_dir), "bench-quality-quick" if quick else "bench-quality")
     if docs:
         root = Path(__file__).resolve().parents[2]
         for page in (root / "docs" / "quality.md", root / "README.md"):
             write_table(report, page)
-    if as_json:
-        typer.echo(json.dumps(report | {"saved": str(path)}, default=str))
-    else:
-        typer.echo(table(report))
-        typer.echo(f"saved to {path}")
+    save_and_show(
+        report, results_dir, "bench-quality-quick" if quick else "bench-quality", table, as_json=as_json
+    )
 
 
 def register(bench_app: typer.Typer) -> None:

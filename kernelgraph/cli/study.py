@@ -13,12 +13,13 @@ import typer
 from rich.table import Table
 
 from kernelgraph.cli.agent import (
+    agent_errors,
     connect_or_exit,
     console,
-    exit_with,
     make_backend,
     result_table,
 )
+from kernelgraph.cli.graph import fail
 
 if TYPE_CHECKING:
     from kernelgraph.agent.backends.base import Backend
@@ -85,12 +86,11 @@ def demo_cmd(
         _agents_demo(agents, budget, seed, target_name, tasks, keep, results_dir)
         return
     budget = budget or 8
-    from kernelgraph.agent.loop import OptimizeError, optimize
+    from kernelgraph.agent.loop import optimize
     from kernelgraph.agent.proposers.experience import ExperienceProposer
     from kernelgraph.agent.proposers.memoryless import MemorylessProposer
     from kernelgraph.agent.targets import get_target
     from kernelgraph.agent.tasks import get_task
-    from kernelgraph.core.errors import KernelGraphError
     from kernelgraph.core.settings import get_settings
     from kernelgraph.service.neo4j_local import LocalNeo4j
 
@@ -106,7 +106,7 @@ def demo_cmd(
     backend = make_backend("c")
     client = connect_or_exit(settings)
     unseen = get_task(DEMO_UNSEEN)
-    try:
+    with agent_errors(client):
         console.rule(f"[bold]1. Building experience on {', '.join(DEMO_SEEN)} ({target.name})")
         learned = []
         for i, name in enumerate(DEMO_SEEN):
@@ -132,12 +132,6 @@ def demo_cmd(
                 runs[arm].append(
                     optimize(unseen, backend, target, arm_proposer, client, budget, s, console=console)
                 )
-    except OptimizeError as exc:
-        raise exit_with(str(exc), 1) from None
-    except KernelGraphError as exc:
-        raise exit_with(f"experience graph: {exc.message}", 1) from None
-    finally:
-        client.close()
     console.print(_library_table(runs, budget, seed))
     best_run = min((r for rs in runs.values() for r in rs), key=lambda r: r.best_ns)
     geomeans = {arm: geomean_of_all([r.speedup for r in rs]) for arm, rs in runs.items()}
@@ -241,11 +235,11 @@ def _agents_demo(
     try:
         report = run_swarm(get_settings(), options, console)
     except SwarmError as exc:
-        raise exit_with(str(exc), 1) from None
+        raise fail(str(exc)) from None
     except KernelGraphError as exc:
-        raise exit_with(f"experience graph: {exc.message}", 1) from None
+        raise fail(f"experience graph: {exc.message}") from None
     except RuntimeError as exc:  # the service did not start (its log's tail is in the message)
-        raise exit_with(str(exc), 1) from None
+        raise fail(str(exc)) from None
     render(report, console)
     console.print(f"report saved to {save_report(report, Path(results_dir), 'demo-agents')}")
 
@@ -293,20 +287,15 @@ def _study_headline(path: Path = Path("results/study-latest.json")) -> None:
 def _transfer_finding(settings: Settings) -> None:
     """The demo's last finding, from real hardware: KernelBench's published timings on 9 GPU folders."""
     from kernelgraph.bench.transfer import transfer_finding
-    from kernelgraph.core.errors import KernelGraphError
     from kernelgraph.service.importers.kernelbench import SHIPPED_TIMINGS, import_timings
 
     console.rule("[bold]3. Real GPUs: does torch.compile's effect on one GPU predict it on another?")
     client = connect_or_exit(settings.model_copy(update={"namespace": KERNELBENCH_NAMESPACE}))
-    try:
-        with console.status("Importing KernelBench's published timings (first run only)...") as status:
-            summary = import_timings(SHIPPED_TIMINGS, client, progress=lambda text: status.update(text))
-            status.update("Computing the transfer matrix...")
-            matrix = client.transfer_matrix()
-    except KernelGraphError as exc:
-        raise exit_with(f"experience graph: {exc.message}", 1) from None
-    finally:
-        client.close()
+    importing = console.status("Importing KernelBench's published timings (first run only)...")
+    with agent_errors(client), importing as status:
+        summary = import_timings(SHIPPED_TIMINGS, client, progress=lambda text: status.update(text))
+        status.update("Computing the transfer matrix...")
+        matrix = client.transfer_matrix()
     console.print(f"{summary.speedups} eager/compiled pairs on {len(matrix.targets)} GPUs "
                   f"(namespace {KERNELBENCH_NAMESPACE!r}; docs/transfer.md has the full study)")  # fmt: skip
     for line in transfer_finding(matrix):

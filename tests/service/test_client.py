@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from kernelgraph.client import ExperienceClient, KernelGraphClient, connect
 from kernelgraph.core.errors import Forbidden, InvalidInput, NotFound, Retryable, Unauthorized
 from kernelgraph.core.models import (
+    MAX_BATCH,
     AttemptRecord,
     LineageStep,
     RecordResult,
@@ -118,6 +120,29 @@ class Flaky:
 def _client(flaky: Flaky, sleeps: list[float], retries: int = 4) -> KernelGraphClient:
     return KernelGraphClient("http://stub", "kg_key", transport=httpx.MockTransport(flaky), max_retries=retries,
                              backoff_s=0.5, sleep=sleeps.append)  # fmt: skip
+
+
+def test_client_splits_a_large_write_into_batches_the_service_accepts_and_keeps_the_order() -> None:
+    sizes: list[int] = []
+
+    def service(request: httpx.Request) -> httpx.Response:
+        sent = json.loads(request.content)["measurements"]
+        sizes.append(len(sent))
+        return httpx.Response(
+            200,
+            json={
+                "results": [
+                    {"key": m["key"], "created": True, "kernel_id": "k", "measurement_id": m["key"]}
+                    for m in sent
+                ]
+            },
+        )
+
+    client = KernelGraphClient("http://stub", "kg_key", transport=httpx.MockTransport(service))
+    keys = [f"m:{i}" for i in range(2 * MAX_BATCH + 1)]
+    results = client.record_measurements([{"key": key} for key in keys])
+    assert sizes == [MAX_BATCH, MAX_BATCH, 1]
+    assert [r.key for r in results] == keys
 
 
 def test_client_retries_503_honouring_retry_after_then_succeeds() -> None:

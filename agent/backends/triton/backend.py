@@ -19,7 +19,6 @@ import hashlib
 import json
 import math
 import os
-import pickle
 import random
 import re
 import shutil
@@ -30,19 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from kernelgraph.agent.backends import admission
-from kernelgraph.agent.backends._child import RESULT_ARRAYS, RESULT_JSON, decode_result
+from kernelgraph.agent.backends._child import RESULT_JSON
 from kernelgraph.agent.backends.bubblewrap import (
-    Mount,
     Rlimits,
     Sandbox,
     UntrustedFileError,
-    python_executable,
-    python_mounts,
-    python_path,
     read_untrusted,
     scratch_dir,
 )
-from kernelgraph.agent.backends.sandbox import verify_timed_calls
+from kernelgraph.agent.backends.sandbox import read_child_result, run_python_module, verify_timed_calls
 from kernelgraph.agent.backends.timing import TimingPlan, judge_timing
 from kernelgraph.agent.backends.triton.occupancy import no_fit, static_metrics, target_arch
 from kernelgraph.agent.backends.triton.worker import WORKER_MODULE
@@ -349,7 +344,6 @@ def _run_worker(
     """Run one request in a fresh, sandboxed worker process (worker.py); errors come
     back as data. Files the worker writes under `out/` are copied to `keep` (the compile cache)."""
     env = {
-        "PYTHONPATH": python_path(),
         "PYTHONDONTWRITEBYTECODE": "1",
         "TRITON_DEFAULT_FP_FUSION": "1",
         "TRITON_CACHE_DIR": "/tmp/triton-cache",  # the sandbox's private tmpfs
@@ -357,17 +351,10 @@ def _run_worker(
     if interpret:
         env["TRITON_INTERPRET"] = "1"  # must be set before triton is imported: hence a fresh process
     with scratch_dir("kg-triton-") as tmp:
-        req = tmp / "request.pkl"  # pickled by us, for the worker: the trusted direction
-        request = {**request, "tmp": str(tmp), "out_dir": str(tmp / "out")}
-        req.write_bytes(pickle.dumps(request))
-        done = sandbox.run(
-            [python_executable(), "-s", "-m", WORKER_MODULE, str(req), str(tmp)],
-            mounts=[Mount(tmp, writable=True), *python_mounts()],
-            env=env,
-            cwd=tmp,
-            limits=GPU_WORKER_LIMITS if sandbox.gpu else WORKER_LIMITS,
-            timeout_s=timeout_s,
-        )
+        done = run_python_module(
+            sandbox, WORKER_MODULE, {**request, "tmp": str(tmp), "out_dir": str(tmp / "out")}, tmp, env=env,
+            limits=GPU_WORKER_LIMITS if sandbox.gpu else WORKER_LIMITS, timeout_s=timeout_s,
+        )  # fmt: skip
         if done.timed_out:
             return {"error": f"timed out after {timeout_s:.0f} s", "timeout": True}
         if not (tmp / RESULT_JSON).exists():
@@ -375,7 +362,7 @@ def _run_worker(
             return {"error": f"worker exited with status {done.returncode}: {tail}", "log": tail}
         # Never unpickle what the worker wrote, never follow a link it planted: it ran model code.
         try:
-            result = decode_result(read_untrusted(tmp / RESULT_JSON), read_untrusted(tmp / RESULT_ARRAYS))
+            result = read_child_result(tmp)
             out = tmp / "out"
             if keep is not None and out.is_dir() and not out.is_symlink():
                 for produced in out.iterdir():
