@@ -114,22 +114,33 @@ def _register() -> None:
         agent,
         bench_kernels,
         bench_service,
+        bench_studies,
         browser,
         consolidate,
+        demo,
         graph,
         import_cmd,
         kernels,
         retrieve,
         service,
-        study,
         triton_cmd,
     )
 
-    for module in (graph, import_cmd, service, browser, consolidate, retrieve, kernels, triton_cmd, agent):
+    for module in (
+        graph,
+        import_cmd,
+        service,
+        browser,
+        consolidate,
+        retrieve,
+        kernels,
+        triton_cmd,
+        agent,
+        demo,
+    ):
         module.register(app)
-    for bench_module in (bench_service, bench_kernels):
+    for bench_module in (bench_service, bench_kernels, bench_studies):
         bench_module.register(bench_app)
-    study.register(app, bench_app)
     app.add_typer(bench_app, name="bench")
 
 

@@ -1,5 +1,5 @@
 """`kernelgraph optimize`: the agent from the terminal (the demo, which also imports published data
-through the service, is composed in kernelgraph/cli/study.py).
+through the service, is kernelgraph/cli/demo.py).
 
 It reaches the experience graph through `kernelgraph.client.connect(settings)`: over HTTP when
 KERNELGRAPH_SERVICE_URL is set, else in-process on the configured (or local) Neo4j.

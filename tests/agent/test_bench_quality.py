@@ -90,7 +90,7 @@ def test_the_demo_says_how_far_its_best_kernel_is_from_the_library(
     """The demo's last agent step: its best matmul timed against the library, verdict printed."""
     from rich.console import Console
 
-    import kernelgraph.cli.study as commands
+    import kernelgraph.bench.demo as commands
     from kernelgraph.agent.loop import OptimizeResult
     from kernelgraph.agent.targets import get_target
     from kernelgraph.agent.tasks import get_task

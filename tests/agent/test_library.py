@@ -106,8 +106,8 @@ def test_optimize_and_the_demo_lead_with_the_library(cpu: Target) -> None:
     from rich.console import Console
 
     from kernelgraph.agent.loop import OptimizeResult
+    from kernelgraph.bench.demo import _library_table
     from kernelgraph.cli.agent import result_table
-    from kernelgraph.cli.study import _library_table
 
     lib = LibraryTiming("matmul", "", "torch", "torch.mm(a, b)", 2, Outcome.KEPT, median_ns=1.5e5,
                         versions={"torch": "2.5.1"})  # fmt: skip

@@ -70,7 +70,7 @@ def test_wheel_ships_the_data_and_one_import_name(wheel: Path) -> None:
     assert tops == {"kernelgraph"}, f"the wheel installs top-level names other than kernelgraph: {tops}"
     for needed in ("kernelgraph/cypher/record_attempts.cypher", "kernelgraph/schema/0001_uniqueness_constraints.cypher",
                    "kernelgraph/docker/neo4j/pom.xml", "kernelgraph/docs/kernelgraph.grass",
-                   "kernelgraph/client/__init__.py", "kernelgraph/service/knowledge.py", "kernelgraph/cli/__init__.py", "kernelgraph/cli/study.py",
+                   "kernelgraph/client/__init__.py", "kernelgraph/service/knowledge.py", "kernelgraph/cli/__init__.py", "kernelgraph/cli/demo.py", "kernelgraph/bench/demo.py",
                    "kernelgraph/service/importers/data/kernelbench-timing/LICENSE",
                    "kernelgraph/service/importers/data/kernelbench-timing/H100_together/baseline_time_torch.json"):  # fmt: skip
         assert needed in names, f"{needed} is missing from the wheel"
