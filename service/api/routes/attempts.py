@@ -7,17 +7,17 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelgraph.core.errors import InvalidInput, PayloadTooLarge
+from kernelgraph.core.errors import InvalidInput
 from kernelgraph.core.models import (
     MAX_BATCH,
     AttemptRecord,
     MeasurementRecord,
     MeasurementResult,
     RecordResult,
-    validate,
 )
 from kernelgraph.service.api.deps import KnowledgeDep, RecorderDep, WriteNamespace
 from kernelgraph.service.api.responses import keyed
+from kernelgraph.service.batches import item_error, refuse_oversized, validate_batch
 
 router = APIRouter(tags=["attempts"])
 
@@ -76,23 +76,14 @@ def record_attempts(
     A bad attempt is reported as `attempts[i].<field>` before anything is written; more than 1,000
     attempts is refused with 413. Replayed attempt keys come back with `created: false`.
     """
-    if len(batch.attempts) > MAX_BATCH:
-        raise PayloadTooLarge(
-            f"a batch holds at most {MAX_BATCH} attempts, got {len(batch.attempts)}; split it",
-            field="attempts",
-        )
-    models: list[AttemptRecord] = []
-    for index, raw in enumerate(batch.attempts):
-        try:
-            models.append(validate(AttemptRecord, raw))
-        except InvalidInput as exc:
-            field = f"attempts[{index}].{exc.field}" if exc.field else f"attempts[{index}]"
-            raise InvalidInput(f"attempts[{index}].{exc.message}", field=field, details=exc.details) from None
+    refuse_oversized(batch.attempts, "attempts")
+    models = validate_batch(AttemptRecord, batch.attempts, "attempts")
     try:
         results = knowledge.record_attempts(namespace, models, recorder)
     except InvalidInput as exc:
+        # A batch of one is recorded as one attempt, whose errors name the attempt's own fields.
         if exc.field and not exc.field.startswith("attempts") and len(models) == 1:
-            raise InvalidInput(exc.message, field=f"attempts[0].{exc.field}", details=exc.details) from None
+            raise item_error(exc, "attempts", 0, prefix_message=False) from None
         raise
     created = sum(1 for r in results if r.created)
     return BatchResult(namespace=namespace, created=created, replayed=len(results) - created, results=results)
@@ -129,21 +120,10 @@ def record_measurements(
     taken on another GPU). A bad record is reported as `measurements[i].<field>`; the same
     measurement recorded again comes back with `created: false` and writes nothing.
     """
-    if len(batch.measurements) > MAX_BATCH:
-        raise PayloadTooLarge(
-            f"a batch holds at most {MAX_BATCH} measurements, got {len(batch.measurements)}; split it",
-            field="measurements",
-        )
-    models: list[MeasurementRecord] = []
-    for index, raw in enumerate(batch.measurements):
-        try:
-            models.append(validate(MeasurementRecord, raw))
-        except InvalidInput as exc:
-            field = f"measurements[{index}].{exc.field}" if exc.field else f"measurements[{index}]"
-            raise InvalidInput(
-                f"measurements[{index}].{exc.message}", field=field, details=exc.details
-            ) from None
-    results = knowledge.record_measurements(namespace, models)
+    refuse_oversized(batch.measurements, "measurements")
+    results = knowledge.record_measurements(
+        namespace, validate_batch(MeasurementRecord, batch.measurements, "measurements")
+    )
     created = sum(1 for r in results if r.created)
     return MeasurementBatchResult(
         namespace=namespace, created=created, replayed=len(results) - created, results=results
