@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any, Self
 
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,24 +23,50 @@ from kernelgraph.service.batches import item_error, refuse_oversized, validate_b
 router = APIRouter(tags=["attempts"])
 
 
+def _records(model: type[BaseModel], description: str) -> Any:
+    """The field of a batch's records: taken raw and validated one by one (service/batches.py), so that a
+    bad one is named by its index; OpenAPI shows each as `model`."""
+    return Field(
+        min_length=1,
+        description=description,
+        json_schema_extra={"items": {"$ref": f"#/components/schemas/{model.__name__}"}},
+    )
+
+
+class _Counted(BaseModel):
+    """What a batch write did: how many records it created, how many were replays of stored ones."""
+
+    namespace: str
+    created: int
+    replayed: int
+
+    @classmethod
+    def of(cls, namespace: str, results: Sequence[RecordResult | MeasurementResult]) -> Self:
+        created = sum(1 for r in results if r.created)
+        return cls.model_validate(
+            {
+                "namespace": namespace,
+                "created": created,
+                "replayed": len(results) - created,
+                "results": results,
+            }
+        )
+
+
 class AttemptBatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     attempts: Annotated[
         list[dict[str, Any]],
-        Field(
-            min_length=1,
-            description=f"Up to {MAX_BATCH} AttemptRecord objects (the schema of POST /v1/attempts) "
+        _records(
+            AttemptRecord,
+            f"Up to {MAX_BATCH} AttemptRecord objects (the schema of POST /v1/attempts) "
             "with distinct `attempt_key`s; more is refused with 413.",
-            json_schema_extra={"items": {"$ref": "#/components/schemas/AttemptRecord"}},
         ),
     ]
 
 
-class BatchResult(BaseModel):
-    namespace: str
-    created: int
-    replayed: int
+class BatchResult(_Counted):
     results: list[RecordResult]
 
 
@@ -85,8 +112,7 @@ def record_attempts(
         if exc.field and not exc.field.startswith("attempts") and len(models) == 1:
             raise item_error(exc, "attempts", 0, prefix_message=False) from None
         raise
-    created = sum(1 for r in results if r.created)
-    return BatchResult(namespace=namespace, created=created, replayed=len(results) - created, results=results)
+    return BatchResult.of(namespace, results)
 
 
 class MeasurementBatch(BaseModel):
@@ -94,19 +120,15 @@ class MeasurementBatch(BaseModel):
 
     measurements: Annotated[
         list[dict[str, Any]],
-        Field(
-            min_length=1,
-            description=f"Up to {MAX_BATCH} MeasurementRecord objects: {{key, run_id, target, kernel, "
+        _records(
+            MeasurementRecord,
+            f"Up to {MAX_BATCH} MeasurementRecord objects: {{key, run_id, target, kernel, "
             "measurement, note}} with distinct `key`s; more is refused with 413.",
-            json_schema_extra={"items": {"$ref": "#/components/schemas/MeasurementRecord"}},
         ),
     ]
 
 
-class MeasurementBatchResult(BaseModel):
-    namespace: str
-    created: int
-    replayed: int
+class MeasurementBatchResult(_Counted):
     results: list[MeasurementResult]
 
 
@@ -124,7 +146,4 @@ def record_measurements(
     results = knowledge.record_measurements(
         namespace, validate_batch(MeasurementRecord, batch.measurements, "measurements")
     )
-    created = sum(1 for r in results if r.created)
-    return MeasurementBatchResult(
-        namespace=namespace, created=created, replayed=len(results) - created, results=results
-    )
+    return MeasurementBatchResult.of(namespace, results)
