@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import cached_property
@@ -28,6 +29,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from kernelgraph.core import signature as signatures
 from kernelgraph.core.errors import InvalidInput
 from kernelgraph.core.signature import (
     SIGNATURE_DIM,
@@ -337,6 +339,14 @@ class Measurement(Strict):
             signature_from_values(value, source)  # ValueError naming a dimension the source does not measure
         return value
 
+    def signature_on(self, peaks: signatures.TargetPeaks) -> signatures.Signature:
+        """The signature this measurement stands for: the one given, on the dimensions its counter source
+        fills (the one rule, core/signature.py `source_dimensions`, as `_signature_of_its_source`
+        checked), else the one its counters give on a target of these peaks."""
+        if self.signature is not None:
+            return signature_from_values(self.signature, self.counter_source)
+        return signatures.compute_signature(self.counter_source, self.counters, peaks)
+
     @model_validator(mode="after")
     def _runtime_unless_static(self) -> Measurement:
         if not self.static and self.median_ns is None:
@@ -526,75 +536,56 @@ class RecordResult(BaseModel):
     child_measurement_id: str | None
 
 
-_HAS_SIGNATURE: dict[str, Any] = {"required": ["signature"], "properties": {"signature": {"type": "array"}}}
-_HAS_COUNTER_SOURCE: dict[str, Any] = {
-    "required": ["counter_source"],
-    "properties": {"counter_source": {"type": "string"}},
-}
-_HAS_COUNTERS: dict[str, Any] = {
-    "required": ["counters", "counter_source"],
-    "properties": {"counters": {"type": "object"}, "counter_source": {"type": "string"}},
-}
-_HAS_SOURCE: dict[str, Any] = {
-    "required": ["source"],
-    "properties": {"source": {"type": "string", "minLength": 1}},
-}
+@dataclass(frozen=True)
+class _Needs:
+    """A retrieval rule: the request must carry every field of one of `any_of` (a field is carried when
+    it is not null, and a string not empty), else an error naming `field` with `message`."""
+
+    field: str
+    message: str
+    any_of: tuple[tuple[str, ...], ...]
+
+    def met(self, request: BaseModel) -> bool:
+        return any(all(getattr(request, name) not in (None, "") for name in group) for group in self.any_of)
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"anyOf": [{"required": list(group), "properties": {name: _CARRIED[name] for name in group}}
+                          for group in self.any_of]}  # fmt: skip
 
 
-_HAS_TASKS: dict[str, Any] = {
-    "required": ["tasks"],
-    "properties": {"tasks": {"type": "array", "minItems": 1}},
+# What "carried" means in JSON Schema, for the fields the rules name.
+_CARRIED: dict[str, dict[str, Any]] = {
+    "signature": {"type": "array"},
+    "counters": {"type": "object"},
+    "counter_source": {"type": "string"},
+    "source": {"type": "string", "minLength": 1},
+    "tasks": {"type": "array", "minItems": 1},
 }
-
-
-def _mode_is(mode: str) -> dict[str, Any]:
-    return {"required": ["mode"], "properties": {"mode": {"const": mode}}}
+_STATE = _Needs(
+    "signature",
+    "counters mode needs `signature`, or `counters` with `counter_source`",
+    (("signature",), ("counters", "counter_source")),
+)
+_SOURCE = _Needs("source", "text mode needs the kernel's `source`", (("source",),))
+_TASKS = _Needs("tasks", "label mode needs `tasks`, the task labels to retrieve", (("tasks",),))
+# Raw counters are read by their source: without a signature, they come with their `counter_source`.
+_COUNTERS_SOURCED = _Needs(
+    "counter_source",
+    "`counter_source` is required with raw `counters`",
+    (("signature",), ("counter_source",)),
+)
 
 
 class RetrieveRequest(Strict):
     """Find transforms that worked from measured states like this one.
 
-    Modes `counters` (the default) and `hybrid` need `signature`, or raw `counters` with
-    `counter_source`; modes `text` and `hybrid` need a non-empty `source`; mode `label` needs `tasks`
-    (mode `global` needs nothing more); raw `counters` without a
-    `signature` always come with their `counter_source`. `target` names a registered target (404
-    otherwise).
+    What each mode needs besides `target` (`_MODE_NEEDS`): `counters` (the default) and `hybrid` a
+    `signature`, or raw `counters` with `counter_source`; `text` and `hybrid` a non-empty `source`;
+    `label` its `tasks`; `global` nothing more. Raw `counters` without a `signature` always come with
+    their `counter_source`. `target` names a registered target (404 otherwise).
     """
 
-    model_config = ConfigDict(
-        json_schema_extra={  # the rules above, as checked by KnowledgeService.retrieve
-            "allOf": [
-                {
-                    "anyOf": [
-                        {
-                            "allOf": [
-                                {"not": {"required": ["mode"]}},
-                                {"anyOf": [_HAS_SIGNATURE, _HAS_COUNTERS]},
-                            ]
-                        },
-                        {"allOf": [_mode_is("counters"), {"anyOf": [_HAS_SIGNATURE, _HAS_COUNTERS]}]},
-                        {"allOf": [_mode_is("text"), _HAS_SOURCE]},
-                        {
-                            "allOf": [
-                                _mode_is("hybrid"),
-                                _HAS_SOURCE,
-                                {"anyOf": [_HAS_SIGNATURE, _HAS_COUNTERS]},
-                            ]
-                        },
-                        {"allOf": [_mode_is("label"), _HAS_TASKS]},
-                        _mode_is("global"),
-                    ]
-                },
-                {
-                    "anyOf": [
-                        {"not": {"required": ["counters"], "properties": {"counters": {"type": "object"}}}},
-                        _HAS_SIGNATURE,
-                        _HAS_COUNTER_SOURCE,
-                    ]
-                },
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra=lambda schema: schema.update(_retrieval_rules_schema()))
 
     target: Name
     mode: RetrievalMode = RetrievalMode.COUNTERS
@@ -622,6 +613,39 @@ class RetrieveRequest(Strict):
     @classmethod
     def _signature_shape(cls, value: list[float | None] | None) -> list[float | None] | None:
         return Measurement._signature_shape(value)
+
+    @model_validator(mode="after")
+    def _carries_what_its_mode_needs(self) -> RetrieveRequest:
+        for needs in (*([_COUNTERS_SOURCED] if self.counters is not None else []), *_MODE_NEEDS[self.mode]):
+            if not needs.met(self):
+                raise PydanticCustomError("retrieval_mode", needs.message, {"field": needs.field})
+        return self
+
+
+_MODE_NEEDS: dict[RetrievalMode, tuple[_Needs, ...]] = {
+    RetrievalMode.COUNTERS: (_STATE,),
+    RetrievalMode.TEXT: (_SOURCE,),
+    RetrievalMode.HYBRID: (_STATE, _SOURCE),
+    RetrievalMode.LABEL: (_TASKS,),
+    RetrievalMode.GLOBAL: (),
+}
+
+
+def _retrieval_rules_schema() -> dict[str, Any]:
+    """RetrieveRequest's rules (_carries_what_its_mode_needs) as JSON Schema, for OpenAPI readers and fuzzers."""
+    default = RetrieveRequest.model_fields["mode"].default
+
+    def mode_is(mode: RetrievalMode) -> dict[str, Any]:
+        given = {"required": ["mode"], "properties": {"mode": {"const": mode.value}}}
+        return {"anyOf": [given, {"not": {"required": ["mode"]}}]} if mode is default else given
+
+    by_mode = [
+        {"allOf": [mode_is(mode), *(n.json_schema() for n in needs)]} for mode, needs in _MODE_NEEDS.items()
+    ]
+    counters_given = {"required": ["counters"], "properties": {"counters": {"type": "object"}}}
+    return {
+        "allOf": [{"anyOf": by_mode}, {"anyOf": [{"not": counters_given}, _COUNTERS_SOURCED.json_schema()]}]
+    }
 
 
 class ParamEvidence(BaseModel):

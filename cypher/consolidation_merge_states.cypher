@@ -15,11 +15,13 @@
 // them, and record_attempts reads `rollup_of` / `rollup_into` only under the same locks, so an attempt
 // recorded meanwhile is either summed here or added to the rollup by its writer, never both or neither.
 // Parameters: $namespace, $rows (list of {duplicate, canonical}: measurement ids), $states (the states to
-//   roll up: those of $rows, and any whose rollup is missing or stale).
+//   roll up: those of $rows, and any whose rollup is missing or stale), $no_source_vectors (every
+//   per-source vector property -> null: service/recording.py NO_SOURCE_VECTORS).
 // Returns: merged (how many duplicates this call merged), rolled_up (how many states it rolled up).
 // :param namespace => 'demo'
 // :param rows => [{duplicate: 'abc', canonical: 'abd'}]
 // :param states => ['abd']
+// :param no_source_vectors => {signature_cpu_cachegrind: null, signature_cpu_timing: null, signature_nvidia_ncu: null, signature_nvidia_timing: null, signature_nvidia_static: null, signature_kernelbench_timing: null}
 CALL () {
   UNWIND $rows AS row
   MATCH (d:Measurement {namespace: $namespace, measurement_id: row.duplicate})
@@ -35,7 +37,8 @@ CALL () {
   // signature_complete, which describe it, not index membership) and still shown by
   // cypher/attempt_evidence.cypher; the per-source vector is its values on signature_dims.
   SET d.merged_into = c.measurement_id, d.merged_at = datetime(), d.merged_signature = d.signature
-  REMOVE d.signature, d['signature_' + coalesce(d.counter_source, '')]
+  REMOVE d.signature
+  SET d += $no_source_vectors
   WITH c, count(d) AS merged
   // How many measurements the state now stands for: neighbour search counts it as that many slots.
   SET c.merged_count = COUNT { (:Measurement)-[:MERGED_INTO]->(c) }

@@ -7,10 +7,12 @@
 // when signature_complete), so a state explored later is found as before. Nothing is deleted.
 // The first SET takes the node's write lock before `explored` is read again, so an attempt that
 // explores it concurrently either comes first (and it is skipped) or restores it afterwards.
-// Parameters: $namespace, $limit (at most this many per call).
+// Parameters: $namespace, $limit (at most this many per call), $no_source_vectors (every per-source
+//   vector property -> null: service/recording.py NO_SOURCE_VECTORS).
 // Returns: parked.
 // :param namespace => 'demo'
 // :param limit => 1000
+// :param no_source_vectors => {signature_cpu_cachegrind: null, signature_cpu_timing: null, signature_nvidia_ncu: null, signature_nvidia_timing: null, signature_nvidia_static: null, signature_kernelbench_timing: null}
 MATCH (m:Measurement {namespace: $namespace})
 WHERE m.explored IS NULL AND m.signature IS NOT NULL
 WITH m LIMIT $limit
@@ -18,5 +20,6 @@ SET m.parked_at = datetime()
 WITH m
 WHERE m.explored IS NULL
 SET m.parked_signature = m.signature
-REMOVE m.signature, m['signature_' + coalesce(m.counter_source, '')]
+REMOVE m.signature
+SET m += $no_source_vectors
 RETURN count(m) AS parked

@@ -77,7 +77,7 @@ CALL (row, h, t, a, created) {
       SET e.rollup_of = pm.rollup_into)
     // The aggregate's lock, taken before `rollup_of` is read: consolidation sets it under the same lock.
     SET e.updated_at = datetime()
-    // The evidence's gain: the log speedup clipped to +-log(EVIDENCE_MAX_SPEEDUP) (service/knowledge.py).
+    // The evidence's gain: the log speedup clipped to +-log(EVIDENCE_MAX_SPEEDUP) (service/recording.py).
     WITH row, e, empty, row.evidence_gain AS gain
     // A rolled-up state's rollup (the one aggregate retrieval reads for it) takes the attempt too, in this
     // transaction, so a rollup always equals the sum of its parts without consolidation running again.

@@ -63,6 +63,7 @@ from kernelgraph.service.consolidation_rules import (
     same_state,
     version_weight,
 )
+from kernelgraph.service.recording import NO_SOURCE_VECTORS
 from kernelgraph.service.store import GraphStore
 
 log = logging.getLogger(__name__)
@@ -357,7 +358,10 @@ def consolidate(
         while True:
             say(f"parking unexplored measurements out of the index ({parked:,})")
             batch_parked = store.write(
-                "consolidation_park_measurements", namespace=namespace, limit=WRITE_BATCH
+                "consolidation_park_measurements",
+                namespace=namespace,
+                limit=WRITE_BATCH,
+                no_source_vectors=NO_SOURCE_VECTORS,
             )[0]["parked"]
             parked += batch_parked
             if batch_parked < WRITE_BATCH:
@@ -398,7 +402,11 @@ def merge_and_roll_up(
         say(f"merging re-measured states ({merged:,}/{len(merges):,})")
         targets = sorted({row["canonical"] for row in batch})
         result = store.write(
-            "consolidation_merge_states", namespace=namespace, rows=list(batch), states=targets
+            "consolidation_merge_states",
+            namespace=namespace,
+            rows=list(batch),
+            states=targets,
+            no_source_vectors=NO_SOURCE_VECTORS,
         )[0]
         merged += result["merged"]
         rolled_up += result["rolled_up"]
@@ -407,7 +415,11 @@ def merge_and_roll_up(
     for batch in _batches(left, WRITE_BATCH // 10):
         say(f"rolling up merged states ({rolled_up:,})")
         rolled_up += store.write(
-            "consolidation_merge_states", namespace=namespace, rows=[], states=list(batch)
+            "consolidation_merge_states",
+            namespace=namespace,
+            rows=[],
+            states=list(batch),
+            no_source_vectors=NO_SOURCE_VECTORS,
         )[0]["rolled_up"]
     return merged, rolled_up
 

@@ -14,7 +14,6 @@ from kernelgraph.core.signature import (
     SIGNATURE_VERSION,
     SIMILARITY_FUNCTION,
     CounterSource,
-    TargetPeaks,
     compute_signature,
     source_dimensions,
     source_property,
@@ -23,6 +22,7 @@ from kernelgraph.service.consolidation import roll_up_merged_states
 from kernelgraph.service.embeddings import EMBEDDING_DIM
 from kernelgraph.service.queries import migrations
 from kernelgraph.service.store import GraphStore, mapped_errors
+from kernelgraph.service.targets import peaks_of
 
 log = logging.getLogger(__name__)
 
@@ -34,17 +34,6 @@ SCHEMA_PARAMETERS = {
     **{f"dim_{source.value}": len(source_dimensions(source)) for source in CounterSource},
 }
 RESIGN_BATCH = 1_000
-
-
-def _peaks(target: dict[str, Any] | None) -> TargetPeaks:
-    target = target or {}
-    return TargetPeaks(
-        kind=target.get("kind", "cpu"),
-        peak_gflops=target.get("peak_gflops"),
-        peak_gbps=target.get("peak_gbps"),
-        cores=target.get("cores"),
-        isa=target.get("isa"),
-    )
 
 
 def resign_measurements(store: GraphStore) -> int:
@@ -66,7 +55,7 @@ def resign_measurements(store: GraphStore) -> int:
                 counters = {}
             numeric = {k: float(v) for k, v in counters.items() if isinstance(v, int | float)}
             signature = compute_signature(
-                CounterSource(row["counter_source"]), finite_counters(numeric), _peaks(row["target"])
+                CounterSource(row["counter_source"]), finite_counters(numeric), peaks_of(row["target"])
             )
             props: dict[str, Any] = {source_property(s): None for s in CounterSource}
             # Only an explored state is in its source's vector index (Signature.stored).

@@ -12,7 +12,8 @@ from kernelgraph.core.models import Role
 from kernelgraph.core.settings import Settings
 from kernelgraph.service.api.state import ServiceState
 from kernelgraph.service.auth import Principal
-from kernelgraph.service.knowledge import KnowledgeService, Recorder
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.recorder import Recorder
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from `kernelgraph keys create`.")
 

@@ -250,10 +250,10 @@ def test_index_search_ranks_as_exact_search(
     request = {"target": "cpu-test", "signature": query, "k": 10}
     exact = knowledge.retrieve([namespace], request)
     large = KnowledgeService(store)
-    monkeypatch.setattr("kernelgraph.service.knowledge.EXACT_SEARCH_MAX_STATES", 0)
+    monkeypatch.setattr("kernelgraph.service.retrieval.EXACT_SEARCH_MAX_STATES", 0)
     # The indexes are shared by every namespace of this test session: over-fetch past the others' states
     # (the service's over-fetch is sized for recall on one large namespace; docs/retrieval.md).
-    monkeypatch.setattr("kernelgraph.service.knowledge.OVERFETCH", 200)
+    monkeypatch.setattr("kernelgraph.service.retrieval.OVERFETCH", 200)
     # Vector indexes take new nodes in shortly after their commit: wait until they hold every state.
     deadline = time.monotonic() + 30
     while True:
@@ -279,7 +279,7 @@ def test_a_retrieval_reads_in_one_transaction(
                           parent_signature=factories.masked(MEMORY_BOUND))
         for i in range(3)
     ])  # fmt: skip
-    monkeypatch.setattr("kernelgraph.service.knowledge.EXACT_SEARCH_MAX_STATES", 0)  # the indexed path
+    monkeypatch.setattr("kernelgraph.service.retrieval.EXACT_SEARCH_MAX_STATES", 0)  # the indexed path
     knowledge.targets([namespace], ["cpu-test"])  # target rows are cached: not part of a retrieval
     transactions: list[list[str]] = []
     run_in = store.run_in

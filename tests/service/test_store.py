@@ -331,7 +331,7 @@ def test_a_write_stuck_behind_another_transactions_lock_ends_retryable_and_its_r
 
     from kernelgraph.core.errors import Retryable
 
-    monkeypatch.setattr("kernelgraph.service.knowledge.REQUEST_WRITE_TIMEOUT_S", 1.0)
+    monkeypatch.setattr("kernelgraph.service.recording.REQUEST_WRITE_TIMEOUT_S", 1.0)
     record = factories.attempt("stuck:0", parent_source="/* stuck */")
     with store.driver.session(database=store.database) as session:
         holder = session.begin_transaction(timeout=20)  # so that a regression fails here instead of hanging

@@ -2,24 +2,55 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any, Self
 
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernelgraph.core.errors import InvalidInput, PayloadTooLarge
+from kernelgraph.core.errors import InvalidInput
 from kernelgraph.core.models import (
     MAX_BATCH,
     AttemptRecord,
     MeasurementRecord,
     MeasurementResult,
     RecordResult,
-    validate,
 )
 from kernelgraph.service.api.deps import KnowledgeDep, RecorderDep, WriteNamespace
 from kernelgraph.service.api.responses import keyed
+from kernelgraph.service.batches import item_error, refuse_oversized, validate_batch
 
 router = APIRouter(tags=["attempts"])
+
+
+def _records(model: type[BaseModel], description: str) -> Any:
+    """The field of a batch's records: taken raw and validated one by one (service/batches.py), so that a
+    bad one is named by its index; OpenAPI shows each as `model`."""
+    return Field(
+        min_length=1,
+        description=description,
+        json_schema_extra={"items": {"$ref": f"#/components/schemas/{model.__name__}"}},
+    )
+
+
+class _Counted(BaseModel):
+    """What a batch write did: how many records it created, how many were replays of stored ones."""
+
+    namespace: str
+    created: int
+    replayed: int
+
+    @classmethod
+    def of(cls, namespace: str, results: Sequence[RecordResult | MeasurementResult]) -> Self:
+        created = sum(1 for r in results if r.created)
+        return cls.model_validate(
+            {
+                "namespace": namespace,
+                "created": created,
+                "replayed": len(results) - created,
+                "results": results,
+            }
+        )
 
 
 class AttemptBatch(BaseModel):
@@ -27,19 +58,15 @@ class AttemptBatch(BaseModel):
 
     attempts: Annotated[
         list[dict[str, Any]],
-        Field(
-            min_length=1,
-            description=f"Up to {MAX_BATCH} AttemptRecord objects (the schema of POST /v1/attempts) "
+        _records(
+            AttemptRecord,
+            f"Up to {MAX_BATCH} AttemptRecord objects (the schema of POST /v1/attempts) "
             "with distinct `attempt_key`s; more is refused with 413.",
-            json_schema_extra={"items": {"$ref": "#/components/schemas/AttemptRecord"}},
         ),
     ]
 
 
-class BatchResult(BaseModel):
-    namespace: str
-    created: int
-    replayed: int
+class BatchResult(_Counted):
     results: list[RecordResult]
 
 
@@ -76,26 +103,16 @@ def record_attempts(
     A bad attempt is reported as `attempts[i].<field>` before anything is written; more than 1,000
     attempts is refused with 413. Replayed attempt keys come back with `created: false`.
     """
-    if len(batch.attempts) > MAX_BATCH:
-        raise PayloadTooLarge(
-            f"a batch holds at most {MAX_BATCH} attempts, got {len(batch.attempts)}; split it",
-            field="attempts",
-        )
-    models: list[AttemptRecord] = []
-    for index, raw in enumerate(batch.attempts):
-        try:
-            models.append(validate(AttemptRecord, raw))
-        except InvalidInput as exc:
-            field = f"attempts[{index}].{exc.field}" if exc.field else f"attempts[{index}]"
-            raise InvalidInput(f"attempts[{index}].{exc.message}", field=field, details=exc.details) from None
+    refuse_oversized(batch.attempts, "attempts")
+    models = validate_batch(AttemptRecord, batch.attempts, "attempts")
     try:
         results = knowledge.record_attempts(namespace, models, recorder)
     except InvalidInput as exc:
+        # A batch of one is recorded as one attempt, whose errors name the attempt's own fields.
         if exc.field and not exc.field.startswith("attempts") and len(models) == 1:
-            raise InvalidInput(exc.message, field=f"attempts[0].{exc.field}", details=exc.details) from None
+            raise item_error(exc, "attempts", 0, prefix_message=False) from None
         raise
-    created = sum(1 for r in results if r.created)
-    return BatchResult(namespace=namespace, created=created, replayed=len(results) - created, results=results)
+    return BatchResult.of(namespace, results)
 
 
 class MeasurementBatch(BaseModel):
@@ -103,19 +120,15 @@ class MeasurementBatch(BaseModel):
 
     measurements: Annotated[
         list[dict[str, Any]],
-        Field(
-            min_length=1,
-            description=f"Up to {MAX_BATCH} MeasurementRecord objects: {{key, run_id, target, kernel, "
+        _records(
+            MeasurementRecord,
+            f"Up to {MAX_BATCH} MeasurementRecord objects: {{key, run_id, target, kernel, "
             "measurement, note}} with distinct `key`s; more is refused with 413.",
-            json_schema_extra={"items": {"$ref": "#/components/schemas/MeasurementRecord"}},
         ),
     ]
 
 
-class MeasurementBatchResult(BaseModel):
-    namespace: str
-    created: int
-    replayed: int
+class MeasurementBatchResult(_Counted):
     results: list[MeasurementResult]
 
 
@@ -129,22 +142,8 @@ def record_measurements(
     taken on another GPU). A bad record is reported as `measurements[i].<field>`; the same
     measurement recorded again comes back with `created: false` and writes nothing.
     """
-    if len(batch.measurements) > MAX_BATCH:
-        raise PayloadTooLarge(
-            f"a batch holds at most {MAX_BATCH} measurements, got {len(batch.measurements)}; split it",
-            field="measurements",
-        )
-    models: list[MeasurementRecord] = []
-    for index, raw in enumerate(batch.measurements):
-        try:
-            models.append(validate(MeasurementRecord, raw))
-        except InvalidInput as exc:
-            field = f"measurements[{index}].{exc.field}" if exc.field else f"measurements[{index}]"
-            raise InvalidInput(
-                f"measurements[{index}].{exc.message}", field=field, details=exc.details
-            ) from None
-    results = knowledge.record_measurements(namespace, models)
-    created = sum(1 for r in results if r.created)
-    return MeasurementBatchResult(
-        namespace=namespace, created=created, replayed=len(results) - created, results=results
+    refuse_oversized(batch.measurements, "measurements")
+    results = knowledge.record_measurements(
+        namespace, validate_batch(MeasurementRecord, batch.measurements, "measurements")
     )
+    return MeasurementBatchResult.of(namespace, results)
