@@ -211,7 +211,7 @@ def source_index(source: CounterSource | str) -> str:
 
 
 # Beyond these fractions of a target's peaks a time contradicts the hardware (the evaluator's
-# IMPLAUSIBLE outcome, agent/evaluator.py; the service's `implausible` flag, service/knowledge.py).
+# IMPLAUSIBLE outcome, agent/evaluator.py; the service's `implausible` flag, service/recording.py).
 MAX_COMPUTE_FRACTION = 1.1  # of the measured FMA peak
 MAX_MEMORY_FRACTION = 8.0  # of DRAM triad bandwidth: cache-resident data legitimately beats DRAM
 

@@ -5,13 +5,15 @@
 // updates that state's aggregate for its (transform, setting) (StateEvidence), in the same
 // transaction, so an aggregate counts exactly the attempts stored. Relationships hang off nodes created here
 // (marked with $write_token), so they are CREATEd, not MERGEd: recording stays fast as the graph grows.
-// Parameters: $namespace, $write_token (a fresh random string per call), $rows: list of maps
+// Parameters: $namespace, $write_token (a fresh random string per call), $source_vectors (each counter
+// source's per-source vector property, core/signature.py source_property), $rows: list of maps
 //   {attempt_key, target, transform, evidence_gain, attempt: {flat props, recorded_by, verified,
 //    implausible, content_hash, ...}, parent: {kernel_id, patterns, props},
 //    child: {...}, parent_measurements: [0..1 of {measurement_id, props}], child_measurements: [0..1]}
 // Returns: attempt_key, created (false when the attempt was already stored).
 // :param namespace => 'demo'
 // :param write_token => 'browser-1'
+// :param source_vectors => {cpu_cachegrind: 'signature_cpu_cachegrind', cpu_timing: 'signature_cpu_timing', nvidia_ncu: 'signature_nvidia_ncu', nvidia_timing: 'signature_nvidia_timing', nvidia_static: 'signature_nvidia_static', kernelbench_timing: 'signature_kernelbench_timing'}
 // :param rows => [{attempt_key: 'browser:1', target: 'cpu-native', transform: 'unroll', evidence_gain: 0.405, attempt: {run_id: 'browser', agent: 'me', target: 'cpu-native', task: 'matmul', outcome: 'kept', speedup: 1.5, log_speedup: 0.405, params_json: '{}', diagnosis: '', rationale: '', recorded_by: 'browser', verified: false, content_hash: 'x'}, parent: {kernel_id: 'k0', patterns: ['dense-matmul'], props: {task: 'matmul', backend: 'c', family: 'dense-matmul', variant: 'naive', source: 'void kernel(){}'}}, child: {kernel_id: 'k1', patterns: ['dense-matmul'], props: {task: 'matmul', backend: 'c', family: 'dense-matmul', variant: 'unroll4', source: 'void kernel(){ }'}}, parent_measurements: [], child_measurements: []}]
 UNWIND $rows AS row
 MATCH (h:HardwareTarget {namespace: $namespace, name: row.target})
@@ -43,14 +45,14 @@ CALL (row, h, t, a, created) {
       ON CREATE SET pm += m.props, pm.recorded_at = datetime(), pm.write_token = $write_token
     // Mark the state explored once (an unconditional SET would lock it on every attempt). Only now does
     // it enter its source's vector index: when complete, it gets its per-source vector
-    // (signature_<source>: the values on signature_dims, core/signature.py Signature.source_vector).
+    // ($source_vectors[source]: the values on signature_dims, core/signature.py Signature.source_vector).
     // Measurements are stored without one, so the indexes hold only states neighbour search can
     // return. A state that consolidation parked gets its signature back first.
     FOREACH (_ IN CASE WHEN pm.explored IS NULL THEN [1] ELSE [] END |
       SET pm.explored = true, pm.signature = coalesce(pm.signature, pm.parked_signature)
       FOREACH (__ IN CASE WHEN pm.signature_complete AND pm.counter_source IS NOT NULL
                           AND pm.merged_into IS NULL THEN [1] ELSE [] END |
-        SET pm['signature_' + pm.counter_source] = [i IN pm.signature_dims | pm.signature[i]])
+        SET pm[$source_vectors[pm.counter_source]] = [i IN pm.signature_dims | pm.signature[i]])
       REMOVE pm.parked_signature)
     FOREACH (_ IN CASE WHEN pm.write_token = $write_token THEN [1] ELSE [] END |
       MERGE (pm)-[:OF]->(p)

@@ -32,6 +32,8 @@ from kernelgraph.service.writer import GroupCommitWriter, WriteJob
 # Every per-source vector property (core/signature.py source_property) -> null: `SET m += ` this takes a
 # state out of every vector index, without the Cypher spelling the property names itself.
 NO_SOURCE_VECTORS: dict[str, None] = {source_property(source): None for source in CounterSource}
+# Each counter source -> its per-source vector property, for the Cypher that sets it (record_attempts.cypher).
+SOURCE_VECTORS: dict[str, str] = {source.value: source_property(source) for source in CounterSource}
 EVIDENCE_MAX_SPEEDUP = 1_000.0  # a log speedup counts as evidence clipped to +-log of this (docs/api.md)
 
 
@@ -200,6 +202,7 @@ class Recording:
                     "record_attempts",
                     namespace=namespace,
                     write_token=token,
+                    source_vectors=SOURCE_VECTORS,
                     rows=fresh,
                 ):
                     created[owner[r["attempt_key"]]][r["attempt_key"]] = r["created"]

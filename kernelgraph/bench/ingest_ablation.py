@@ -104,7 +104,7 @@ def variants() -> dict[str, str]:
             text, "  // Patterns of kernels first seen", "MERGE (kernel)-[:EXHIBITS]->(ap)\n  }\n"
         ),
         "no per-source vectors": text.replace(
-            "SET pm['signature_' + pm.counter_source] = [i IN pm.signature_dims | pm.signature[i]])",
+            "SET pm[$source_vectors[pm.counter_source]] = [i IN pm.signature_dims | pm.signature[i]])",
             "SET pm.x = 1)",
         ),
         "no per-state aggregates": _cut(
@@ -162,7 +162,6 @@ def main(measurements: int, results_dir: Path, batch_size: int = 1000) -> dict[s
     def python_only() -> float:
         knowledge = KnowledgeService(store)
         knowledge.writer.submit = lambda *args, **kwargs: {}  # type: ignore[method-assign]
-        knowledge._resolve_parent_references = lambda *args: None  # type: ignore[method-assign]
         namespace = f"ablation-{uuid.uuid4().hex[:8]}"
         created.append(namespace)
         knowledge.upsert_targets(namespace, list(TARGETS))
