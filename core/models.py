@@ -618,9 +618,11 @@ class RetrieveRequest(Strict):
     def _carries_what_its_mode_needs(self) -> RetrieveRequest:
         for needs in (*([_COUNTERS_SOURCED] if self.counters is not None else []), *_MODE_NEEDS[self.mode]):
             if not needs.met(self):
-                raise PydanticCustomError("retrieval_mode", needs.message, {"field": needs.field})
+                raise PydanticCustomError(RETRIEVAL_MODE_ERROR, needs.message, {"field": needs.field})
         return self
 
+
+RETRIEVAL_MODE_ERROR = "retrieval_mode"  # the pydantic error type of a mode's unmet need
 
 _MODE_NEEDS: dict[RetrievalMode, tuple[_Needs, ...]] = {
     RetrievalMode.COUNTERS: (_STATE,),
@@ -861,7 +863,18 @@ def invalid_from(exc: ValidationError) -> InvalidInput:
     first = errors[0]
     field = _field_of(first) or None
     problems = [{"field": _field_of(e), "problem": e["msg"]} for e in errors]
-    return InvalidInput(f"{field}: {first['msg']}" if field else first["msg"], field=field, details=problems)
+    return InvalidInput(error_message(field, first), field=field, details=problems)
+
+
+# Rules across fields whose messages are worded around the field they name (RetrieveRequest's modes:
+# "label mode needs `tasks`, ..."), so they are not prefixed with it.
+SELF_NAMING_ERRORS = frozenset({RETRIEVAL_MODE_ERROR})
+
+
+def error_message(field: str | None, error: Mapping[str, Any]) -> str:
+    """The message of one pydantic error: `field: problem`, or the problem alone where it names its field."""
+    problem = str(error.get("msg", ""))
+    return f"{field}: {problem}" if field and error.get("type") not in SELF_NAMING_ERRORS else problem
 
 
 def _field_of(error: Any) -> str:

@@ -30,7 +30,7 @@ from kernelgraph.core.errors import (
     Retryable,
     UnsupportedMediaType,
 )
-from kernelgraph.core.models import error_location
+from kernelgraph.core.models import error_location, error_message
 from kernelgraph.core.settings import Settings
 from kernelgraph.service.api.metrics import MetricsMiddleware, ServiceMetrics
 from kernelgraph.service.api.ratelimit import RateLimiter
@@ -86,7 +86,7 @@ def _from_validation(exc: RequestValidationError) -> InvalidInput:
     if first.get("type") == "json_invalid":
         return InvalidInput(f"body is not valid JSON: {first.get('msg', '')}", field="body", details=problems)
     field = problems[0]["field"]
-    return InvalidInput(f"{field}: {problems[0]['problem']}", field=field, details=problems)
+    return InvalidInput(error_message(field, first), field=field, details=problems)
 
 
 async def handle_error(request: Request, exc: Exception) -> JSONResponse:

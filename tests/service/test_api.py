@@ -12,11 +12,13 @@ import httpx
 import pytest
 from neo4j import GraphDatabase
 
+from kernelgraph.core.errors import InvalidInput
 from kernelgraph.core.models import MAX_BATCH
 from kernelgraph.core.settings import Settings
 from kernelgraph.core.signature import SIGNATURE_DIM
 from kernelgraph.service import migrate
 from kernelgraph.service.api.app import create_app
+from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
 from tests import factories
 from tests.service.conftest import Keys, bearer, free_port, make_keys, serve
@@ -461,3 +463,28 @@ def test_kernelbench_import_over_http_then_matrix_and_prediction(
         "/v1/measurements/batch", json={"measurements": [{"key": "x"}]}, headers=bearer(keys.writer)
     )
     assert assert_error(bad, 422)["field"].startswith("measurements[0].")
+
+
+# What each retrieval mode needs, and the message a caller gets without it: the same over HTTP and
+# in-process, worded around the field it names (core/models.py RetrieveRequest, SELF_NAMING_ERRORS).
+MODE_NEEDS = {
+    "counters without a state": ({}, "signature", "counters mode needs `signature`, or `counters` with `counter_source`"),
+    "text without source": ({"mode": "text"}, "source", "text mode needs the kernel's `source`"),
+    "label without tasks": ({"mode": "label"}, "tasks", "label mode needs `tasks`, the task labels to retrieve"),
+    "raw counters without source": ({"mode": "global", "counters": {"Ir": 1.0}}, "counter_source",
+                                    "`counter_source` is required with raw `counters`"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(MODE_NEEDS), ids=list(MODE_NEEDS))
+def test_a_retrieval_missing_what_its_mode_needs_names_the_field_in_one_message(
+    case: str, http: httpx.Client, keys: Keys, store: GraphStore
+) -> None:
+    extra, field, message = MODE_NEEDS[case]
+    setup_target(http, keys.writer)
+    response = http.post("/v1/retrieve", json={"target": "cpu-test", **extra}, headers=bearer(keys.reader))
+    assert_error(response, 422, field)
+    assert response.json()["error"]["message"] == message
+    with pytest.raises(InvalidInput) as error:
+        KnowledgeService(store).retrieve([keys.namespace], {"target": "cpu-test", **extra})
+    assert (error.value.field, error.value.message) == (field, message)
