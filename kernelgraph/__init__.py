@@ -1,8 +1,10 @@
 """KernelGraph: an experience graph on Neo4j that lets kernel-optimizing agents learn across tasks and hardware.
 
-The repository keeps its folders at the top level (service/, agent/, cypher/, schema/, docker/); this
-package links them under one import name, so an installed wheel holds `kernelgraph.service`,
-`kernelgraph.agent` and the data they read (cypher/, schema/, docker/neo4j/pom.xml) side by side.
+The repository keeps its folders at the top level (service/, agent/, core/, client/, cypher/, schema/,
+docker/); this package links them under one import name, so an installed wheel holds
+`kernelgraph.service`, `kernelgraph.agent`, `kernelgraph.core`, `kernelgraph.client` and the data they
+read (cypher/, schema/, docker/neo4j/pom.xml) side by side. Only the commands (kernelgraph/cli/) and
+the experiments (kernelgraph/bench/) live in this folder itself. docs/code-map.md maps the code.
 """
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Why a retrieval found little: the answer's `explanation` (client.models.RetrievalExplanation).
+"""Why a retrieval found little: the answer's `explanation` (core.models.RetrievalExplanation).
 
 Given when fewer than `k` neighbours were found, so that an agent that sent what its profiler gives
 learns which dimensions were missing (and which counters fill them), how many states the namespaces

@@ -27,7 +27,8 @@ from kernelgraph.core.models import (
     validate,
 )
 from kernelgraph.core.settings import Settings
-from kernelgraph.service.knowledge import SERVICE, KnowledgeService, Recorder
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.recorder import SERVICE, Recorder
 
 
 class InProcessClient:

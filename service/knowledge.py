@@ -34,47 +34,18 @@ from kernelgraph.core.models import (
     TransferPrediction,
     TransferResponse,
 )
-from kernelgraph.core.signature import MIN_SHARED_DIMENSIONS
 from kernelgraph.service import lineage as readback
 from kernelgraph.service.consolidation import ConsolidationReport, consolidate
 from kernelgraph.service.embeddings import Embedder
 from kernelgraph.service.quarantine import quarantine as quarantine_key
 from kernelgraph.service.recorder import SERVICE, Recorder
-from kernelgraph.service.recording import YARDSTICK_PROPERTIES, Recording, measurement_row
-from kernelgraph.service.retrieval import (
-    EXACT_SEARCH_MAX_STATES,
-    FAILURE_LOG_SPEEDUP,
-    INFLUENCE_BOUND,
-    LEGACY_KEY,
-    MAX_FETCH_K,
-    OVERFETCH,
-    PRIOR_WEIGHT,
-    Retrieval,
-)
-from kernelgraph.service.stats import spearman
+from kernelgraph.service.recording import Recording, measurement_row
+from kernelgraph.service.retrieval import Retrieval
 from kernelgraph.service.store import GraphStore
-from kernelgraph.service.targets import Targets, peaks_of
+from kernelgraph.service.targets import Targets
 from kernelgraph.service.transfer import EffectKey, TargetFacts
 from kernelgraph.service.transfer_queries import TransferQueries
 from kernelgraph.service.writer import GroupCommitWriter, WriteJob
-
-# Read from here by the experiments and scripts; each is defined in the module named beside it above.
-__all__ = [
-    "EXACT_SEARCH_MAX_STATES",
-    "FAILURE_LOG_SPEEDUP",
-    "INFLUENCE_BOUND",
-    "LEGACY_KEY",
-    "MAX_FETCH_K",
-    "MIN_SHARED_DIMENSIONS",
-    "OVERFETCH",
-    "PRIOR_WEIGHT",
-    "SERVICE",
-    "YARDSTICK_PROPERTIES",
-    "KnowledgeService",
-    "Recorder",
-    "peaks_of",
-    "spearman",
-]
 
 
 class KnowledgeService:

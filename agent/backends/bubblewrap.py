@@ -85,10 +85,12 @@ class Rlimits:
 
 @dataclass(frozen=True)
 class Mount:
-    """A host path the step sees at the same path: read-only unless `writable`."""
+    """A host path the step sees at the same path: read-only unless `writable`; `hidden`: an empty,
+    read-only folder in its place (over a folder inside another mount)."""
 
     path: Path
     writable: bool = False
+    hidden: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,13 +112,20 @@ def _bwrap_version(path: str) -> str:
     return out.stdout.strip() or "bubblewrap"
 
 
+SANDBOXED_PACKAGES = ("agent", "core")  # what of KernelGraph a Python step may import
+
+
 def python_mounts() -> tuple[Mount, ...]:
     """What a Python step needs: the interpreter's prefix, the venv, and of KernelGraph only the
-    `kernelgraph` folder with the agent and the shared core (never the service, the client, the data or
-    the rest of a checkout, where kernelgraph/agent and kernelgraph/core link to the top-level folders)."""
-    packages = {PACKAGE_ROOT, (PACKAGE_ROOT / "agent").resolve(), (PACKAGE_ROOT / "core").resolve()}
+    `kernelgraph` folder with the agent and the shared core. Never the service, the client, the data or
+    the rest of a checkout (where kernelgraph/agent and kernelgraph/core link to the top-level folders,
+    so the other links lead nowhere inside), nor the commands and experiments that live in
+    `kernelgraph/` itself (kernelgraph/cli, kernelgraph/bench: hidden under empty folders)."""
+    packages = {PACKAGE_ROOT, *((PACKAGE_ROOT / name).resolve() for name in SANDBOXED_PACKAGES)}
     paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), *packages}
-    return tuple(Mount(p) for p in sorted(paths))
+    own = [p for p in sorted(PACKAGE_ROOT.resolve().iterdir()) if p.is_dir() and not p.is_symlink()]
+    hidden = [p for p in own if p.name not in SANDBOXED_PACKAGES]
+    return (*(Mount(p) for p in sorted(paths)), *(Mount(p, hidden=True) for p in hidden))
 
 
 def python_executable() -> str:
@@ -210,7 +219,10 @@ class Sandbox:
                 if str(parent) not in made:
                     cmd += ["--perms", "0755", "--dir", str(parent)]
                     made.add(str(parent))
-            cmd += ["--bind" if mount.writable else "--ro-bind", str(path), str(path)]
+            if mount.hidden:
+                cmd += ["--perms", "0555", "--size", "4096", "--tmpfs", str(path), "--remount-ro", str(path)]
+            else:
+                cmd += ["--bind" if mount.writable else "--ro-bind", str(path), str(path)]
             made.add(str(path))
         if self.gpu:
             cmd += self._gpu_binds()

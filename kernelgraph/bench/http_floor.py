@@ -47,7 +47,8 @@ from kernelgraph.bench.service import cpu_ms_per, local_neo4j_pid
 from kernelgraph.core.models import AttemptRecord, RecordResult
 from kernelgraph.core.settings import get_settings
 from kernelgraph.service import namespaces
-from kernelgraph.service.knowledge import SERVICE, KnowledgeService, Recorder
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.recorder import SERVICE, Recorder
 
 ORDER = ("floor", "service", "service", "floor")
 FLOOR_SERVE = (sys.executable, "-m", "kernelgraph.bench.http_floor", "--serve")

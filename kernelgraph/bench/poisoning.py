@@ -27,7 +27,9 @@ from rich.console import Console
 from rich.table import Table
 
 from kernelgraph.bench.reports import publish, run_context
-from kernelgraph.service.knowledge import INFLUENCE_BOUND, KnowledgeService, Recorder
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.recorder import Recorder
+from kernelgraph.service.retrieval import INFLUENCE_BOUND
 
 TARGET = {"name": "poison-cpu", "kind": "cpu", "arch": "x86-64-v3", "peak_gflops": 200.0, "peak_gbps": 20.0,
           "cores": 2, "isa": "x86-64-v3"}  # fmt: skip

@@ -312,7 +312,7 @@ def _query_signatures(rng: random.Random, count: int) -> list[list[float | None]
 
 def search_params(signature: Sequence[float | None], k: int, fetch_k: int, namespace: str) -> dict[str, Any]:
     """The parameters of the exact and the index query for one signature, as the service builds them."""
-    from kernelgraph.service.knowledge import MIN_SHARED_DIMENSIONS
+    from kernelgraph.core.signature import MIN_SHARED_DIMENSIONS
 
     query = signature_from_values(signature)
     measured = list(query.measured)
@@ -407,12 +407,8 @@ def run_service_bench(
     from kernelgraph.core.models import Role
     from kernelgraph.service import migrate
     from kernelgraph.service.auth import create_key
-    from kernelgraph.service.knowledge import (
-        EXACT_SEARCH_MAX_STATES,
-        MAX_FETCH_K,
-        OVERFETCH,
-        KnowledgeService,
-    )
+    from kernelgraph.service.knowledge import KnowledgeService
+    from kernelgraph.service.retrieval import EXACT_SEARCH_MAX_STATES, MAX_FETCH_K, OVERFETCH
     from kernelgraph.service.store import GraphStore, open_driver
 
     console = console or Console(stderr=True)

@@ -60,6 +60,7 @@ from kernelgraph.core.models import (
     RetrievalMode,
     RetrieveRequest,
     RetrieveResponse,
+    finite_counters,
 )
 from kernelgraph.core.signature import CounterName, CounterSource
 
@@ -377,7 +378,7 @@ class FixedEvidence:
 
 
 def empty_response(target: str, mode: RetrievalMode) -> RetrieveResponse:
-    from kernelgraph.service.knowledge import FAILURE_LOG_SPEEDUP, PRIOR_WEIGHT
+    from kernelgraph.service.retrieval import FAILURE_LOG_SPEEDUP, PRIOR_WEIGHT
 
     return RetrieveResponse(
         mode=mode, target=target, signature=None, neighbours=0, neighbour_ids=[], transforms=[],
@@ -415,7 +416,7 @@ def _variant(task: Task, instance: str, config: Config) -> KernelVariant:
 def state_measurement(state: State) -> Measurement:
     return Measurement(
         median_ns=state.median_ns, correct=True, counter_source=CounterSource(state.counter_source),
-        counters={k: float(v) for k, v in state.counters.items() if math.isfinite(float(v))},
+        counters=finite_counters(state.counters),
         tool_versions={k: v[:128] for k, v in state.tool_versions.items()},
         evaluator_version=state.evaluator_version, sandboxed=True,
     )  # fmt: skip

@@ -90,3 +90,33 @@ def test_missing_bubblewrap_fails_loudly_with_the_fix(monkeypatch: pytest.Monkey
 def test_unsafe_mode_says_so() -> None:
     assert Sandbox(enabled=False).label == UNSAFE_LABEL
     assert Sandbox().label.startswith("bubblewrap")
+
+
+def test_a_python_step_sees_only_the_agent_and_the_shared_core_of_kernelgraph() -> None:
+    """The kernelgraph folder is bound for the agent and core it links; the commands and experiments
+    living in it, and the service behind its other links, are not readable inside."""
+    from kernelgraph import PACKAGE_ROOT
+    from kernelgraph.agent.backends.bubblewrap import python_executable, python_mounts, python_path
+
+    probe = (
+        "import importlib, os, sys\n"
+        "import kernelgraph.agent.evaluator, kernelgraph.core.models\n"
+        f"root = {str(PACKAGE_ROOT)!r}\n"
+        "for name in ('cli', 'bench', 'service', 'client'):\n"
+        "    path = os.path.join(root, name)\n"
+        "    print(name, sorted(os.listdir(path)) if os.path.isdir(path) else 'absent')\n"
+        "for module in ('kernelgraph.cli.agent', 'kernelgraph.bench.demo', 'kernelgraph.service.knowledge'):\n"
+        "    try:\n"
+        "        importlib.import_module(module)\n"
+        "        print(module, 'imported')\n"
+        "    except ImportError:\n"
+        "        print(module, 'refused')\n"
+    )
+    with scratch_dir("kg-bwtest-") as work:
+        done = Sandbox().run([python_executable(), "-c", probe], mounts=[Mount(work, writable=True), *python_mounts()],
+                             env={"PYTHONPATH": python_path()}, cwd=work, limits=Rlimits(), timeout_s=60)  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "cli []" in out and "bench []" in out, out
+    assert "service absent" in out and "client absent" in out, out
+    assert out.count("refused") == 3 and "imported" not in out, out

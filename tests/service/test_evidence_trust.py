@@ -14,7 +14,9 @@ import pytest
 from kernelgraph.bench.poisoning import HONEST_EFFECTS, run_poisoning
 from kernelgraph.core.models import Role
 from kernelgraph.service.auth import create_key, list_keys
-from kernelgraph.service.knowledge import INFLUENCE_BOUND, KnowledgeService, Recorder
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.recorder import Recorder
+from kernelgraph.service.retrieval import INFLUENCE_BOUND
 from kernelgraph.service.store import GraphStore
 from tests import factories
 from tests.service.conftest import Keys, bearer

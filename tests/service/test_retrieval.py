@@ -15,8 +15,10 @@ from kernelgraph.core.signature import (
     signature_from_values,
 )
 from kernelgraph.service.embeddings import MiniLMEmbedder
-from kernelgraph.service.knowledge import KnowledgeService, peaks_of, spearman
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.stats import spearman
 from kernelgraph.service.store import GraphStore
+from kernelgraph.service.targets import peaks_of
 from tests import factories
 
 pytestmark = pytest.mark.neo4j

@@ -24,9 +24,11 @@ from kernelgraph.core.signature import (
 )
 from kernelgraph.service import migrate
 from kernelgraph.service.embeddings import MiniLMEmbedder
-from kernelgraph.service.knowledge import YARDSTICK_PROPERTIES, KnowledgeService, peaks_of
+from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.neo4j_local import LocalNeo4j
+from kernelgraph.service.recording import YARDSTICK_PROPERTIES
 from kernelgraph.service.store import GraphStore, open_driver
+from kernelgraph.service.targets import peaks_of
 from tests import factories
 from tests.upgrade.questions import ask, exact_text_search, older_signature, same_answer, same_transforms
 from tests.upgrade.release_server import GRAPHS, RELEASES, free_port, release_graph

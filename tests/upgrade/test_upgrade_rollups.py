@@ -18,7 +18,9 @@ import pytest
 
 from kernelgraph.service import migrate
 from kernelgraph.service.embeddings import MiniLMEmbedder
-from kernelgraph.service.knowledge import LEGACY_KEY, KnowledgeService, Recorder
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.recorder import Recorder
+from kernelgraph.service.retrieval import LEGACY_KEY
 from kernelgraph.service.store import GraphStore
 from tests import factories
 from tests.upgrade.questions import older_signature

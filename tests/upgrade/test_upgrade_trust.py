@@ -12,7 +12,9 @@ import pytest
 
 from kernelgraph.core.errors import Retryable
 from kernelgraph.service import migrate
-from kernelgraph.service.knowledge import LEGACY_KEY, KnowledgeService, Recorder
+from kernelgraph.service.knowledge import KnowledgeService
+from kernelgraph.service.recorder import Recorder
+from kernelgraph.service.retrieval import LEGACY_KEY
 from kernelgraph.service.store import GraphStore
 from tests.upgrade.release_server import RELEASES, release_graph
 
