@@ -79,6 +79,7 @@ def define_task(
     library: LibraryCall | None = None,
     instances: tuple[Instance, ...] = (),
     output_dtypes: Mapping[str, str] | None = None,
+    row_reference: Callable[[Arrays, np.ndarray], Mapping[str, np.ndarray]] | None = None,
 ) -> Task:
     """A float32 task whose inputs at any shape come from `inputs_at` (`make_inputs` is it at the
     `small` and `full` shapes) and whose C source comes from `render_c` (None: another backend
@@ -108,4 +109,5 @@ def define_task(
         inputs_at=inputs_at,
         instances=instances,
         library=library,
+        row_reference=row_reference,
     )

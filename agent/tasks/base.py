@@ -165,6 +165,11 @@ class Task:
     # What a user would call instead (the library baseline every kernel is quoted beside); None only
     # where no library has the operation.
     library: LibraryCall | None = None
+    # Rows `rows` (sorted, distinct indices along every output's leading axis) of `reference(inputs)`,
+    # computed without the whole reference: what the isolated timing protocol checks on every timed
+    # call (agent/backends/isolated.py `row_reference`). None: the evaluator finds a row slicing of
+    # the inputs itself when the reference is row-separable, else checks the whole reference.
+    row_reference: Callable[[Arrays, np.ndarray], Mapping[str, np.ndarray]] | None = None
 
     @property
     def tolerance(self) -> Tolerance:

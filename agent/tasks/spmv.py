@@ -52,11 +52,21 @@ def inputs_at(seed: int, shape: Shape) -> Arrays:
 
 
 def reference(inputs: Arrays) -> Arrays:
-    row_ptr = inputs["row_ptr"]
-    rows = row_ptr.size - 1
-    row_of = np.repeat(np.arange(rows), np.diff(row_ptr))
-    prod = inputs["values"].astype("f8") * inputs["x"].astype("f8")[inputs["col_idx"]]
-    return {"y": np.bincount(row_of, weights=prod, minlength=rows).astype("f4")}
+    return row_reference(inputs, np.arange(inputs["row_ptr"].size - 1))
+
+
+def row_reference(inputs: Arrays, rows: np.ndarray) -> Arrays:
+    """Rows `rows` of y: each the sum, in order and in float64, of its CSR slice's products."""
+    row_ptr = inputs["row_ptr"].astype(np.int64)
+    starts, lengths = row_ptr[rows], row_ptr[rows + 1] - row_ptr[rows]
+    values, cols = inputs["values"], inputs["col_idx"]
+    if len(rows) < row_ptr.size - 1:  # (sorted and distinct: all of them are every row, in order)
+        # the positions of the rows' nonzeros, row after row
+        at = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+        values, cols = values[at], cols[at]
+    prod = values.astype("f8") * inputs["x"].astype("f8")[cols]
+    row_of = np.repeat(np.arange(len(rows)), lengths)
+    return {"y": np.bincount(row_of, weights=prod, minlength=len(rows)).astype("f4")}
 
 
 def render_c(config: Config) -> str:
@@ -122,6 +132,7 @@ def task() -> Task:
         full=(FULL,),
         output_shapes=lambda x: {"y": (x["row_ptr"].size - 1,)},
         reference=reference,
+        row_reference=row_reference,
         # The same structure; values and x of random sign, magnitudes 2^-10..2^10 (rows that cancel).
         edge_inputs=signed_wide_inputs("values", "x"),
         error_scale=error_scale,

@@ -33,6 +33,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
 from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, scratch_dir
 from kernelgraph.agent.backends.c import CBackend
 from kernelgraph.agent.backends.timing import TimingPlan
@@ -149,46 +158,78 @@ def _evaluate_once(task: Task, target: Target, source: str, backend: CBackend) -
     return {"wall_s": wall, "median_ns": profile.median_ns, "rel_iqr": profile.iqr_ns / profile.median_ns}
 
 
-def run_protocol_bench(task_names: list[str], target_name: str, repeats: int) -> dict[str, Any]:
-    """Each task's baseline and landscape bests, evaluated with the in-process and the isolated
-    protocol at the same trial count, the protocols alternating (A B B A ...) repeat by repeat."""
-    from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
+def _cells(task_names: list[str]) -> list[tuple[Task, str, str]]:
+    """(task, config label, source) of every cell: each task's baseline and landscape bests."""
     from kernelgraph.bench.configs import checked_configs
 
+    cells = []
+    for name in task_names:
+        task = get_task(name)
+        cells += [(task, label, task.source("c", config)) for label, config in checked_configs(task).items()]
+    return cells
+
+
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def run_protocol_bench(
+    task_names: list[str], target_name: str, repeats: int, trials: int = BENCH_TIMING.min_trials,
+    progress: Progress | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Each task's baseline and landscape bests, evaluated with the in-process and the isolated
+    protocol at the same trial count, the protocols alternating (A B B A ...) repeat by repeat.
+
+    First a pilot pass (one evaluation per protocol of every cell, not counted: it warms the build
+    cache and the page cache) times the run, so the estimate is printed before the run starts. The
+    machine's 1-minute load is recorded before every repeat: the others' load hits both protocols
+    alike (they alternate), but it stretches both and widens their spreads."""
+    from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
+
     target = get_target(target_name)
+    timing = replace(BENCH_TIMING, min_trials=trials, max_trials=trials)
+    bar = progress or Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                               TimeElapsedColumn(), TimeRemainingColumn(), transient=False)  # fmt: skip
     cells: list[dict[str, Any]] = []
-    loads = [os.getloadavg()[0]]
-    with tempfile.TemporaryDirectory(prefix="kg-protocol-bench-") as tmp:
-        backends = {p: CBackend(cache_dir=Path(tmp), counters=False, timing=replace(BENCH_TIMING, protocol=p))
+    loads = [_load()]
+    with tempfile.TemporaryDirectory(prefix="kg-protocol-bench-") as tmp, bar:
+        backends = {p: CBackend(cache_dir=Path(tmp), counters=False, timing=replace(timing, protocol=p))
                     for p in (IN_PROCESS, ISOLATED)}  # fmt: skip
-        for name in task_names:
-            task = get_task(name)
-            for label, config in checked_configs(task).items():
-                source = task.source("c", config)
-                backends[ISOLATED].compile(task, source, target)  # both share the cache
-                runs: dict[str, list[dict[str, float]]] = {p: [] for p in backends}
-                for repeat in range(repeats):
-                    order = list(backends.items())
-                    for protocol, backend in order if repeat % 2 == 0 else reversed(order):
-                        runs[protocol].append(_evaluate_once(task, target, source, backend))
-                    loads.append(os.getloadavg()[0])
-                med = {
-                    p: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for p, rows in runs.items()
-                }
-                old, new = med[IN_PROCESS], med[ISOLATED]
-                cell: dict[str, Any] = {
-                    "task": name, "config": label, "repeats": repeats, "medians": med,
-                    "wall_ratio": new["wall_s"] / old["wall_s"],
-                    "rel_iqr_increase": new["rel_iqr"] - old["rel_iqr"],
-                    "median_ratio": new["median_ns"] / old["median_ns"], "runs": runs,
-                }  # fmt: skip
-                cell["meets"] = {
-                    "wall": cell["wall_ratio"] <= PROTOCOL_GOALS["wall_ratio"],
-                    "rel_iqr": cell["rel_iqr_increase"] <= PROTOCOL_GOALS["rel_iqr_increase"],
-                    "median": abs(cell["median_ratio"] - 1) <= PROTOCOL_GOALS["median_ratio_off_by"],
-                }
-                cells.append(cell)
-                print(render_protocol_cell(cell), file=sys.stderr)
+        chosen = _cells(task_names)
+        pilot_s: list[float] = []
+        pilot = bar.add_task("pilot: one evaluation per protocol and cell", total=len(chosen))
+        started = time.perf_counter()
+        for task, _, source in chosen:
+            backends[ISOLATED].compile(task, source, target)  # both share the cache
+            start = time.perf_counter()
+            for backend in backends.values():
+                _evaluate_once(task, target, source, backend)
+            pilot_s.append(time.perf_counter() - start)
+            bar.advance(pilot)
+        estimate_s = sum(pilot_s) * repeats
+        finish = datetime.now(UTC).timestamp() + estimate_s
+        bar.console.print(
+            f"pilot took {time.perf_counter() - started:.0f} s at load {_load():.1f}: the run of {len(chosen)} cells x "
+            f"{repeats} repeats x 2 protocols at {trials} trials should take about {estimate_s / 60:.0f} min "
+            f"(done near {datetime.fromtimestamp(finish, UTC):%H:%M} UTC)", highlight=False,
+        )  # fmt: skip
+        run = bar.add_task("evaluations", total=len(chosen) * repeats * 2)
+        run_started = time.perf_counter()
+        for (task, label, source), pilot_cell_s in zip(chosen, pilot_s, strict=True):
+            runs: dict[str, list[dict[str, float]]] = {p: [] for p in backends}
+            cell_loads = []
+            bar.update(run, description=f"{task.name} {label}")
+            for repeat in range(repeats):
+                cell_loads.append(_load())
+                order = list(backends.items())
+                for protocol, backend in order if repeat % 2 == 0 else reversed(order):
+                    runs[protocol].append(_evaluate_once(task, target, source, backend))
+                    bar.advance(run)
+            loads += cell_loads
+            cell = _protocol_cell(task.name, label, repeats, runs, cell_loads, pilot_cell_s)
+            cells.append(cell)
+            bar.console.print(render_protocol_cell(cell), highlight=False)
+        run_s = time.perf_counter() - run_started
     return {
         "bench": "sandbox-protocols",
         "taken_at": datetime.now(UTC).isoformat(),
@@ -196,7 +237,10 @@ def run_protocol_bench(task_names: list[str], target_name: str, repeats: int) ->
         "cpus": os.cpu_count(),
         "load_average_1m": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
         "target": target.name,
-        "timing_plan": {"warmup": BENCH_TIMING.warmup, "trials": BENCH_TIMING.min_trials},
+        "repeats": repeats,
+        "timing_plan": {"warmup": timing.warmup, "trials": trials},
+        "estimate_s": estimate_s,
+        "run_s": run_s,
         "evaluator_version": EVALUATOR_VERSION,
         "sandbox": Sandbox().label,
         "goals": PROTOCOL_GOALS,
@@ -204,16 +248,44 @@ def run_protocol_bench(task_names: list[str], target_name: str, repeats: int) ->
     }
 
 
+def _protocol_cell(
+    task: str, label: str, repeats: int, runs: dict[str, list[dict[str, float]]], loads: list[float],
+    pilot_s: float,
+) -> dict[str, Any]:  # fmt: skip
+    from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
+
+    med = {p: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for p, rows in runs.items()}
+    old, new = med[IN_PROCESS], med[ISOLATED]
+    cell: dict[str, Any] = {
+        "task": task, "config": label, "repeats": repeats, "medians": med,
+        "wall_ratio": new["wall_s"] / old["wall_s"],
+        "rel_iqr_increase": new["rel_iqr"] - old["rel_iqr"],
+        "median_ratio": new["median_ns"] / old["median_ns"],
+        "load_average_1m": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
+        "pilot_s": pilot_s, "runs": runs,
+    }  # fmt: skip
+    cell["meets"] = {
+        "wall": cell["wall_ratio"] <= PROTOCOL_GOALS["wall_ratio"],
+        "rel_iqr": cell["rel_iqr_increase"] <= PROTOCOL_GOALS["rel_iqr_increase"],
+        "median": abs(cell["median_ratio"] - 1) <= PROTOCOL_GOALS["median_ratio_off_by"],
+    }
+    return cell
+
+
 def render_protocol_cell(cell: dict[str, Any]) -> str:
     ok = ",".join(k for k, v in cell["meets"].items() if not v) or "all goals met"
+    load = cell.get("load_average_1m", {}).get("median")
     return (f"  {cell['task']:<18} {cell['config']:<8} wall x{cell['wall_ratio']:.3f}  rel. IQR "
-            f"{cell['rel_iqr_increase']:+.4f}  median x{cell['median_ratio']:.3f}  ({ok if ok == 'all goals met' else 'missed: ' + ok})")  # fmt: skip
+            f"{cell['rel_iqr_increase']:+.4f}  median x{cell['median_ratio']:.3f}"
+            + (f"  load {load:.1f}" if load is not None else "")
+            + f"  ({ok if ok == 'all goals met' else 'missed: ' + ok})")  # fmt: skip
 
 
 def render_protocols(result: dict[str, Any]) -> str:
     load = result["load_average_1m"]
     lines = [f"timing protocols, isolated against in-process, {result['timing_plan']['trials']} trials, "
-             f"on {result['target']} ({result['cpus']} CPUs, load {load['min']:.1f}-{load['max']:.1f})"]  # fmt: skip
+             f"{result.get('repeats', '?')} repeats, on {result['target']} ({result['cpus']} CPUs, load "
+             f"{load['min']:.1f}-{load['max']:.1f}, median {load['median']:.1f})"]  # fmt: skip
     lines += [render_protocol_cell(c) for c in result["cells"]]
     met = sum(all(c["meets"].values()) for c in result["cells"])
     lines.append(f"  {met} of {len(result['cells'])} cells meet every goal")

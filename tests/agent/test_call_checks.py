@@ -1,0 +1,165 @@
+"""The isolated protocol's per-call check (agent/backends/isolated.py `CallChecker`), made cheap without
+becoming weaker (issue #26, point 4): rows checked through a task's own row reference (stencil2d: rows
+with their halo; spmv_csr: CSR row slices; prefix_scan: prefix sums at sampled positions), a whole-output
+scan for NaN/inf/sentinels and a byte comparison of the inputs on every call."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from kernelgraph.agent.backends._child import variant_factors
+from kernelgraph.agent.backends.c import CBackend
+from kernelgraph.agent.backends.isolated import CHECKED_ROWS, CallChecker, row_reference
+from kernelgraph.agent.backends.timing import ISOLATED, TimingPlan
+from kernelgraph.agent.evaluator import output_specs
+from kernelgraph.agent.results import Outcome
+from kernelgraph.agent.targets import Target
+from kernelgraph.agent.tasks import get_task
+from kernelgraph.agent.tasks.base import Task
+
+DECLARED = ("stencil2d", "spmv_csr", "prefix_scan")
+
+
+@pytest.mark.parametrize("name", DECLARED)
+@pytest.mark.parametrize("small", [True, False], ids=["small", "full"])
+def test_a_declared_row_reference_gives_the_rows_of_the_whole_reference(name: str, small: bool) -> None:
+    task = get_task(name)
+    assert task.row_reference is not None and row_reference(task) is task.row_reference
+    inputs = task.make_inputs(5, small)
+    full = task.reference(inputs)
+    n = next(iter(full.values())).shape[0]
+    rows = np.unique(np.r_[0, 1, n - 2, n - 1, random.Random(7).sample(range(n), min(n, 100))])
+    part = row_reference(task)(inputs, rows)  # type: ignore[misc]
+    for out, want in full.items():
+        np.testing.assert_allclose(part[out], want[rows], rtol=1e-6, atol=0)
+
+
+def _checker(task: Task, seed: int = 1) -> tuple[CallChecker, SimpleNamespace]:
+    base = task.make_inputs(3, False)
+    specs = output_specs(task, base)
+    checker = CallChecker(task, base, specs, row_reference(task), random.Random(seed))
+    server = SimpleNamespace(inputs=[np.empty_like(a) for a in base.values()],
+                             outputs=[np.empty(s.shape, s.dtype) for s in specs])  # fmt: skip
+    return checker, server
+
+
+def _honest_call(checker: CallChecker, server: SimpleNamespace, factors: np.ndarray, call: int) -> None:
+    """What an honest kernel leaves: the inputs as written, every output as the reference has it."""
+    checker.variant(factors, call)
+    checker.write(server)  # type: ignore[arg-type]
+    for out, want in zip(server.outputs, checker.task.reference(checker.expected).values(), strict=True):
+        np.copyto(out, want)
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_a_kernel_that_botches_a_share_of_the_rows_is_caught_on_the_calls(name: str) -> None:
+    """Finite wrong values in 1/16 of the rows (any share a fake speedup needs) are caught on nearly
+    every call, honest outputs on none; a single NaN, or one input element changed, on every call."""
+    task = get_task(name)
+    checker, server = _checker(task)
+    calls = 10
+    factors = variant_factors(max(a.size for a in checker.base.values()), calls, 11)
+    rows = server.outputs[0].shape[0]
+    botched = np.zeros(rows, dtype=bool)
+    botched[random.Random(3).sample(range(rows), rows // 16)] = True
+    caught = {"honest": 0, "rows": 0, "nan": 0, "input": 0}
+    for call in range(calls):
+        _honest_call(checker, server, factors, call)
+        caught["honest"] += bool(checker.check(call, [server])[0])  # type: ignore[list-item]
+        out = server.outputs[0]
+        kept = out.copy()
+        out[botched] = out[botched] * 1.01 + 1.0  # well outside any tolerance
+        caught["rows"] += bool(checker.check(call, [server])[0])  # type: ignore[list-item]
+        np.copyto(out, kept)
+        out.reshape(-1)[(call * 7919) % out.size] = np.nan
+        caught["nan"] += bool(checker.check(call, [server])[0])  # type: ignore[list-item]
+        np.copyto(out, kept)
+        server.inputs[0].reshape(-1).view(np.uint8)[(call * 104729) % server.inputs[0].nbytes] ^= 1  # one bit
+        why = checker.check(call, [server])[0]  # type: ignore[list-item]
+        caught["input"] += "modified input" in why
+    # each call misses 1/16 of the rows with probability (15/16)^64 < 2%
+    assert CHECKED_ROWS == 64
+    assert caught == {"honest": 0, "rows": caught["rows"], "nan": calls, "input": calls}
+    assert caught["rows"] >= calls - 1, caught
+
+
+def test_a_scan_that_drops_one_block_is_caught_on_every_call() -> None:
+    """One position of many done wrong carries into every later prefix sum: the sampled positions
+    see it unless all fall before it."""
+    task = get_task("prefix_scan")
+    checker, server = _checker(task, seed=2)
+    factors = variant_factors(checker.base["x"].size, 10, 5)
+    n = server.outputs[0].size
+    for call in range(10):
+        _honest_call(checker, server, factors, call)
+        start = n // 4 + call * 1000
+        server.outputs[0][start:] -= checker.expected["x"][start]  # one term left out
+        assert "outside rtol" in checker.check(call, [server])[0]  # type: ignore[list-item]
+
+
+# Honest at the correctness checks' sizes (below 65536 output elements), botched at the timed size in
+# 1/16 of the output: the evaluator's checks of every timed call must find them.
+BOTCHED = {
+    "stencil2d": """
+#include <string.h>
+void kernel(const float* restrict u, float* restrict v, int h, int w) {
+    int done = (long)h * w <= 65536 ? h : h - h / 16; /* the last rows: a copy of u, no work */
+    memcpy(v, u, sizeof(float) * (size_t)w);
+    for (int i = 1; i < h - 1; i++) {
+        v[(long)i * w] = u[(long)i * w]; v[(long)i * w + w - 1] = u[(long)i * w + w - 1];
+        if (i >= done) { memcpy(v + (long)i * w, u + (long)i * w, sizeof(float) * (size_t)w); continue; }
+        for (int j = 1; j < w - 1; j++)
+            v[(long)i * w + j] = 0.2f * (u[(long)i * w + j] + u[(long)(i - 1) * w + j]
+                + u[(long)(i + 1) * w + j] + u[(long)i * w + j - 1] + u[(long)i * w + j + 1]);
+    }
+    memcpy(v + (long)(h - 1) * w, u + (long)(h - 1) * w, sizeof(float) * (size_t)w);
+}
+""",
+    "spmv_csr": """
+void kernel(const float* restrict values, const int* restrict col_idx, const int* restrict row_ptr,
+            const float* restrict x, float* restrict y, int rows, int nnz) {
+    (void)nnz;
+    int skip = rows < 65536 ? 0 : rows / 16; /* the heavy rows come first: skipping them pays */
+    for (int i = 0; i < rows; i++) {
+        float s = 0.0f;
+        if (i >= skip)
+            for (long k = row_ptr[i]; k < row_ptr[i + 1]; k++) s += values[k] * x[col_idx[k]];
+        y[i] = s;
+    }
+}
+""",
+    "prefix_scan": """
+void kernel(const float* restrict x, float* restrict y, int n) {
+    long done = n < 65536 ? n : n - n / 16; /* the last positions: the last sum repeated */
+    double s = 0.0;
+    for (long i = 0; i < done; i++) { s += x[i]; y[i] = (float)s; }
+    for (long i = done; i < n; i++) y[i] = (float)s;
+}
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def timer(tmp_path_factory: pytest.TempPathFactory) -> CBackend:
+    plan = TimingPlan(
+        warmup=1, min_trials=4, max_trials=4, budget_s=5.0, target_rel_iqr=0.0, protocol=ISOLATED
+    )
+    return CBackend(cache_dir=tmp_path_factory.mktemp("botched"), counters=False, timing=plan)
+
+
+@pytest.mark.parametrize("name", sorted(BOTCHED))
+def test_a_real_kernel_botching_a_share_of_the_output_is_judged_incorrect_while_timed(
+    name: str, timer: CBackend, cpu_target: Target
+) -> None:
+    task = get_task(name)
+    target = dataclasses.replace(cpu_target, peak_gflops=None, peak_gbps=None)
+    checked = timer.check(task, BOTCHED[name], target)
+    assert checked.correct, checked.reason  # honest where the correctness checks look
+    profile = timer.profile(task, BOTCHED[name], target, parent_source=task.source("c", task.baseline_config))
+    assert profile.outcome == Outcome.INCORRECT, profile.reason
+    assert "while timed: timed call" in profile.reason and "outside rtol" in profile.reason, profile.reason
