@@ -64,7 +64,11 @@ def sandbox(
     target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build and time for"),
     repeats: int = typer.Option(20, "--repeats", min=1, max=50, help="evaluations per mode (interleaved)"),
     trials: int = typer.Option(
-        30, "--trials", min=4, max=200, help="--compare protocols: timed trials per evaluation (both protocols)"
+        30,
+        "--trials",
+        min=4,
+        max=200,
+        help="--compare protocols: timed trials per evaluation (both protocols)",
     ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
