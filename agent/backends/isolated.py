@@ -15,11 +15,13 @@ holds can be believed, so that process holds nothing the verdict rests on:
 - **Every call is checked, at the same cost.** Each call, warm-up included, gets input values no call
   has seen before (a fresh variant of input set 0, `_child.write_variant`, with a seed drawn here),
   written into the child's shared buffers while it is frozen; outputs are NaN-filled (ints: a
-  sentinel) before the call. After every call: the inputs are compared with what was written, every
-  output element is scanned for NaN/inf/sentinel, and `CHECKED_ROWS` output rows drawn after the call
-  (all of them for tasks whose reference is not row-separable) are compared with the reference of
-  that call's inputs. The work is the same on every call, and which rows are checked is decided
-  after the kernel has returned, so there is nothing to learn about which calls are checked.
+  sentinel) before the call. After every call: the inputs are compared byte for byte with what was
+  written, every output element is scanned for NaN/inf/sentinel, and `CHECKED_ROWS` output rows
+  drawn after the call are compared with those rows of the reference of that call's inputs
+  (`row_reference`: the task's own, or its reference on inputs sliced by row; the whole output for
+  tasks with neither: reduction and histogram, whose outputs are one value and 256 counts). The
+  work is the same on every call, and which rows are checked is decided after the kernel has
+  returned, so there is nothing to learn about which calls are checked.
 The old protocol (one child timing both kernels in-process and checking `verified_calls` sampled
 calls, `TimingPlan(protocol="in-process")`) stays selectable for the red-team controls and
 `kernelgraph bench sandbox`.

@@ -175,82 +175,84 @@ def _load() -> float:
 
 def run_protocol_bench(
     task_names: list[str], target_name: str, repeats: int, trials: int = BENCH_TIMING.min_trials,
-    progress: Progress | None = None,
+    progress: Progress | None = None, on_cell: Callable[[dict[str, Any]], object] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Each task's baseline and landscape bests, evaluated with the in-process and the isolated
     protocol at the same trial count, the protocols alternating (A B B A ...) repeat by repeat.
 
-    First a pilot pass (one evaluation per protocol of every cell, not counted: it warms the build
-    cache and the page cache) times the run, so the estimate is printed before the run starts. The
-    machine's 1-minute load is recorded before every repeat: the others' load hits both protocols
-    alike (they alternate), but it stretches both and widens their spreads."""
+    The first repeat of every cell is run first, isolated before in-process (any cold-start cost
+    falls on the new protocol): it times the run, so the estimate is printed before the other
+    repeats start. The machine's 1-minute load is recorded before every repeat: the others' load
+    hits both protocols alike (they alternate), but it stretches both and widens their spreads.
+    `on_cell` gets the report so far after every cell (the CLI saves it: a run cut short keeps
+    the cells it finished)."""
     from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
 
     target = get_target(target_name)
     timing = replace(BENCH_TIMING, min_trials=trials, max_trials=trials)
     bar = progress or Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                TimeElapsedColumn(), TimeRemainingColumn(), transient=False)  # fmt: skip
-    cells: list[dict[str, Any]] = []
+    report: dict[str, Any] = {
+        "bench": "sandbox-protocols", "host": platform.node(), "cpus": os.cpu_count(),
+        "target": target.name, "repeats": repeats, "timing_plan": {"warmup": timing.warmup, "trials": trials},
+        "evaluator_version": EVALUATOR_VERSION, "sandbox": Sandbox().label, "goals": PROTOCOL_GOALS,
+        "started_at": datetime.now(UTC).isoformat(), "cells": [],
+    }  # fmt: skip
     loads = [_load()]
     with tempfile.TemporaryDirectory(prefix="kg-protocol-bench-") as tmp, bar:
         backends = {p: CBackend(cache_dir=Path(tmp), counters=False, timing=replace(timing, protocol=p))
-                    for p in (IN_PROCESS, ISOLATED)}  # fmt: skip
+                    for p in (ISOLATED, IN_PROCESS)}  # fmt: skip
         chosen = _cells(task_names)
-        pilot_s: list[float] = []
-        pilot = bar.add_task("pilot: one evaluation per protocol and cell", total=len(chosen))
+        runs: list[dict[str, list[dict[str, float]]]] = [{p: [] for p in backends} for _ in chosen]
+        cell_loads: list[list[float]] = [[] for _ in chosen]
+        first_s: list[float] = []
+        total = len(chosen) * repeats * 2
+        run = bar.add_task("first repeat of every cell (the estimate)", total=total)
         started = time.perf_counter()
-        for task, _, source in chosen:
+        for k, (task, _, source) in enumerate(chosen):
             backends[ISOLATED].compile(task, source, target)  # both share the cache
             start = time.perf_counter()
-            for backend in backends.values():
-                _evaluate_once(task, target, source, backend)
-            pilot_s.append(time.perf_counter() - start)
-            bar.advance(pilot)
-        estimate_s = sum(pilot_s) * repeats
+            cell_loads[k].append(_load())
+            for protocol, backend in backends.items():  # isolated first: repeat 0 is B A
+                runs[k][protocol].append(_evaluate_once(task, target, source, backend))
+                bar.advance(run)
+            first_s.append(time.perf_counter() - start)
+        estimate_s = sum(first_s) * (repeats - 1)
         finish = datetime.now(UTC).timestamp() + estimate_s
         bar.console.print(
-            f"pilot took {time.perf_counter() - started:.0f} s at load {_load():.1f}: the run of {len(chosen)} cells x "
-            f"{repeats} repeats x 2 protocols at {trials} trials should take about {estimate_s / 60:.0f} min "
-            f"(done near {datetime.fromtimestamp(finish, UTC):%H:%M} UTC)", highlight=False,
+            f"first repeat took {time.perf_counter() - started:.0f} s at load {_load():.1f}: the other "
+            f"{repeats - 1} repeats of {len(chosen)} cells x 2 protocols at {trials} trials should take about "
+            f"{estimate_s / 60:.0f} min (done near {datetime.fromtimestamp(finish, UTC):%H:%M} UTC)", highlight=False,
         )  # fmt: skip
-        run = bar.add_task("evaluations", total=len(chosen) * repeats * 2)
-        run_started = time.perf_counter()
-        for (task, label, source), pilot_cell_s in zip(chosen, pilot_s, strict=True):
-            runs: dict[str, list[dict[str, float]]] = {p: [] for p in backends}
-            cell_loads = []
+        report["estimate_s"] = estimate_s
+        for k, (task, label, source) in enumerate(chosen):
             bar.update(run, description=f"{task.name} {label}")
-            for repeat in range(repeats):
-                cell_loads.append(_load())
+            for repeat in range(1, repeats):
+                cell_loads[k].append(_load())
                 order = list(backends.items())
                 for protocol, backend in order if repeat % 2 == 0 else reversed(order):
-                    runs[protocol].append(_evaluate_once(task, target, source, backend))
+                    runs[k][protocol].append(_evaluate_once(task, target, source, backend))
                     bar.advance(run)
-            loads += cell_loads
-            cell = _protocol_cell(task.name, label, repeats, runs, cell_loads, pilot_cell_s)
-            cells.append(cell)
+            loads += cell_loads[k]
+            cell = _protocol_cell(task.name, label, repeats, runs[k], cell_loads[k], first_s[k])
+            report["cells"].append(cell)
             bar.console.print(render_protocol_cell(cell), highlight=False)
-        run_s = time.perf_counter() - run_started
-    return {
-        "bench": "sandbox-protocols",
-        "taken_at": datetime.now(UTC).isoformat(),
-        "host": platform.node(),
-        "cpus": os.cpu_count(),
-        "load_average_1m": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
-        "target": target.name,
-        "repeats": repeats,
-        "timing_plan": {"warmup": timing.warmup, "trials": trials},
-        "estimate_s": estimate_s,
-        "run_s": run_s,
-        "evaluator_version": EVALUATOR_VERSION,
-        "sandbox": Sandbox().label,
-        "goals": PROTOCOL_GOALS,
-        "cells": cells,
-    }
+            report["load_average_1m"] = {
+                "min": min(loads),
+                "median": statistics.median(loads),
+                "max": max(loads),
+            }
+            report["run_s"] = time.perf_counter() - started
+            report["taken_at"] = datetime.now(UTC).isoformat()
+            if on_cell is not None:
+                on_cell(report)
+    report["complete"] = True
+    return report
 
 
 def _protocol_cell(
     task: str, label: str, repeats: int, runs: dict[str, list[dict[str, float]]], loads: list[float],
-    pilot_s: float,
+    first_repeat_s: float,
 ) -> dict[str, Any]:  # fmt: skip
     from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
 
@@ -262,7 +264,7 @@ def _protocol_cell(
         "rel_iqr_increase": new["rel_iqr"] - old["rel_iqr"],
         "median_ratio": new["median_ns"] / old["median_ns"],
         "load_average_1m": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
-        "pilot_s": pilot_s, "runs": runs,
+        "first_repeat_s": first_repeat_s, "runs": runs,
     }  # fmt: skip
     cell["meets"] = {
         "wall": cell["wall_ratio"] <= PROTOCOL_GOALS["wall_ratio"],

@@ -75,6 +75,9 @@ def sandbox(
 ) -> None:
     """What the evaluator's protection costs: the isolated timing protocol against the old in-process
     one (wall time, rel. IQR, medians), or the sandbox's overhead per step with and without it."""
+    import json
+    from pathlib import Path
+
     from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
     from kernelgraph.agent.tasks import all_tasks
     from kernelgraph.bench.sandbox import render, render_protocols, run_bench, run_protocol_bench
@@ -85,7 +88,13 @@ def sandbox(
     try:
         if compare == "protocols":
             names = [t for t in tasks.split(",") if t] or [t.name for t in all_tasks("c")]
-            result = run_protocol_bench(names, target, repeats, trials)
+            partial = Path(results_dir) / "sandbox-protocols-partial.json"  # the cells so far
+            partial.parent.mkdir(parents=True, exist_ok=True)
+            result = run_protocol_bench(
+                names, target, repeats, trials,
+                on_cell=lambda report: partial.write_text(json.dumps(report, indent=2, default=str)),
+            )  # fmt: skip
+            partial.unlink(missing_ok=True)
         else:
             result = run_bench(task, target, repeats)
     except SandboxUnavailable as exc:
