@@ -292,3 +292,24 @@ def render_protocols(result: dict[str, Any]) -> str:
     met = sum(all(c["meets"].values()) for c in result["cells"])
     lines.append(f"  {met} of {len(result['cells'])} cells meet every goal")
     return "\n".join(lines)
+
+
+def protocols_markdown(result: dict[str, Any]) -> str:
+    """The cost table of docs/sandbox.md: one row per cell, with each goal met or not."""
+    mark = {True: "yes", False: "**no**"}
+    lines = [
+        "| task | config | wall in-process (s) | wall isolated (s) | wall ratio (goal <= 1.15) | rel. IQR in-process | "
+        "rel. IQR isolated | change (goal <= +0.005) | median ratio (goal 0.98-1.02) | load (median) | met |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in result["cells"]:
+        old, new = c["medians"]["in-process"], c["medians"]["isolated"]
+        met = [k for k, v in c["meets"].items() if not v]
+        lines.append(
+            f"| {c['task']} | {c['config']} | {old['wall_s']:.2f} | {new['wall_s']:.2f} | "
+            f"{c['wall_ratio']:.3f} {mark[c['meets']['wall']]} | {old['rel_iqr']:.3f} | {new['rel_iqr']:.3f} | "
+            f"{c['rel_iqr_increase']:+.3f} {mark[c['meets']['rel_iqr']]} | "
+            f"{c['median_ratio']:.3f} {mark[c['meets']['median']]} | {c['load_average_1m']['median']:.1f} | "
+            f"{'all' if not met else 'missed: ' + ', '.join(met)} |"
+        )
+    return "\n".join(lines)
