@@ -1,0 +1,28 @@
+"""`kernelgraph bench sandbox`'s verdict per cell (kernelgraph/bench/sandbox.py): each goal of issue #26
+(evaluation wall time at most +15%, rel. IQR within +0.005, medians within 2%) judged from the medians of
+the repeats, and the docs table says which were missed."""
+
+from __future__ import annotations
+
+from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
+from kernelgraph.bench.sandbox import _protocol_cell, protocols_markdown
+
+
+def _runs(wall: list[float], median_ns: list[float], rel_iqr: list[float]) -> list[dict[str, float]]:
+    return [
+        {"wall_s": w, "median_ns": m, "rel_iqr": r} for w, m, r in zip(wall, median_ns, rel_iqr, strict=True)
+    ]
+
+
+def test_each_goal_is_judged_on_the_medians_of_the_repeats() -> None:
+    old = _runs([1.0, 1.0, 9.0], [100.0, 100.0, 100.0], [0.02, 0.02, 0.5])
+    within = _protocol_cell("t", "baseline", 3, {IN_PROCESS: old, ISOLATED: _runs(
+        [1.14, 1.14, 0.1], [101.9, 101.9, 50.0], [0.0249, 0.0249, 0.9])}, [2.0, 3.0, 4.0], 5.0)  # fmt: skip
+    assert within["meets"] == {"wall": True, "rel_iqr": True, "median": True}, within
+    assert within["load_average_1m"] == {"min": 2.0, "median": 3.0, "max": 4.0}
+    beyond = _protocol_cell("t", "best-A", 3, {IN_PROCESS: old, ISOLATED: _runs(
+        [1.16, 1.16, 1.0], [97.9, 97.9, 100.0], [0.0251, 0.0251, 0.0])}, [2.0, 3.0, 4.0], 5.0)  # fmt: skip
+    assert beyond["meets"] == {"wall": False, "rel_iqr": False, "median": False}, beyond
+    table = protocols_markdown({"cells": [within, beyond]}).splitlines()
+    assert table[2].startswith("| t | baseline |") and table[2].endswith("| all |")
+    assert table[3].endswith("| missed: wall, rel_iqr, median |"), table[3]
