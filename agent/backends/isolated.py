@@ -186,7 +186,7 @@ class KernelServer:
             pickle.dump(request, f, protocol=5)
         self._log = (work / "child.log").open("w+b")
         self.proc = limits.sandbox.popen(
-            [python_executable(), "-I", str(CHILD), str(work / "request.pkl"), str(work)],
+            [python_executable(), "-I", str(CHILD), str(work / "request.pkl"), str(work), "serve"],
             mounts=[Mount(work, writable=True), *python_mounts(), Mount(Path(artifact))],
             env=child_env(limits.threads), cwd=work, limits=limits.rlimits(),
             stdout=self._log, stderr=subprocess.STDOUT,
