@@ -75,6 +75,14 @@ class CounterName(StrEnum):
     OPERATIONAL_INTENSITY = (
         "operational_intensity"  # flops / ll_miss_bytes (measured, unlike `arithmetic_intensity`)
     )
+    # The cache model cachegrind simulated (the host's, nearest valid geometry); absent before
+    # signature 3, whose counters came from valgrind's fixed 32 KiB D1 / 8 MiB LL model.
+    CACHE_D1_BYTES = "cache_d1_bytes"
+    CACHE_D1_WAYS = "cache_d1_ways"
+    CACHE_LL_BYTES = "cache_ll_bytes"
+    CACHE_LL_WAYS = "cache_ll_ways"
+    CACHE_LINE_BYTES = "cache_line_bytes"
+    CACHE_LL_LEVEL = "cache_ll_level"  # the host cache level LL stands for (0: valgrind's default model)
     # NVIDIA static metrics of the compiled artifact (no GPU needed).
     REGISTERS_PER_THREAD = "registers_per_thread"
     SPILL_BYTES = "spill_bytes"
@@ -184,6 +192,9 @@ SOURCE_DIMENSIONS: dict[CounterSource, tuple[str, ...]] = {
     CounterSource.NVIDIA_STATIC: ("parallel_efficiency", "spill_pressure", "register_pressure"),
     CounterSource.KERNELBENCH_TIMING: ("launch_overhead_share",),
 }  # fmt: skip
+# A candidate CPU reading of parallelism, judged by the signature report: the threads the timed call
+# started (counted by the child, deterministic) / the cores the run was given.
+THREAD_SHARE = "thread_share"
 # A stored state is a neighbour of a query only when the query measured every dimension the state did,
 # and at least this many of them (fewer when the query itself measured fewer): a distance over one or
 # two dimensions says little about a state, however it is renormalised.
@@ -420,6 +431,31 @@ def _achieved(counters: Mapping[str, float]) -> tuple[float | None, float | None
     return gflops, gbps
 
 
+def dimension_values(
+    source: CounterSource | str, counters: Mapping[str, float], peaks: TargetPeaks
+) -> dict[str, float | None]:
+    """Every dimension value `counters` give for `source`, before its dimension set filters them, plus
+    the candidate readings that are no dimension of their own (`THREAD_SHARE`): what
+    `kernelgraph bench signature` judges (docs/counter-signature.md, the drop rule)."""
+    source = CounterSource(source)
+    counters = with_ncu_names(counters)
+    gflops, gbps = _achieved(counters)
+    time_ns = _counter(counters, CounterName.TIME_NS)
+    values: dict[str, float | None] = {
+        "compute_fraction": _ratio(gflops, peaks.peak_gflops),
+        "memory_fraction": _ratio(gbps, peaks.peak_gbps),
+        "launch_overhead_share": _launch_share(time_ns, peaks.kind),
+    }
+    if source in (CounterSource.CPU_CACHEGRIND, CounterSource.CPU_TIMING):
+        values.update(_cpu_dimensions(counters, peaks))
+    elif source in (CounterSource.NVIDIA_NCU, CounterSource.NVIDIA_TIMING, CounterSource.NVIDIA_STATIC):
+        values.update(_nvidia_dimensions(counters))
+    compute, memory = values["compute_fraction"], values["memory_fraction"]
+    if compute is not None and memory is not None:
+        values["speed_of_light"] = max(compute, memory)
+    return values
+
+
 def compute_signature(
     source: CounterSource | str, counters: Mapping[str, float], peaks: TargetPeaks
 ) -> Signature:
@@ -437,21 +473,7 @@ def compute_signature(
     unmeasured.
     """
     source = CounterSource(source)
-    counters = with_ncu_names(counters)
-    gflops, gbps = _achieved(counters)
-    time_ns = _counter(counters, CounterName.TIME_NS)
-    values: dict[str, float | None] = {
-        "compute_fraction": _ratio(gflops, peaks.peak_gflops),
-        "memory_fraction": _ratio(gbps, peaks.peak_gbps),
-        "launch_overhead_share": _launch_share(time_ns, peaks.kind),
-    }
-    if source in (CounterSource.CPU_CACHEGRIND, CounterSource.CPU_TIMING):
-        values.update(_cpu_dimensions(counters, peaks))
-    elif source in (CounterSource.NVIDIA_NCU, CounterSource.NVIDIA_TIMING, CounterSource.NVIDIA_STATIC):
-        values.update(_nvidia_dimensions(counters))
-    compute, memory = values["compute_fraction"], values["memory_fraction"]
-    if compute is not None and memory is not None:
-        values["speed_of_light"] = max(compute, memory)
+    values = dimension_values(source, counters, peaks)
     allowed = set(SOURCE_DIMENSIONS[source])
     out: list[float | None] = []
     for name in DIMENSION_NAMES:
@@ -490,6 +512,7 @@ def _cpu_dimensions(counters: Mapping[str, float], peaks: TargetPeaks) -> dict[s
     values: dict[str, float | None] = {
         "issue_efficiency": issue,
         "parallel_efficiency": None if utilization is None else _clip(utilization),
+        THREAD_SHARE: _ratio(_counter(counters, CounterName.THREADS), _counter(counters, CounterName.CORES)),
     }
     # Cache behaviour simulated on a smaller problem (signature 1's counters) does not describe the
     # timed run: those dimensions stay unmeasured.
