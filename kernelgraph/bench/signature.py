@@ -34,6 +34,7 @@ from kernelgraph.bench.landscapes import (
     read_landscape,
 )
 from kernelgraph.core.signature import (
+    CPU_TIME_SHARE,
     DIMENSION_NAMES,
     SIGNATURE_DIM,
     THREAD_SHARE,
@@ -73,7 +74,10 @@ def target_peaks(target: Target) -> TargetPeaks:
 def candidate_values(
     source: str, counters: Mapping[str, float], peaks: TargetPeaks
 ) -> dict[str, float | None]:
+    """Each candidate's value; `parallel_efficiency` is the reading the rule judged under that name,
+    version 2's CPU-time share (signature 3 reads the thread share there)."""
     values = dimension_values(CounterSource(source), counters, peaks)
+    values["parallel_efficiency"] = values.get(CPU_TIME_SHARE)
     return {name: values.get(name) for name in CANDIDATES}
 
 
