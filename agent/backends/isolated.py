@@ -61,7 +61,9 @@ from kernelgraph.agent.tasks.base import Arrays, Task
 # botches a share q of the rows on the calls that set the median is caught with probability at least
 # 1 - (1 - q)^(CHECKED_ROWS * calls / 2): q = 1% over 20 calls leaves under 0.2%.
 CHECKED_ROWS = 64
-FREEZE_TIMEOUT_S = 2.0
+# A thread stops when it is next scheduled, or when it leaves an uninterruptible wait (a page fault
+# under memory pressure): on a loaded machine that took over 2 s (`bench keep`, load 5 on 2 cores).
+FREEZE_TIMEOUT_S = 15.0
 _TICKS = os.sysconf("SC_CLK_TCK")
 # CPU time the process used beyond what its live threads account for (threads that ran and exited
 # within calls, where no per-thread reading sees them): tolerated up to this share plus 3 ticks.
@@ -220,12 +222,17 @@ class KernelServer:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGSTOP)
             stopped |= pids
-            if all(_all_threads_stopped(p) for p in pids) and set(self.tree()) <= stopped:
+            running = [t for p in pids for t in _threads_not_stopped(p)]
+            if not running and set(self.tree()) <= stopped:
                 break
             if self.proc.poll() is not None:
                 raise ProtocolError(RunStatus.CRASHED, self._died())
             if time.monotonic() > deadline:
-                raise ProtocolError(RunStatus.CRASHED, "the kernel's process could not be frozen")
+                states = ", ".join(running[:4]) or "a process forked meanwhile"
+                raise ProtocolError(
+                    RunStatus.CRASHED,
+                    f"the kernel's process could not be frozen within {FREEZE_TIMEOUT_S:g} s (still running: {states})",
+                )
             time.sleep(0.0002)
         self.frozen = True
         if os.fstat(self._fd).st_size != self.size:  # touching a truncated mapping would SIGBUS us
@@ -340,11 +347,13 @@ class KernelServer:
         self._log.close()
 
 
-def _all_threads_stopped(pid: int) -> bool:
+def _threads_not_stopped(pid: int) -> list[str]:
+    """Each thread of `pid` not yet stopped, as "tid (state)"; [] once all are (or it is gone)."""
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return True  # gone
+        return []  # gone
+    running = []
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
@@ -352,8 +361,8 @@ def _all_threads_stopped(pid: int) -> bool:
         except (OSError, IndexError):
             continue
         if state not in ("T", "t", "Z", "X"):
-            return False
-    return True
+            running.append(f"{tid} ({state})")
+    return running
 
 
 @dataclass
