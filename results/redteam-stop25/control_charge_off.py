@@ -16,7 +16,11 @@ from kernelgraph.agent.tasks import get_task
 isolated.CHARGE_ENDED_THREADS = False
 task = get_task("histogram")
 verdict = evaluate(
-    task, CBackend(), get_target("cpu-x86-64-v3"), Path(sys.argv[1]).read_text(), task.source("c", task.baseline_config)
+    task,
+    CBackend(),
+    get_target("cpu-x86-64-v3"),
+    Path(sys.argv[1]).read_text(),
+    task.source("c", task.baseline_config),
 )
 profile = verdict.profile
 print(
