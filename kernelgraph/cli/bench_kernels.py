@@ -93,13 +93,23 @@ def sandbox(
 def keep(
     decisions: int = typer.Option(300, "--decisions", min=10, help="decisions per cell"),
     target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build and time for"),
+    conditions: str = typer.Option(
+        "quiet,loaded", "--conditions", help="quiet (the machine as it is), loaded (a core burnt), or both"
+    ),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
 ) -> None:
     """How often noise fools the keep decision: false keeps (a kernel against itself) and false
     discards (against one 1.3x slower), quiet and with a core burnt by another process."""
     from kernelgraph.bench.keep import render, run_keep_bench
 
-    save_and_show(run_keep_bench(decisions, target), results_dir, "keep-bench", render)
+    try:
+        report = run_keep_bench(
+            decisions, target, tuple(c.strip() for c in conditions.split(",") if c.strip())
+        )
+    except ValueError as exc:
+        typer.echo(f"error: --{exc}", err=True)
+        raise typer.Exit(2) from None
+    save_and_show(report, results_dir, "keep-bench", render)
 
 
 STUDY_TASKS = "layernorm,matmul,softmax,elementwise_chain,transpose,matvec,reduction"
