@@ -135,7 +135,7 @@ _CPU_READS: dict[str, str] = {
     "ridge_position": "operational_intensity, or flops + ll_miss_bytes (counter_scale 1 or absent)",
     "l1_miss_rate": "d1_miss_rate (counter_scale 1 or absent)",
     "llc_miss_rate": "ll_miss_rate (counter_scale 1 or absent)",
-    "parallel_efficiency": "cpu_utilization",
+    "parallel_efficiency": "threads + cores (or the target's cores)",
     "issue_efficiency": "flops + instructions",
     "launch_overhead_share": "time_ns",
     "speed_of_light": "compute_fraction and memory_fraction both",

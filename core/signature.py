@@ -1,4 +1,4 @@
-"""Raw hardware counters -> the normalized counter signature that retrieval is keyed on (version 2).
+"""Raw hardware counters -> the normalized counter signature that retrieval is keyed on (version 3).
 
 The signature has one slot per dimension, each either a measured value in [0, 1] (a fraction of the
 target's own peak or a rate, so comparable across targets) or None: *not measured*. An unmeasured
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-SIGNATURE_VERSION = 2
+SIGNATURE_VERSION = 3
 SIMILARITY_FUNCTION = "euclidean"
 
 # Fixed overheads that make tiny problems launch-bound: a CUDA launch, an OpenMP fork/join.
@@ -75,6 +75,14 @@ class CounterName(StrEnum):
     OPERATIONAL_INTENSITY = (
         "operational_intensity"  # flops / ll_miss_bytes (measured, unlike `arithmetic_intensity`)
     )
+    # The cache model cachegrind simulated (the host's, nearest valid geometry); absent before
+    # signature 3, whose counters came from valgrind's fixed 32 KiB D1 / 8 MiB LL model.
+    CACHE_D1_BYTES = "cache_d1_bytes"
+    CACHE_D1_WAYS = "cache_d1_ways"
+    CACHE_LL_BYTES = "cache_ll_bytes"
+    CACHE_LL_WAYS = "cache_ll_ways"
+    CACHE_LINE_BYTES = "cache_line_bytes"
+    CACHE_LL_LEVEL = "cache_ll_level"  # the host cache level LL stands for (0: valgrind's default model)
     # NVIDIA static metrics of the compiled artifact (no GPU needed).
     REGISTERS_PER_THREAD = "registers_per_thread"
     SPILL_BYTES = "spill_bytes"
@@ -149,7 +157,7 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("llc_miss_rate", "last-level cache miss rate (CPU LL, GPU 1 - L2 hit)"),
     Dimension(
         "parallel_efficiency",
-        "CPU: process CPU time / wall time / cores over the timed calls; GPU: occupancy",
+        "CPU: threads the timed call started / the cores it was given; GPU: occupancy",
     ),
     Dimension(
         "issue_efficiency", "CPU: FLOP per instruction / the ISA's vector FMA width; GPU: SM throughput"
@@ -165,14 +173,22 @@ _INDEX = {name: i for i, name in enumerate(DIMENSION_NAMES)}
 
 # The dimensions each counter source measures, and no others: a value the source cannot measure is
 # never read from its counters, so every measurement of one source has the same mask once complete.
+# The CPU sources measure what the drop rule kept (docs/counter-signature.md: the report
+# results/signature-20261202T055811Z.json dropped memory_fraction and speed_of_light, |r| = 1.000 with
+# compute_fraction; llc_miss_rate, |r| = 0.983 with ridge_position; and the CPU-time reading of
+# parallel_efficiency, noise 0.74 x its spread, for the thread share). The NVIDIA sources' readings
+# could not be judged on the CPU development set: they measure what they did in version 2.
+CPU_DIMENSIONS_KEPT = (
+    "compute_fraction",
+    "ridge_position",
+    "l1_miss_rate",
+    "parallel_efficiency",
+    "issue_efficiency",
+    "launch_overhead_share",
+)
 SOURCE_DIMENSIONS: dict[CounterSource, tuple[str, ...]] = {
-    CounterSource.CPU_CACHEGRIND: (
-        "compute_fraction", "memory_fraction", "ridge_position", "l1_miss_rate", "llc_miss_rate",
-        "parallel_efficiency", "issue_efficiency", "launch_overhead_share", "speed_of_light",
-    ),
-    CounterSource.CPU_TIMING: (
-        "compute_fraction", "memory_fraction", "parallel_efficiency", "launch_overhead_share", "speed_of_light",
-    ),
+    CounterSource.CPU_CACHEGRIND: CPU_DIMENSIONS_KEPT,
+    CounterSource.CPU_TIMING: ("compute_fraction", "parallel_efficiency", "launch_overhead_share"),
     CounterSource.NVIDIA_NCU: (
         "compute_fraction", "memory_fraction", "l1_miss_rate", "llc_miss_rate", "parallel_efficiency",
         "issue_efficiency", "spill_pressure", "register_pressure", "launch_overhead_share", "speed_of_light",
@@ -184,6 +200,13 @@ SOURCE_DIMENSIONS: dict[CounterSource, tuple[str, ...]] = {
     CounterSource.NVIDIA_STATIC: ("parallel_efficiency", "spill_pressure", "register_pressure"),
     CounterSource.KERNELBENCH_TIMING: ("launch_overhead_share",),
 }  # fmt: skip
+# The two CPU readings of parallelism the signature report judged (`dimension_values` gives both):
+# the threads the timed call started (counted by the child, deterministic) / the cores the run was
+# given, which signature 3 reads as parallel_efficiency; and version 2's process CPU time / wall time
+# / cores over the timed calls (`cpu_utilization`), dropped as noise (0 for calls too short for the
+# CPU clock to advance).
+THREAD_SHARE = "thread_share"
+CPU_TIME_SHARE = "cpu_time_share"
 # A stored state is a neighbour of a query only when the query measured every dimension the state did,
 # and at least this many of them (fewer when the query itself measured fewer): a distance over one or
 # two dimensions says little about a state, however it is renormalised.
@@ -420,22 +443,12 @@ def _achieved(counters: Mapping[str, float]) -> tuple[float | None, float | None
     return gflops, gbps
 
 
-def compute_signature(
+def dimension_values(
     source: CounterSource | str, counters: Mapping[str, float], peaks: TargetPeaks
-) -> Signature:
-    """Map one measurement's raw counters to the signature; see docs/counter-signature.md.
-
-    `counters` are validated ones (a Measurement's or a RetrieveRequest's: every value finite).
-    Names (`CounterName`; all optional, what is absent leaves its dimension unmeasured):
-    time_ns, flops, bytes, gflops, gbps;
-    CPU: cpu_utilization; cachegrind: instructions, d1_miss_rate, ll_miss_rate, ll_miss_bytes or
-    operational_intensity, counter_scale;
-    NVIDIA: sm_throughput_pct, dram_throughput_pct, l1_hit_rate_pct, l2_hit_rate_pct,
-    achieved_occupancy_pct, theoretical_occupancy_pct, registers_per_thread, spill_bytes.
-    Nsight Compute's raw metric names (`NCU_METRICS`, `NCU_FLOP_METRICS`) are read as the counters
-    they stand for. Only the dimensions of `SOURCE_DIMENSIONS[source]` are read; the others stay
-    unmeasured.
-    """
+) -> dict[str, float | None]:
+    """Every dimension value `counters` give for `source`, before its dimension set filters them, plus
+    the candidate readings that are no dimension of their own (`THREAD_SHARE`): what
+    `kernelgraph bench signature` judges (docs/counter-signature.md, the drop rule)."""
     source = CounterSource(source)
     counters = with_ncu_names(counters)
     gflops, gbps = _achieved(counters)
@@ -452,6 +465,27 @@ def compute_signature(
     compute, memory = values["compute_fraction"], values["memory_fraction"]
     if compute is not None and memory is not None:
         values["speed_of_light"] = max(compute, memory)
+    return values
+
+
+def compute_signature(
+    source: CounterSource | str, counters: Mapping[str, float], peaks: TargetPeaks
+) -> Signature:
+    """Map one measurement's raw counters to the signature; see docs/counter-signature.md.
+
+    `counters` are validated ones (a Measurement's or a RetrieveRequest's: every value finite).
+    Names (`CounterName`; all optional, what is absent leaves its dimension unmeasured):
+    time_ns, flops, bytes, gflops, gbps;
+    CPU: threads and cores (else the target's cores); cachegrind: instructions, d1_miss_rate, ll_miss_rate, ll_miss_bytes or
+    operational_intensity, counter_scale;
+    NVIDIA: sm_throughput_pct, dram_throughput_pct, l1_hit_rate_pct, l2_hit_rate_pct,
+    achieved_occupancy_pct, theoretical_occupancy_pct, registers_per_thread, spill_bytes.
+    Nsight Compute's raw metric names (`NCU_METRICS`, `NCU_FLOP_METRICS`) are read as the counters
+    they stand for. Only the dimensions of `SOURCE_DIMENSIONS[source]` are read; the others stay
+    unmeasured.
+    """
+    source = CounterSource(source)
+    values = dimension_values(source, counters, peaks)
     allowed = set(SOURCE_DIMENSIONS[source])
     out: list[float | None] = []
     for name in DIMENSION_NAMES:
@@ -487,9 +521,14 @@ def _cpu_dimensions(counters: Mapping[str, float], peaks: TargetPeaks) -> dict[s
         width = _FLOPS_PER_VECTOR_INSTRUCTION.get(peaks.isa or "", 16.0)
         issue = _clip((flops / instructions) / width)
     utilization = _counter(counters, CounterName.CPU_UTILIZATION)
+    # The cores the run was given (the backend records them); else the target's.
+    cores = _counter(counters, CounterName.CORES) or (float(peaks.cores) if peaks.cores else None)
+    thread_share = _ratio(_counter(counters, CounterName.THREADS), cores)
     values: dict[str, float | None] = {
         "issue_efficiency": issue,
-        "parallel_efficiency": None if utilization is None else _clip(utilization),
+        "parallel_efficiency": thread_share,
+        THREAD_SHARE: thread_share,
+        CPU_TIME_SHARE: None if utilization is None else _clip(utilization),
     }
     # Cache behaviour simulated on a smaller problem (signature 1's counters) does not describe the
     # timed run: those dimensions stay unmeasured.

@@ -1,5 +1,5 @@
-// Store re-computed signatures (schema migration 0007, service/migrate.py). Each row's props are the
-// Signature.stored() properties plus `signature_v1`, the vector it replaces.
+// Store re-computed signatures (schema migrations 0007 and 0018, service/migrate.py). Each row's props are
+// the Signature.stored() properties plus `signature_v<old version>`, the vector it replaces.
 // Parameters: $rows: list of {namespace, measurement_id, props}.
 // Returns: updated (the number of measurements written).
 // :param rows => []

@@ -29,6 +29,7 @@ from kernelgraph.agent.tasks import get_task  # noqa: E402
 from kernelgraph.bench.demo_graph import seed as seed_tour  # noqa: E402
 from kernelgraph.cli.agent import make_backend  # noqa: E402
 from kernelgraph.core.settings import Settings  # noqa: E402
+from kernelgraph.core.signature import SIGNATURE_VERSION  # noqa: E402
 from kernelgraph.service import migrate  # noqa: E402
 from kernelgraph.service.consolidation import consolidate  # noqa: E402
 from kernelgraph.service.embeddings import MiniLMEmbedder  # noqa: E402
@@ -113,7 +114,10 @@ def main(out_dir: Path) -> None:
             )
             run_kernel = kernels[0]["id"]
             asked = questions(store, tour.lineage_kernel_id, run_kernel)
-            recorded = [{**q, "answer": ask(knowledge, q)} for q in asked]
+            # The signature version each question was keyed on (tests/upgrade/questions.py older_signature).
+            recorded = [
+                {**q, "signature_version": SIGNATURE_VERSION, "answer": ask(knowledge, q)} for q in asked
+            ]
             driver.close()
         finally:
             server.stop()

@@ -39,7 +39,8 @@ RESIGN_BATCH = 1_000
 def resign_measurements(store: GraphStore) -> int:
     """Recompute every stored signature older than SIGNATURE_VERSION from the measurement's kept raw
     counters and its target's peaks (idempotent: re-signed measurements are not found again). The old
-    vector is kept as `signature_v1`; a signature a client gave without counters cannot be recomputed
+    vector is kept as `signature_v<its version>` (`signature_v1` from migration 0007, `signature_v2`
+    from 0018); a signature a client gave without counters cannot be recomputed
     and keeps only what its counters measure. A measurement consolidation moved out of the vector
     indexes (merged or parked) stays out. Returns the number of measurements re-signed."""
     done = 0
@@ -59,7 +60,8 @@ def resign_measurements(store: GraphStore) -> int:
             )
             props: dict[str, Any] = {source_property(s): None for s in CounterSource}
             # Only an explored state is in its source's vector index (Signature.stored).
-            props.update(signature.stored(indexed=bool(row["explored"])), signature_v1=row["signature"])
+            props.update(signature.stored(indexed=bool(row["explored"])))
+            props[f"signature_v{row['version'] or 1}"] = row["signature"]
             if row.get("held_as"):
                 # Consolidation took this one out of the vector indexes (merged into another state, or
                 # no attempt started from it): the new signature stays where it put the old one.
@@ -74,7 +76,11 @@ def resign_measurements(store: GraphStore) -> int:
 
 
 # Data steps that run after a migration's statements (which cannot hold Python): version -> step.
-DATA_STEPS: dict[int, Callable[[GraphStore], int]] = {7: resign_measurements, 10: roll_up_merged_states}
+DATA_STEPS: dict[int, Callable[[GraphStore], int]] = {
+    7: resign_measurements,
+    10: roll_up_merged_states,
+    18: resign_measurements,
+}
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,10 @@ Four cells, `decisions` each, on rmsnorm at a small instance with the loop's qui
 - false discards: a kernel against the same kernel doing 30% more rows again (the candidate is
   about 1.3x faster; a discard is false; the measured ratio is reported);
 each on the machine as it is ("quiet": whatever else runs, its load recorded) and with this bench
-burning a core in another process ("loaded"). The two kernel pairs alternate, decision by decision.
+burning a core in another process ("loaded"); `conditions` picks which. The two kernel pairs alternate,
+decision by decision. A profile that fails (the protocol could not run the kernel) is counted as the
+loop would decide it, not kept, and counted apart (`failed`) with its reasons: a bench that stopped on
+the first one would hide how often a loaded machine makes the evaluator fail an honest kernel.
 Results land in results/keep-bench-<time>.json.
 """
 
@@ -66,7 +69,15 @@ def _burning(on: bool) -> Iterator[None]:
         burner.wait()
 
 
-def run_keep_bench(decisions: int, target_name: str = "cpu-x86-64-v2") -> dict[str, Any]:
+CONDITIONS = ("quiet", "loaded")
+
+
+def run_keep_bench(
+    decisions: int, target_name: str = "cpu-x86-64-v2", conditions: tuple[str, ...] = CONDITIONS
+) -> dict[str, Any]:
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown or not conditions:
+        raise ValueError(f"conditions: {unknown or 'none'} not among {', '.join(CONDITIONS)}")
     task, target = get_task("rmsnorm").at(INSTANCE), get_target(target_name)
     pairs = {"same": (FAST, FAST), "faster": (FAST, SLOW)}
     cells: dict[str, dict[str, Any]] = {}
@@ -75,8 +86,9 @@ def run_keep_bench(decisions: int, target_name: str = "cpu-x86-64-v2") -> dict[s
         for source in (FAST, SLOW):
             if not backend.check(task, source, target).correct:
                 raise RuntimeError("a bench kernel is not correct")
-        for load in ("quiet", "loaded"):
+        for load in conditions:
             rows: dict[str, list[dict[str, float]]] = {"same": [], "faster": []}
+            failures: dict[str, list[str]] = {"same": [], "faster": []}
             bar = progress.add_task(f"keep decisions, {load}", total=2 * decisions)
             loads = [os.getloadavg()[0]]
             with _burning(load == "loaded"):
@@ -84,8 +96,12 @@ def run_keep_bench(decisions: int, target_name: str = "cpu-x86-64-v2") -> dict[s
                     kind = ("same", "faster")[i % 2]
                     candidate, parent = pairs[kind]
                     first = backend.profile(task, candidate, target, parent_source=parent)
-                    if first.outcome != Outcome.KEPT:
-                        raise RuntimeError(f"profiling failed: {first.reason}")
+                    if first.outcome != Outcome.KEPT:  # the loop would not keep it: a decision all the same
+                        failures[kind].append(first.reason)
+                        rows[kind].append({"keep": 0.0, "speedup": float("nan"), "low": float("nan"),
+                                           "measurements": 1.0})  # fmt: skip
+                        progress.advance(bar)
+                        continue
 
                     def again(c: str = candidate, p: str = parent) -> Any:
                         redo = backend.profile(task, c, target, parent_source=p)
@@ -105,7 +121,11 @@ def run_keep_bench(decisions: int, target_name: str = "cpu-x86-64-v2") -> dict[s
                     "keeps": keeps,
                     "false_rate": (keeps if kind == "same" else len(got) - keeps) / len(got),
                     "false_kind": "keep" if kind == "same" else "discard",
-                    "median_speedup": statistics.median(r["speedup"] for r in got),
+                    "failed": len(failures[kind]),
+                    "failure_reasons": sorted(set(failures[kind]))[:5],
+                    "median_speedup": statistics.median(
+                        [r["speedup"] for r in got if r["speedup"] == r["speedup"]] or [float("nan")]
+                    ),
                     "mean_measurements": statistics.fmean(r["measurements"] for r in got),
                     "load_average_1m": {
                         "min": min(loads),
@@ -142,5 +162,6 @@ def render(result: dict[str, Any]) -> str:
             f"  {name:<15} false {cell['false_kind']}s {cell['false_rate']:6.1%} of {cell['decisions']}  "
             f"median speedup {cell['median_speedup']:.3f}  measurements/decision {cell['mean_measurements']:.2f}  "
             f"load {load['min']:.1f}-{load['max']:.1f}"
+            + (f"  failed profiles {cell['failed']}" if cell.get("failed") else "")
         )
     return "\n".join(lines)

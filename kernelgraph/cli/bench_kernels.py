@@ -1,4 +1,4 @@
-"""The agent's benchmarks: `kernelgraph bench gpu`, `sandbox`, `landscape` and `yardsticks`."""
+"""The agent's benchmarks: `kernelgraph bench gpu`, `sandbox`, `landscape`, `yardsticks` and `signature`."""
 
 from __future__ import annotations
 
@@ -109,13 +109,23 @@ def sandbox(
 def keep(
     decisions: int = typer.Option(300, "--decisions", min=10, help="decisions per cell"),
     target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build and time for"),
+    conditions: str = typer.Option(
+        "quiet,loaded", "--conditions", help="quiet (the machine as it is), loaded (a core burnt), or both"
+    ),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
 ) -> None:
     """How often noise fools the keep decision: false keeps (a kernel against itself) and false
     discards (against one 1.3x slower), quiet and with a core burnt by another process."""
     from kernelgraph.bench.keep import render, run_keep_bench
 
-    save_and_show(run_keep_bench(decisions, target), results_dir, "keep-bench", render)
+    try:
+        report = run_keep_bench(
+            decisions, target, tuple(c.strip() for c in conditions.split(",") if c.strip())
+        )
+    except ValueError as exc:
+        typer.echo(f"error: --{exc}", err=True)
+        raise typer.Exit(2) from None
+    save_and_show(report, results_dir, "keep-bench", render)
 
 
 STUDY_TASKS = "layernorm,matmul,softmax,elementwise_chain,transpose,matvec,reduction"
@@ -280,6 +290,34 @@ def quality(
     )
 
 
+def signature(
+    target: str = typer.Option("cpu-x86-64-v2", "--target", help="the CPU target to build and time for"),
+    per_instance: int = typer.Option(
+        16, "--states", min=4, max=200, help="configs sampled per instance (each state measured twice)"
+    ),
+    budget_s: float = typer.Option(1200.0, "--budget-s", help="stop starting new states past this"),
+    seed: int = typer.Option(0, "--seed", help="the config sample's seed"),
+    directory: str = typer.Option("results/landscapes", "--dir", help="the development set's landscapes"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
+    results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+) -> None:
+    """The counter signature's quality on the development set: each dimension's test-retest noise against
+    its spread between states, correlations, the drop rule's verdicts (docs/counter-signature.md), and
+    whether nearest states by signature point at good configs more often than chance."""
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from kernelgraph.agent.targets import get_target
+    from kernelgraph.bench.signature import render, run_signature_bench
+
+    report = run_signature_bench(
+        get_target(target), Path(directory), per_instance=per_instance, budget_s=budget_s, seed=seed,
+        console=Console(stderr=True),
+    )  # fmt: skip
+    save_and_show(report, results_dir, "signature", render, as_json=as_json, left_out="pairs")
+
+
 def register(bench_app: typer.Typer) -> None:
     """Add the agent's benchmarks to the `bench` group (kernelgraph/cli/__init__.py owns it)."""
     bench_app.command("gpu")(gpu)
@@ -289,3 +327,4 @@ def register(bench_app: typer.Typer) -> None:
     bench_app.command("keep")(keep)
     bench_app.command("yardsticks")(yardsticks)
     bench_app.command("quality")(quality)
+    bench_app.command("signature")(signature)

@@ -130,7 +130,12 @@ def test_profile_of_crashing_kernel_is_an_outcome(backend: CBackend, cpu_target:
 def test_cachegrind_counts_the_admitted_object_or_nothing(c_cache: Path) -> None:
     """The counted program is the admitted kernel.so itself; an AVX-512 build, which valgrind 3.19
     cannot decode, gets no cache counters at all (never those of a v3 rebuild)."""
-    from kernelgraph.agent.backends.counters import CACHE_DIMENSIONS, cachegrind_counters, valgrind_version
+    from kernelgraph.agent.backends.counters import (
+        CACHE_DIMENSIONS,
+        cachegrind_counters,
+        this_host_cache_model,
+        valgrind_version,
+    )
 
     if not valgrind_version():
         unavailable("valgrind is not installed")
@@ -144,7 +149,12 @@ def test_cachegrind_counts_the_admitted_object_or_nothing(c_cache: Path) -> None
     assert report.source == "cpu_cachegrind", report.note
     assert report.tool_versions["counted_object"] == "admitted"
     assert report.counters["instructions"] > 0 and report.counters["counter_threads"] == 2.0
-    # A sum of 8M floats (32 MiB) streams through the 8 MiB LL model: about every line misses once.
+    # The simulated caches are the host's, and the measurement says which they were.
+    model = this_host_cache_model()
+    assert report.counters["cache_ll_bytes"] == model.ll.size_bytes
+    assert report.counters["cache_d1_bytes"] == model.d1.size_bytes
+    assert " ".join(model.options) in report.tool_versions["cache_model"]
+    # A sum of 8M floats (32 MiB), read once and cold: about every line misses the LL once.
     lines = inputs["x"].nbytes / 64
     assert 0.9 * lines <= report.counters["ll_miss_bytes"] / 64 <= 1.2 * lines
     v4 = backend.compile(task, source, replace(get_target("cpu-x86-64-v4", measure=False), available=True))

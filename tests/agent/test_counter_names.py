@@ -21,8 +21,9 @@ def test_cpu_counters_are_counter_names() -> None:
     inputs = task.make_inputs(0, True)
     assert set(counters.derived_counters(task, inputs, 1e6, 2.0, CPU)) <= NAMES
     raw = {"Ir": 1e6, "Dr": 1e5, "Dw": 1e4, "D1mr": 1e3, "D1mw": 1e2, "DLmr": 10.0, "DLmw": 1.0}
-    cachegrind = counters._rates(raw, float(task.flops(inputs)), 2)
+    cachegrind = counters._rates(raw, float(task.flops(inputs)), 2, 64)
     assert {name for name in cachegrind if not name.startswith("cg_")} <= NAMES
+    assert set(counters.FALLBACK_CACHE_MODEL.counters()) <= NAMES
     extra = {"times": [[1000, 1100]], "cpu_ns": [4000], "threads_used": 2}
     assert set(measured_parallelism(extra, 2)) <= NAMES
 

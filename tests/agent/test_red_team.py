@@ -27,11 +27,14 @@ from typing import Any
 
 import pytest
 
-from kernelgraph.agent.backends import admission, bubblewrap
+from kernelgraph.agent.backends import admission, bubblewrap, isolated
 from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, scratch_dir
 from kernelgraph.agent.backends.c import COMPILE_TIMEOUT_S, CBackend
+from kernelgraph.agent.backends.isolated import KernelServer
+from kernelgraph.agent.backends.sandbox import SandboxLimits
 from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED, TimingPlan
 from kernelgraph.agent.backends.triton import TritonBackend
+from kernelgraph.agent.evaluator import output_specs
 from kernelgraph.agent.loop import evaluate
 from kernelgraph.agent.results import CheckResult, Outcome
 from kernelgraph.agent.targets import Target, get_target
@@ -547,6 +550,111 @@ def test_work_in_a_process_reaped_within_a_call_is_refused(
     control = evaluate(task, unfiltered, _no_peaks(cpu_target), source, honest)
     assert control.outcome == Outcome.KEPT, control.reason
     assert control.speedup is not None and control.speedup > 1.6, control.speedup
+
+
+# ------------------------------------------------ second adversary, longer (stop 25; docs/sandbox.md)
+
+
+def _calls_untimed_cpu(artifact: str, target: Target, calls: int) -> list[int]:
+    """Per call of `artifact` through the isolated protocol's server: the CPU time its busiest thread
+    used in the call minus the time the call was given (positive: CPU time that escaped the clock)."""
+    task = get_task("rmsnorm")
+    inputs = task.make_inputs(7, True)
+    limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=target.cores or 1)
+    escaped = []
+    with scratch_dir("kg-rt-late-") as work:
+        server = KernelServer(artifact, inputs, output_specs(task, inputs), list(task.sizes(inputs).values()),
+                              limits, work)  # fmt: skip
+        try:
+            deadline = time.monotonic() + limits.timeout_s
+            server.wait_ready(deadline)
+            server.freeze()
+            for _ in range(calls):
+                before = server.thread_cpu()
+                took, _ = server.call(deadline)
+                used = max(ns - before.get(tid, 0) for tid, ns in server.thread_cpu().items())
+                escaped.append(used - took)
+        finally:
+            server.close()
+    return escaped
+
+
+def test_work_after_a_forged_answer_is_timed(
+    unguarded: CBackend, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the stop-25 adversary: the kernel writes "done" on the FIFO itself as a call starts
+    and works on until the SIGSTOP lands (150 idle threads made the evaluator take 2.7 ms to send
+    it); when it finishes inside that window every call is correct and the work after the answer is
+    untimed (results/redteam-stop25 a02, a12: 0.8 and 0.25 ms of every call). The window is widened
+    here by a 30 ms pause before each stop, so the test does not depend on the machine's load. The
+    clock now ends when the process is stopped, so no CPU time of a call escapes it; the control ends
+    it at the answer, as before, and 20 ms of each call escape."""
+    built = unguarded.compile(get_task("rmsnorm"), (RED_TEAM / "late_answer.c").read_text(), cpu_target)
+    assert built.ok and built.artifact, built.diagnosis
+    freeze = KernelServer.freeze
+
+    def slow_freeze(server: KernelServer) -> None:
+        time.sleep(0.03)
+        freeze(server)
+
+    monkeypatch.setattr(KernelServer, "freeze", slow_freeze)
+    defended = _calls_untimed_cpu(built.artifact, cpu_target, 6)
+    assert max(defended) <= 0, defended
+    monkeypatch.setattr(isolated, "CLOCK_ENDS_WHEN_STOPPED", False)
+    control = _calls_untimed_cpu(built.artifact, cpu_target, 6)
+    assert sorted(control)[len(control) // 2] > 5_000_000, control  # most calls: > 5 ms not in their time
+
+
+def test_work_in_threads_that_end_within_a_call_is_charged_to_it(
+    world: World,
+    tmp_path_factory: pytest.TempPathFactory,
+    cpu_target: Target,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by the stop-25 adversary (results/redteam-stop25/a13: kept 1.28x with its parent's own
+    algorithm): part of the rows in a thread started and joined inside each call, kept under the
+    whole-run check's allowance for CPU time in ended threads (10% + 30 ms: 30% of the rows of this
+    plan's 10 timed calls of ~6 ms). The process's CPU clock (ended threads included) is read
+    around every call and what the live threads do not account for is charged to the call; the
+    control, without the charge, is kept with a fake speedup."""
+    plan = TimingPlan(warmup=1, min_trials=8, max_trials=10, budget_s=6.0, protocol=ISOLATED)
+    backend = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-ended"), check_timeout_s=10.0,
+                              memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
+    task, honest = get_task("rmsnorm"), (CHEATS / "correct.c").read_text()
+    source = world.render("thread_share_per_call.c").replace("@HIDDEN_PERCENT@", "30")
+    verdict = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
+    assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, verdict.reason
+    assert (verdict.speedup or 0) < 1.08, verdict.speedup  # seen: 0.93-0.98 (the thread's start is charged)
+    monkeypatch.setattr(isolated, "CHARGE_ENDED_THREADS", False)
+    control = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
+    assert control.outcome == Outcome.KEPT, control.reason
+    assert control.speedup is not None and control.speedup > 1.12, control.speedup  # seen: 1.16-1.39
+
+
+def test_a_counter_file_the_kernel_wrote_is_refused(
+    unguarded: CBackend, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the stop-25 adversary (results/redteam-stop25/a09: kept 3.8x with 1M instructions and
+    no cache miss recorded for a 32 MB sum): in the counted run the kernel writes cachegrind's out file
+    itself and makes it read-only, so valgrind cannot replace it. The file's totals must be those
+    valgrind prints on its own log, which the kernel cannot suppress; the control, without that
+    check, stores the forged count."""
+    from kernelgraph.agent.backends import counters
+    from kernelgraph.agent.backends.counters import cachegrind_counters, valgrind_version
+
+    if not valgrind_version():
+        unavailable("valgrind is not installed")
+    task = get_task("rmsnorm")
+    built = unguarded.compile(task, (RED_TEAM / "write_counter_file.c").read_text(), cpu_target)
+    assert built.ok and built.artifact, built.diagnosis
+    inputs = task.make_inputs(7, True)
+    refused = cachegrind_counters(task, built.artifact, sandbox=Sandbox(), inputs=inputs)
+    assert refused.incorrect and "not valgrind's" in refused.incorrect, refused
+    assert "Ir " in refused.incorrect and "in the file" in refused.incorrect and not refused.counters, refused
+    monkeypatch.setattr(counters, "summary_disagreement", lambda totals, log: "")
+    forged = cachegrind_counters(task, built.artifact, sandbox=Sandbox(), inputs=inputs)
+    assert forged.source == "cpu_cachegrind" and not forged.incorrect, forged
+    assert forged.counters["instructions"] == 1000.0, forged.counters  # the kernel's own figure, stored
 
 
 @pytest.mark.xfail(strict=True, reason="not defended: a kernel can tell the counted run from the timed one "

@@ -10,6 +10,7 @@ import pytest
 from kernelgraph.core.errors import NotFound
 from kernelgraph.core.signature import (
     SIGNATURE_DIM,
+    SIGNATURE_VERSION,
     compute_signature,
     masked_similarity,
     signature_from_values,
@@ -122,9 +123,9 @@ def test_retrieval_by_raw_counters_and_held_out_task(store: GraphStore, namespac
     )
     assert response.signature is not None and len(response.signature) == SIGNATURE_DIM
     assert response.transforms[0].transform == "tile"
-    # Without cpu_utilization the query did not measure parallel_efficiency, which the stored states
-    # did: it cannot place them, so they are no neighbours (never a neutral 0.5 in its place).
-    partial = {k: v for k, v in counters.items() if k != "cpu_utilization"}
+    # Without threads the query did not measure parallel_efficiency, which the stored states did: it
+    # cannot place them, so they are no neighbours (never a neutral 0.5 in its place).
+    partial = {k: v for k, v in counters.items() if k != "threads"}
     blind = knowledge.retrieve(
         [namespace], {"target": "cpu-test", "counters": partial, "counter_source": "cpu_cachegrind"}
     )
@@ -319,7 +320,7 @@ def test_the_stored_signature_keeps_its_mask_and_source_vector(store: GraphStore
     record["parent_measurement"]["signature"] = None  # computed by the service from the raw counters
     record["parent_measurement"]["counters"] = {
         "time_ns": 1e6, "flops": 2e6, "bytes": 1e6, "instructions": 4e6, "d1_miss_rate": 0.1,
-        "ll_miss_rate": 0.2, "ll_miss_bytes": 64e3, "cpu_utilization": 0.5,
+        "ll_miss_rate": 0.2, "ll_miss_bytes": 64e3, "cpu_utilization": 0.5, "threads": 1,
     }  # fmt: skip
     knowledge.record_attempts(namespace, [record])
     row = store.driver.execute_query(
@@ -329,8 +330,10 @@ def test_the_stored_signature_keeps_its_mask_and_source_vector(store: GraphStore
     expected = compute_signature("cpu_cachegrind", record["parent_measurement"]["counters"],
                                  peaks_of(factories.target()))  # fmt: skip
     assert expected.complete and row["signature_complete"] is True
-    assert row["signature_version"] == 2 and row["signature_dims"] == list(expected.measured)
-    assert row["signature_missing"] == ["spill_pressure", "register_pressure"]
+    assert row["signature_version"] == SIGNATURE_VERSION and row["signature_dims"] == list(expected.measured)
+    assert row["signature_missing"] == [
+        "memory_fraction", "llc_miss_rate", "spill_pressure", "register_pressure", "speed_of_light",
+    ]  # fmt: skip
     assert row["signature_cpu_cachegrind"] == pytest.approx(list(expected.source_vector or ()))
     # The child no attempt started from keeps its signature but stays out of the vector index.
     child = store.driver.execute_query(

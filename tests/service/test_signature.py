@@ -1,4 +1,4 @@
-"""The counter signature (version 2): fixed length, in range, comparable across targets; a dimension
+"""The counter signature (version 3): fixed length, in range, comparable across targets; a dimension
 that was not measured is masked (None) and left out of the distance, never imputed."""
 
 from __future__ import annotations
@@ -30,19 +30,35 @@ GPU = TargetPeaks(kind="cuda", peak_gflops=67_000.0, peak_gbps=3_350.0)
 # What the C backend records for one timed run (agent/backends/c.py, counters.py).
 CACHEGRIND = {"time_ns": 2e6, "flops": 4e6, "bytes": 3.2e7, "instructions": 9e6, "d1_miss_rate": 0.2,
               "ll_miss_rate": 0.9, "ll_miss_bytes": 3.0e7, "cpu_utilization": 0.93, "threads": 2,
-              "counter_scale": 1.0}  # fmt: skip
+              "cores": 2, "counter_scale": 1.0}  # fmt: skip
 
 
-def test_signature_version_is_2() -> None:
-    assert SIGNATURE_VERSION == 2
+def test_signature_version_is_3() -> None:
+    assert SIGNATURE_VERSION == 3
     assert "arithmetic_intensity" not in DIMENSION_NAMES  # nominal and task-constant: dropped
     assert len(set(DIMENSION_NAMES)) == SIGNATURE_DIM
+
+
+def test_the_cpu_sources_measure_what_the_drop_rule_kept() -> None:
+    """Signature 3 (docs/counter-signature.md): redundant and noisy dimensions are no CPU dimension."""
+    dropped = {"memory_fraction", "speed_of_light", "llc_miss_rate"}
+    for source in (CounterSource.CPU_CACHEGRIND, CounterSource.CPU_TIMING):
+        assert not dropped & set(SOURCE_DIMENSIONS[source])
+        signature = compute_signature(source, CACHEGRIND, CPU).as_dict()
+        assert all(signature[name] is None for name in dropped)
+    assert set(SOURCE_DIMENSIONS[CounterSource.CPU_TIMING]) < set(
+        SOURCE_DIMENSIONS[CounterSource.CPU_CACHEGRIND]
+    )
+    # The GPU sources could not be judged on the CPU development set: what they measured in version 2.
+    assert {"memory_fraction", "llc_miss_rate", "speed_of_light"} <= set(
+        SOURCE_DIMENSIONS[CounterSource.NVIDIA_NCU]
+    )
 
 
 def test_every_source_measures_its_dimensions_and_masks_the_rest() -> None:
     cases = [
         (CounterSource.CPU_CACHEGRIND, CACHEGRIND, CPU),
-        (CounterSource.CPU_TIMING, {"time_ns": 2e6, "flops": 4e6, "bytes": 3.2e7, "cpu_utilization": 0.5}, CPU),
+        (CounterSource.CPU_TIMING, {"time_ns": 2e6, "flops": 4e6, "bytes": 3.2e7, "threads": 1, "cores": 2}, CPU),
         (CounterSource.NVIDIA_STATIC, {"registers_per_thread": 80, "spill_bytes": 0,
                                         "theoretical_occupancy_pct": 37.5, "flops": 1e9, "bytes": 1e8}, GPU),
         (CounterSource.NVIDIA_NCU, {"time_ns": 1e5, "flops": 1e9, "bytes": 1e8, "sm_throughput_pct": 40,
@@ -72,14 +88,23 @@ def test_unmeasured_dimensions_are_none_never_a_neutral_value() -> None:
     assert cpu.vector[DIMENSION_NAMES.index("register_pressure")] == 0.0  # stored form; masked by its dims
 
 
-def test_parallel_efficiency_is_measured_cpu_utilization_not_a_thread_count() -> None:
-    measured = compute_signature(CounterSource.CPU_CACHEGRIND, CACHEGRIND, CPU).as_dict()
-    assert measured["parallel_efficiency"] == pytest.approx(0.93)
-    unmeasured = {k: v for k, v in CACHEGRIND.items() if k != "cpu_utilization"}
-    assert (
-        compute_signature(CounterSource.CPU_CACHEGRIND, unmeasured, CPU).as_dict()["parallel_efficiency"]
-        is None
-    )
+def test_cpu_parallel_efficiency_is_the_threads_the_timed_call_used_over_its_cores() -> None:
+    """Version 2 read process CPU time / wall / cores, which read 0 for calls too short for the CPU
+    clock to advance; version 3 reads the threads the child counted, whatever the CPU time says."""
+
+    def parallel_efficiency(counters: dict[str, float], peaks: TargetPeaks = CPU) -> float | None:
+        return compute_signature(CounterSource.CPU_CACHEGRIND, counters, peaks).as_dict()[
+            "parallel_efficiency"
+        ]
+
+    assert parallel_efficiency({**CACHEGRIND, "threads": 1, "cpu_utilization": 0.0}) == 0.5
+    assert parallel_efficiency({**CACHEGRIND, "threads": 2, "cpu_utilization": 0.3}) == 1.0
+    assert parallel_efficiency({**CACHEGRIND, "threads": 2, "cores": 4}) == 0.5
+    # The run's cores as recorded; without them, the target's; the child could not tell: unmeasured.
+    no_cores = {k: v for k, v in CACHEGRIND.items() if k != "cores"}
+    assert parallel_efficiency(no_cores) == 1.0
+    assert parallel_efficiency(no_cores, TargetPeaks(kind="cpu", peak_gflops=200.0, peak_gbps=20.0)) is None
+    assert parallel_efficiency({k: v for k, v in CACHEGRIND.items() if k != "threads"}) is None
 
 
 def test_cache_counters_of_another_size_do_not_describe_the_timed_run() -> None:
@@ -109,7 +134,7 @@ def test_masked_similarity_renormalises_over_the_shared_dimensions() -> None:
     full = compute_signature(CounterSource.CPU_CACHEGRIND, CACHEGRIND, CPU)
     timing = compute_signature(CounterSource.CPU_TIMING, CACHEGRIND, CPU)
     assert masked_similarity(full, full) == 1.0
-    # The timing state is compared on its 5 dimensions, all measured by the cachegrind query ...
+    # The timing state is compared on its 3 dimensions, all measured by the cachegrind query ...
     shifted = signature_from_values([None if v is None else min(1.0, v + 0.1) for v in timing.values])
     d2 = sum((full.vector[i] - shifted.vector[i]) ** 2 for i in shifted.measured)
     assert masked_similarity(full, shifted) == pytest.approx(
@@ -130,7 +155,7 @@ def test_index_searches_cover_exactly_the_sources_a_query_can_place() -> None:
     timing = searches[CounterSource.CPU_TIMING]
     assert timing.index == "measurement_signature_cpu_timing"
     assert timing.vector == tuple(full.vector[i] for i in source_dimensions(CounterSource.CPU_TIMING))
-    assert timing.scale == pytest.approx(SIGNATURE_DIM / 5)
+    assert timing.scale == pytest.approx(SIGNATURE_DIM / len(SOURCE_DIMENSIONS[CounterSource.CPU_TIMING]))
 
 
 def test_a_signature_given_with_a_dimension_its_source_does_not_measure_is_rejected() -> None:
@@ -141,6 +166,7 @@ def test_a_signature_given_with_a_dimension_its_source_does_not_measure_is_rejec
         validate(Measurement, {"median_ns": 1e6, "correct": True, "counter_source": "cpu_timing",
                                "signature": values})  # fmt: skip
     assert caught.value.field == "signature" and "l1_miss_rate" in caught.value.message
+    assert "memory_fraction" in caught.value.message  # a dimension signature 3 dropped
     with pytest.raises(InvalidInput) as empty:
         validate(RetrieveRequest, {"target": "t", "signature": [None] * SIGNATURE_DIM})
     assert empty.value.field == "signature"
@@ -166,18 +192,22 @@ def test_a_measurement_with_a_nan_counter_is_rejected_naming_it() -> None:
 
 
 def test_the_same_bottleneck_on_two_targets_maps_close_together() -> None:
-    # A streaming kernel at ~80% of each target's bandwidth, all cores busy: absolute GB/s differ by 10x.
+    # A streaming kernel at ~5% of each target's compute peak, all cores busy: absolute GFLOP/s differ 10x.
     small = compute_signature(
-        CounterSource.CPU_TIMING, {"time_ns": 1e6, "flops": 1e6, "bytes": 1.6e7, "cpu_utilization": 0.9}, CPU
+        CounterSource.CPU_TIMING,
+        {"time_ns": 1e6, "flops": 1e7, "bytes": 1.6e7, "threads": 2, "cores": 2},
+        CPU,
     )
     big = compute_signature(
         CounterSource.CPU_TIMING,
-        {"time_ns": 1e6, "flops": 1e7, "bytes": 1.6e8, "cpu_utilization": 0.9},
+        {"time_ns": 1e6, "flops": 1e8, "bytes": 1.6e8, "threads": 20, "cores": 20},
         BIG_CPU,
     )
     compute_bound = compute_signature(
-        CounterSource.CPU_TIMING, {"time_ns": 1e6, "flops": 1.8e8, "bytes": 1e5, "cpu_utilization": 0.5}, CPU
+        CounterSource.CPU_TIMING,
+        {"time_ns": 1e6, "flops": 1.8e8, "bytes": 1e5, "threads": 1, "cores": 2},
+        CPU,
     )
     assert masked_similarity(small, big) == pytest.approx(1.0, abs=0.05)
     assert masked_similarity(small, compute_bound) < 0.5  # type: ignore[operator]
-    assert small.as_dict()["memory_fraction"] == pytest.approx(0.8)
+    assert small.as_dict()["compute_fraction"] == pytest.approx(0.05)

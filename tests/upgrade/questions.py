@@ -10,15 +10,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kernelgraph.core.signature import SIGNATURE_DIM
+from kernelgraph.core.signature import SIGNATURE_DIM, SIGNATURE_VERSION
 from kernelgraph.service.knowledge import KnowledgeService
 
 
 def older_signature(question: dict[str, Any]) -> bool:
-    """A retrieval keyed on a signature of an earlier version (another length): its answer changed by
-    design with signature 2 (masked dimensions, measured intensity); the upgrade tests ask it anew."""
+    """A retrieval keyed on a signature of an earlier version: its answer changed by design with
+    signature 2 (masked dimensions, measured intensity) and 3 (the dimensions the drop rule kept); the
+    upgrade tests ask it anew. A question records its version since signature 3 (scripts/
+    upgrade_fixture.py); before, the length told: 12 entries were version 1, 11 version 2."""
     signature = question.get("request", {}).get("signature")
-    return signature is not None and len(signature) != SIGNATURE_DIM
+    if signature is None:
+        return False
+    version = question.get("signature_version") or (2 if len(signature) == SIGNATURE_DIM else 1)
+    return int(version) < SIGNATURE_VERSION
 
 
 def exact_text_search(question: dict[str, Any]) -> bool:

@@ -19,6 +19,7 @@ from kernelgraph.core.signature import (
     SIGNATURE_VERSION,
     CounterSource,
     compute_signature,
+    source_dimensions,
     source_index,
     source_property,
 )
@@ -46,8 +47,14 @@ class Upgraded:
 
     @property
     def resigned(self) -> bool:
-        """Written before signature 2, so migration 0007 re-signed it from its raw counters."""
-        return 7 in self.applied
+        """Written before the current signature, so migration 0007 (to signature 2 and on) or 0018 (from
+        signature 2 to 3) re-signed it from its raw counters."""
+        return 7 in self.applied or 18 in self.applied
+
+    @property
+    def old_vector(self) -> str:
+        """Where the re-signing kept the vector it replaced: the release's signature version."""
+        return "signature_v1" if 7 in self.applied else "signature_v2"
 
 
 @pytest.fixture(scope="module", params=RELEASES)
@@ -89,9 +96,10 @@ def test_upgraded_graph_answers_as_the_release_that_wrote_it(upgraded: Upgraded)
 
 
 def test_upgrade_resigns_every_measurement_from_its_raw_counters(upgraded: Upgraded) -> None:
-    """Migration 0007: every measurement carries signature 2, recomputed from its kept counters and its
-    target's peaks; complete explored ones also carry their per-source vector; the old vector is kept.
-    A graph written at signature 2 (release v3 on) is left as its release wrote it."""
+    """Migrations 0007 and 0018: every measurement carries the current signature, recomputed from its
+    kept counters and its target's peaks; complete explored ones also carry their per-source vector, of
+    the new length; the old vector is kept under its version. A graph written at the current signature
+    is left as its release wrote it."""
     store = upgraded.knowledge.store
     _, rows = store.run_text(
         "MATCH (m:Measurement) OPTIONAL MATCH (h:HardwareTarget {namespace: m.namespace, name: m.target}) "
@@ -106,24 +114,30 @@ def test_upgrade_resigns_every_measurement_from_its_raw_counters(upgraded: Upgra
         assert (m.get(source_property(m["counter_source"])) is not None) == indexed, m["measurement_id"]
     if not upgraded.resigned:
         assert all(
-            r["m"]["signature_version"] == SIGNATURE_VERSION and "signature_v1" not in r["m"] for r in rows
+            r["m"]["signature_version"] == SIGNATURE_VERSION and "signature_v2" not in r["m"] for r in rows
         )
         return
     complete = 0
     for row in rows:
         m = row["m"]
-        assert m["signature_version"] == SIGNATURE_VERSION and m["signature_v1"] is not None
+        assert m["signature_version"] == SIGNATURE_VERSION and m[upgraded.old_vector] is not None
         expected = compute_signature(
             m["counter_source"], json.loads(m["counters_json"]), peaks_of(row["h"] or {})
         )
         assert m["signature_dims"] == list(expected.measured)
-        assert m["signature"] == pytest.approx(list(expected.vector))
+        # Where consolidation put it (merged into another state, or parked: out of the vector indexes).
+        held = next(
+            m[k] for k in ("signature", "merged_signature", "parked_signature") if m.get(k) is not None
+        )
+        assert held == pytest.approx(list(expected.vector))
         assert m["signature_complete"] == expected.complete
         for source in CounterSource:
             stored = m.get(source_property(source))
-            # Only explored states are in the vector indexes (schema 0012).
-            if expected.complete and source.value == m["counter_source"] and m.get("explored"):
+            # Only explored states are in the vector indexes (schema 0012), and no merged one (0009).
+            in_index = m.get("explored") and not m.get("merged_into")
+            if expected.complete and source.value == m["counter_source"] and in_index:
                 assert stored == pytest.approx(list(expected.source_vector or ()))
+                assert len(stored) == len(source_dimensions(source))
                 complete += 1
             else:
                 assert stored is None
@@ -133,9 +147,14 @@ def test_upgrade_resigns_every_measurement_from_its_raw_counters(upgraded: Upgra
             and json.loads(m["counters_json"]).get("counter_scale", 1) != 1
         ):
             assert not {3, 4, 2} & set(m["signature_dims"])
-    names = {r["name"] for r in store.run_text("SHOW INDEXES YIELD name", {}, write=False)[1]}
-    assert "measurement_signature" not in names
-    assert {source_index(s) for s in CounterSource} <= names
+    _, indexes = store.run_text(
+        "SHOW INDEXES YIELD name, options RETURN name, options.indexConfig['vector.dimensions'] AS dims",
+        {}, write=False,
+    )  # fmt: skip
+    dims = {r["name"]: r["dims"] for r in indexes}
+    assert "measurement_signature" not in dims
+    # Each source's vector index has the current signature's dimension count for that source.
+    assert {source_index(s): len(source_dimensions(s)) for s in CounterSource}.items() <= dims.items()
 
 
 def test_upgraded_graph_still_retrieves_by_counters(upgraded: Upgraded) -> None:

@@ -1,0 +1,80 @@
+/* A08: forged counters, written rather than behaved: the counted run is the evaluator's harness
+   under valgrind in a scratch directory that already holds harness.c and cg.skip. There the kernel
+   computes the right sum, then writes its own cg.call (the file cachegrind would write at exit)
+   with chosen totals and makes it read-only, so valgrind cannot replace it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+#include <fcntl.h>
+/* Shared by the A02+ attacks: reach any libc function from the address of an allowed symbol
+   (memset), without naming it: page back to libc's ELF header, walk its dynamic symbol table.
+   Pasted into each attack source (a kernel is one file). */
+#include <elf.h>
+#include <stdint.h>
+static void* kg_libc(const char* name) {
+    uintptr_t p = (uintptr_t)(void*)&memset & ~(uintptr_t)0xfff;
+    while (memcmp((const void*)p, "\177ELF", 4) != 0) p -= 4096;
+    const Elf64_Ehdr* eh = (const Elf64_Ehdr*)p;
+    const Elf64_Phdr* ph = (const Elf64_Phdr*)(p + eh->e_phoff);
+    const Elf64_Dyn* dyn = 0;
+    for (int i = 0; i < eh->e_phnum; i++) if (ph[i].p_type == PT_DYNAMIC) dyn = (const Elf64_Dyn*)(p + ph[i].p_vaddr);
+    if (!dyn) return 0;
+    const Elf64_Sym* sym = 0; const char* str = 0;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        uintptr_t v = dyn->d_un.d_ptr; if (v < p) v += p;
+        if (dyn->d_tag == DT_SYMTAB) sym = (const Elf64_Sym*)v;
+        if (dyn->d_tag == DT_STRTAB) str = (const char*)v;
+    }
+    if (!sym || !str) return 0;
+    for (const Elf64_Sym* s = sym; (const char*)s < str; s++) {
+        if (s->st_value && s->st_name) {
+            const char* a = str + s->st_name; const char* b = name;
+            while (*a && *a == *b) { a++; b++; }
+            if (*a == 0 && *b == 0) return (void*)(p + s->st_value);
+        }
+    }
+    return 0;
+}
+typedef long (*kg_write_t)(int, const void*, unsigned long);
+typedef long (*kg_readlink_t)(const char*, char*, unsigned long);
+/* The fd whose /proc/self/fd link ends in `suffix`, or -1. */
+static int kg_fd_ending(const char* suffix) {
+    kg_readlink_t rl = (kg_readlink_t)kg_libc("readlink");
+    if (!rl) return -1;
+    int sl = 0; while (suffix[sl]) sl++;
+    for (int fd = 3; fd < 64; fd++) {
+        char path[32] = "/proc/self/fd/"; int k = 14;
+        if (fd >= 10) path[k++] = '0' + fd / 10;
+        path[k++] = '0' + fd % 10; path[k] = 0;
+        char buf[512]; long n = rl(path, buf, sizeof buf - 1);
+        if (n >= sl && memcmp(buf + n - sl, suffix, sl) == 0) return fd;
+    }
+    return -1;
+}
+typedef int (*kg_open_t)(const char*, int, ...);
+typedef int (*kg_close_t)(int);
+typedef int (*kg_fchmod_t)(int, unsigned);
+static const char FORGED[] =
+    "desc: I1 cache: 32768 B, 64 B, 8-way associative\n"
+    "cmd: ./harness call\n"
+    "events: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw\n"
+    "summary: 1000 0 0 1000 0 0 10 0 0\n";
+void kernel(const float* restrict x, float* restrict out, int n) {
+    double s = 0.0;
+    for (long i = 0; i < n; i++) s += x[i];
+    out[0] = (float)s;
+    kg_open_t op = (kg_open_t)kg_libc("open");
+    kg_write_t w = (kg_write_t)kg_libc("write");
+    kg_close_t cl = (kg_close_t)kg_libc("close");
+    kg_fchmod_t ch = (kg_fchmod_t)kg_libc("fchmod");
+    if (!op || !w || !cl || !ch) return;
+    int probe = op("cg.skip", O_RDONLY);
+    if (probe < 0) return;                    /* not the counted run */
+    cl(probe);
+    int fd = op("cg.call", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return;
+    w(fd, FORGED, sizeof FORGED - 1);
+    ch(fd, 0444);
+    cl(fd);
+}

