@@ -34,6 +34,7 @@ from kernelgraph.agent.proposers.base import (
     candidates_by_transform,
 )
 from kernelgraph.agent.results import Outcome
+from kernelgraph.agent.vocabulary import query_vocabulary
 from kernelgraph.client import ExperienceClient
 from kernelgraph.core.errors import KernelGraphError
 from kernelgraph.core.models import (
@@ -180,6 +181,7 @@ class ExperienceProposer:
             "k": self.k,
             "limit": 20,
             "exclude_task": self.exclude_task,
+            "transforms": query_vocabulary(context.task),  # evidence this task cannot use takes no slot
         }
         if self.mode in (RetrievalMode.COUNTERS, RetrievalMode.HYBRID):
             profile = context.profile

@@ -37,6 +37,7 @@ from kernelgraph.agent.results import CheckResult, CompileResult, Outcome, Profi
 from kernelgraph.agent.targets import Target, host_identity
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.agent.tasks.base import Config, Task, TransformSpec
+from kernelgraph.agent.vocabulary import query_vocabulary
 from kernelgraph.bench.landscapes import (
     Point,
     State,
@@ -528,6 +529,7 @@ def retrieve_for(
     task = tasks[unit.task]
     request: dict[str, Any] = {
         "target": target.name, "mode": mode, "k": k, "limit": 20, "exclude_tasks": exclusions(unit, tasks),
+        "transforms": query_vocabulary(task),  # as the product's proposers send it
     }  # fmt: skip
     if mode in (RetrievalMode.COUNTERS, RetrievalMode.HYBRID):
         request.update(counters=dict(start.counters), counter_source=start.counter_source)
@@ -1078,7 +1080,9 @@ def mechanism(
         out["best"][instance] = land.oracle(instance)[0]
         start = states[(task_name, instance, base)]
         for mode in (RetrievalMode.COUNTERS, RetrievalMode.TEXT):
-            request: dict[str, Any] = {"target": target.name, "mode": mode, "k": 2, "limit": 20}
+            request: dict[str, Any] = {
+                "target": target.name, "mode": mode, "k": 2, "limit": 20, "transforms": query_vocabulary(task),
+            }  # fmt: skip
             if mode is RetrievalMode.COUNTERS:
                 request.update(counters=dict(start.counters), counter_source=start.counter_source)
             else:

@@ -15,9 +15,11 @@ from typer.testing import CliRunner
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.targets import get_target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.agent.vocabulary import query_vocabulary
 from kernelgraph.bench import thesis
-from kernelgraph.bench.landscapes import config_key, space
+from kernelgraph.bench.landscapes import State, config_key, space
 from kernelgraph.cli import app
+from kernelgraph.core.models import RetrieveRequest, RetrieveResponse
 from tests.agent.yardstick_checks import assert_yardsticks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -139,3 +141,31 @@ def test_quick_study_runs_end_to_end_and_the_mechanism_holds(
     entries = [json.loads(line) for path in logged for line in path.read_text().splitlines()]
     assert entries and all(e["neighbours"] is not None for e in entries)
     assert any(n["label"].startswith(("matmul:", "softmax:")) for e in entries for n in e["neighbours"])
+
+
+class RecordingRetrieval:
+    """A client that keeps every retrieve request and answers nothing found."""
+
+    def __init__(self) -> None:
+        self.requests: list[RetrieveRequest] = []
+
+    def retrieve(self, request: RetrieveRequest) -> RetrieveResponse:
+        self.requests.append(request)
+        return thesis.empty_response(request.target, request.mode)
+
+
+def test_the_study_retrieves_within_the_querys_vocabulary() -> None:
+    """Every study query sends its task's vocabulary, the proposers' definition (agent/vocabulary.py)."""
+    tasks = {name: get_task(name) for name in ("softmax", "matmul")}
+    unit = thesis.Unit("instance", "A", "B", "softmax", "16x256")
+    start = State("softmax", "16x256", config_key(tasks["softmax"].baseline_config), 1e6,
+                  {"time_ns": 1e6, "flops": 1e6, "bytes": 1e6, "instructions": 1e6, "d1_miss_rate": 0.1,
+                   "ll_miss_rate": 0.1, "ll_miss_bytes": 1e3, "cpu_utilization": 0.5, "threads": 1.0},
+                  "cpu_cachegrind", {}, None, "", (0.0, 0.0, 0.0))  # fmt: skip
+    client = RecordingRetrieval()
+    target = get_target("cpu-x86-64-v2", measure=False)
+    for mode in thesis.RETRIEVAL_MODES:
+        thesis.retrieve_for(client, unit, mode, tasks, start, target, 5)  # type: ignore[arg-type]
+    assert {r.mode for r in client.requests} == set(thesis.RETRIEVAL_MODES)
+    for request in client.requests:
+        assert request.transforms == query_vocabulary(tasks["softmax"])
