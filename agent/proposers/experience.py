@@ -191,6 +191,8 @@ class ExperienceProposer:
             request.update(counters=counters, counter_source=profile.counter_source)
         if self.mode in (RetrievalMode.TEXT, RetrievalMode.HYBRID):
             request["source"] = context.source
+        if self.mode is RetrievalMode.LABEL:  # "what worked on this task?"
+            request["tasks"] = [context.task.name]
         try:
             response = self.client.retrieve(RetrieveRequest.model_validate(request))
         except (KernelGraphError, ValueError) as exc:  # no evidence is a state, not a crash

@@ -12,15 +12,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from kernelgraph.agent.proposers.base import ProposalContext
+from kernelgraph.agent.proposers.experience import ExperienceProposer
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.targets import get_target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.agent.tasks.base import Task
 from kernelgraph.agent.vocabulary import query_vocabulary
 from kernelgraph.bench import stats
 from kernelgraph.bench.landscapes import State, config_key, space
 from kernelgraph.bench.study import arms, landscapes, protocol, simulation, statistics
 from kernelgraph.cli import app
-from kernelgraph.core.models import RetrieveRequest, RetrieveResponse
+from kernelgraph.core.models import RetrievedTransform, RetrieveRequest, RetrieveResponse
 from tests.agent.yardstick_checks import assert_yardsticks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,6 +147,14 @@ def test_quick_study_runs_end_to_end_and_the_mechanism_holds(
     assert any(n["label"].startswith(("matmul:", "softmax:")) for e in entries for n in e["neighbours"])
 
 
+def _start(task: Task) -> State:
+    """A measured baseline state of `task` at its first instance, as a query starts from."""
+    return State(task.name, task.instances[0].name, config_key(task.baseline_config), 1e6,
+                 {"time_ns": 1e6, "flops": 1e6, "bytes": 1e6, "instructions": 1e6, "d1_miss_rate": 0.1,
+                  "ll_miss_rate": 0.1, "ll_miss_bytes": 1e3, "cpu_utilization": 0.5, "threads": 1.0},
+                 "cpu_cachegrind", {}, None, "", (0.0, 0.0, 0.0))  # fmt: skip
+
+
 class RecordingRetrieval:
     """A client that keeps every retrieve request and answers nothing found."""
 
@@ -159,10 +170,7 @@ def test_the_study_retrieves_within_the_querys_vocabulary() -> None:
     """Every study query sends its task's vocabulary, the proposers' definition (agent/vocabulary.py)."""
     tasks = {name: get_task(name) for name in ("softmax", "matmul")}
     unit = arms.Unit("instance", "A", "B", "softmax", "16x256")
-    start = State("softmax", "16x256", config_key(tasks["softmax"].baseline_config), 1e6,
-                  {"time_ns": 1e6, "flops": 1e6, "bytes": 1e6, "instructions": 1e6, "d1_miss_rate": 0.1,
-                   "ll_miss_rate": 0.1, "ll_miss_bytes": 1e3, "cpu_utilization": 0.5, "threads": 1.0},
-                  "cpu_cachegrind", {}, None, "", (0.0, 0.0, 0.0))  # fmt: skip
+    start = _start(tasks["softmax"])
     client = RecordingRetrieval()
     target = get_target("cpu-x86-64-v2", measure=False)
     for mode in protocol.RETRIEVAL_MODES:
@@ -170,3 +178,24 @@ def test_the_study_retrieves_within_the_querys_vocabulary() -> None:
     assert {r.mode for r in client.requests} == set(protocol.RETRIEVAL_MODES)
     for request in client.requests:
         assert request.transforms == query_vocabulary(tasks["softmax"])
+
+
+def test_every_retrieving_arm_gets_the_evidence_it_retrieved() -> None:
+    """A bandit arm's proposer reads the response retrieved for its run (arms.FixedEvidence): its own
+    request must validate in every mode, or the arm silently runs without evidence (the label arm did,
+    once the request model checked each mode's needs)."""
+    evidence = RetrievedTransform(
+        transform="vectorize", score=0.3, attempts=4, successes=3, success_rate=0.75, weighted_log_speedup=0.4,
+        confidence=0.8, evidence_weight=4.0, mean_similarity=1.0, same_target_attempts=4, other_target_attempts=0,
+        best_speedup=1.6, best_example=None, params=[], evidence_measurement_ids=[], evidence_attempt_keys=[],
+    )  # fmt: skip
+    task = get_task("softmax")
+    context = ProposalContext(
+        task=task, backend=None, target=get_target("cpu-x86-64-v2", measure=False),  # type: ignore[arg-type]
+        config=task.baseline_config, source=task.source("c", task.baseline_config),
+        profile=arms.start_profile(_start(task)),
+    )  # fmt: skip
+    for mode in protocol.RETRIEVAL_MODES:
+        response = arms.empty_response("cpu-x86-64-v2", mode).model_copy(update={"transforms": [evidence]})
+        proposer = ExperienceProposer(arms.FixedEvidence(response), mode=mode)  # type: ignore[arg-type]
+        assert set(proposer.retrieve(context)) == {"vectorize"}, mode
