@@ -1,6 +1,6 @@
 """The agent's shipped vocabulary: transforms with what each does, tasks with their families,
-patterns and backends, and a task's C signature. `GET /v1/vocabulary`, the MCP tool `vocabulary` and
-`kernelgraph tasks show` serve it; the service finds it through the `kernelgraph.vocabulary` entry
+patterns and backends, a task's C signature, and the query's vocabulary a retrieval sends.
+`GET /v1/vocabulary`, the MCP tool `vocabulary` and `kernelgraph tasks show` serve it; the service finds it through the `kernelgraph.vocabulary` entry
 point (pyproject.toml), so it never imports the agent.
 """
 
@@ -29,6 +29,14 @@ def c_signature(task: Task) -> str:
     params += [f"{_ctype(np.dtype(task.output_dtype(name)))}* {name}" for name in task.output_shapes(inputs)]
     params += [f"int {name}" for name in task.sizes(inputs)]
     return f"void kernel({', '.join(params)});"
+
+
+def query_vocabulary(task: Task) -> list[str]:
+    """The query's vocabulary: the transforms a retrieval for a kernel of `task` can use, which it sends
+    as RetrieveRequest.transforms so that evidence for any other transform takes no retrieval slot
+    (docs/retrieval.md, "Within the query's vocabulary"). The product's proposers and the study send
+    this one list."""
+    return sorted({t.name for t in task.transforms})
 
 
 def shipped_vocabulary() -> dict[str, Any]:

@@ -44,6 +44,7 @@ MAX_SOURCE_CHARS = 200_000
 MAX_TEXT_CHARS = 8_000
 MAX_BATCH = 1_000
 MAX_EVIDENCE_KEYS = 200  # attempt keys per POST /v1/evidence
+MAX_QUERY_TRANSFORMS = 64  # transforms a retrieval may name as its vocabulary (RetrieveRequest.transforms)
 
 # Identifiers: letters, digits and . _ : + - only, so nothing that looks like Cypher gets through.
 Name = Annotated[
@@ -604,6 +605,10 @@ class RetrieveRequest(Strict):
     )  # e.g. a whole family
     # Only evidence a trusted process recorded: the service's own evaluator or a verifier key.
     verified_only: StrictBool = False
+    # The query's vocabulary: the transforms it can apply (agent/vocabulary.py query_vocabulary). When
+    # given, only evidence for these is read, and a state without any takes no neighbour slot
+    # (docs/retrieval.md, "Within the query's vocabulary"); None: every transform.
+    transforms: Annotated[list[Name], Field(min_length=1, max_length=MAX_QUERY_TRANSFORMS)] | None = None
 
     @property
     def excluded_tasks(self) -> list[str]:

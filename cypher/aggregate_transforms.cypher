@@ -11,10 +11,12 @@
 // With one voice this is the score as before: weighted_log_speedup x confidence, confidence = total
 // weight / (total weight + $prior_weight).
 // Quarantined aggregates are left out; with $verified_only, so is every unverified one.
+// With $transforms (the query's vocabulary; null: every transform), so is every other transform's,
+// before the ranking and $limit (docs/retrieval.md, "Within the query's vocabulary").
 // Parameters: $neighbours (list of {measurement_id, score}), $namespaces, $target, $other_target_weight,
 //   $target_weights (map: target name -> weight),
 //   $failure_log_speedup, $prior_weight, $limit, $own_keys (the caller's key id and 'legacy'),
-//   $influence_bound, $verified_only.
+//   $influence_bound, $verified_only, $transforms.
 // Returns: one row per transform with every score component (evidence_weight: the total weight), the
 // best example, evidence ids, `by_params`: the same figures per parameter setting (best first), so
 // a proposer can tell a good setting of a transform from a harmful one (with the spread of its log
@@ -31,6 +33,7 @@
 // :param own_keys => ['service', 'legacy']
 // :param influence_bound => 0.1
 // :param verified_only => false
+// :param transforms => null
 UNWIND $neighbours AS neighbour
 // One aggregate (StateEvidence, or a state's rollup of them) per (neighbour, transform, setting, key):
 // the attempts behind it are not walked. Its figures are what the attempts would sum to, with the
@@ -55,6 +58,7 @@ CALL (m) {
 }
 WITH m, neighbour, e
 WHERE e.quarantined IS NULL AND (NOT $verified_only OR e.verified)
+  AND ($transforms IS NULL OR e.transform IN $transforms)
 WITH e, m.measurement_id AS state, neighbour.score AS similarity,
      CASE WHEN coalesce(e.key_id, 'legacy') IN $own_keys THEN '' ELSE e.key_id END AS voice,
      neighbour.score * coalesce(m.version_weight, 1.0) *

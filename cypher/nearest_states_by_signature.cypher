@@ -7,17 +7,27 @@
 // states in $namespaces that attempts were made from (m.explored) and that consolidation did not merge
 // into another (a re-measurement of the same kernel: retrieval reads it through the state it was merged
 // into; consolidation also takes its per-source vector out of the index), leaving out $exclude_tasks.
-// Parameters: $searches (list of {index, vector, scale}), $fetch_k, $k, $namespaces, $exclude_tasks.
+// Parameters: $searches (list of {index, vector, scale}), $fetch_k, $k, $namespaces, $exclude_tasks,
+//   $transforms, $verified_only.
 // Returns: measurement_id, target, task, score (1/(1+d^2), d^2 renormalised), slots (1 + the
 //   re-measurements merged into the state), best first.
+// Within the query's vocabulary ($transforms, null: every transform): a state is a candidate only when it
+// holds evidence aggregate_transforms reads for one of $transforms (not quarantined; verified with
+// $verified_only), before ranking and the limit (docs/retrieval.md, "Within the query's vocabulary").
 // :param searches => [{index: 'measurement_signature_cpu_timing', vector: [0.1, 0.8, 0.5, 0.0, 0.8], scale: 2.2}]
 // :param fetch_k => 200
 // :param k => 20
 // :param namespaces => ['demo']
 // :param exclude_tasks => []
+// :param transforms => ['unroll', 'vectorize']
+// :param verified_only => false
 UNWIND $searches AS search
 CALL db.index.vector.queryNodes(search.index, $fetch_k, search.vector) YIELD node AS m, score AS raw
 WHERE m.namespace IN $namespaces AND m.explored AND m.merged_into IS NULL AND NOT m.task IN $exclude_tasks
+  AND ($transforms IS NULL OR EXISTS {
+    MATCH (m)-[:HAS_EVIDENCE|HAS_ROLLUP]->(e)
+    WHERE e.transform IN $transforms AND e.quarantined IS NULL AND (NOT $verified_only OR e.verified)
+  })
 WITH m, 1.0 / (1.0 + (1.0 / raw - 1.0) * search.scale) AS score
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score,
        1 + coalesce(m.merged_count, 0) AS slots

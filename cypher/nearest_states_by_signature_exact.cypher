@@ -7,9 +7,12 @@
 // them is renormalised to the whole signature (x $dims / shared), never filled in with a neutral value.
 // Parameters: $signature (the query, 0.0 where not measured), $measured (indexes of its measured
 // dimensions), $dims (the signature's length), $min_shared, $k, $namespaces, $exclude_tasks,
-// $complete ([true, false] for every state, [false] for the incomplete ones only).
+// $complete ([true, false] for every state, [false] for the incomplete ones only), $transforms, $verified_only.
 // Returns: measurement_id, target, task, score (1/(1+d^2), d^2 renormalised), slots (1 + the
 //   re-measurements merged into the state), best first.
+// Within the query's vocabulary ($transforms, null: every transform): a state is a candidate only when it
+// holds evidence aggregate_transforms reads for one of $transforms (not quarantined; verified with
+// $verified_only), before ranking and the limit (docs/retrieval.md, "Within the query's vocabulary").
 // :param signature => [0.1, 0.8, 0.3, 0.2, 0.1, 0.5, 0.1, 0.0, 0.0, 0.0, 0.8]
 // :param measured => [0, 1, 2, 3, 4, 5, 6, 9, 10]
 // :param dims => 11
@@ -18,6 +21,8 @@
 // :param namespaces => ['demo']
 // :param exclude_tasks => []
 // :param complete => [true, false]
+// :param transforms => ['unroll', 'vectorize']
+// :param verified_only => false
 // The (namespace, explored, signature_complete) index (schema 0013) holds states only, by completeness:
 // a large namespace's few incomplete states are read without reading its complete ones, and no child
 // measurement is ever read.
@@ -25,6 +30,10 @@ MATCH (m:Measurement)
 USING INDEX m:Measurement(namespace, explored, signature_complete)
 WHERE m.namespace IN $namespaces AND m.explored = true AND m.signature_complete IN $complete
   AND m.merged_into IS NULL AND NOT m.task IN $exclude_tasks
+  AND ($transforms IS NULL OR EXISTS {
+    MATCH (m)-[:HAS_EVIDENCE|HAS_ROLLUP]->(e)
+    WHERE e.transform IN $transforms AND e.quarantined IS NULL AND (NOT $verified_only OR e.verified)
+  })
 WITH m, m.signature_dims AS own
 WHERE size(own) >= $min_shared AND all(i IN own WHERE i IN $measured)
 WITH m, size(own) AS shared,

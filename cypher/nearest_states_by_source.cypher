@@ -1,17 +1,27 @@
 // The text-similarity baseline: measured states of the kernels whose *source text* is nearest,
 // through the Kernel source-embedding index (all-MiniLM-L6-v2, 384-d, cosine).
-// Parameters: $embedding (384 floats), $fetch_k, $k, $namespaces, $exclude_tasks (list, may be empty).
+// Parameters: $embedding (384 floats), $fetch_k, $k, $namespaces, $exclude_tasks (list, may be empty),
+//   $transforms, $verified_only.
 // Returns: measurement_id, target, task, score (cosine similarity of the sources), slots (1 + the
 //   re-measurements merged into the state), best first.
+// Within the query's vocabulary ($transforms, null: every transform): a state is a candidate only when it
+// holds evidence aggregate_transforms reads for one of $transforms (not quarantined; verified with
+// $verified_only), before ranking and the limit (docs/retrieval.md, "Within the query's vocabulary").
 // :param embedding => [i IN range(1, 384) | 0.05]
 // :param fetch_k => 200
 // :param k => 20
 // :param namespaces => ['demo']
 // :param exclude_tasks => []
+// :param transforms => ['unroll', 'vectorize']
+// :param verified_only => false
 CALL db.index.vector.queryNodes('kernel_source_embedding', $fetch_k, $embedding) YIELD node AS k, score
 WHERE k.namespace IN $namespaces AND NOT k.task IN $exclude_tasks
 MATCH (m:Measurement)-[:OF]->(k)
 WHERE m.explored AND m.merged_into IS NULL
+  AND ($transforms IS NULL OR EXISTS {
+    MATCH (m)-[:HAS_EVIDENCE|HAS_ROLLUP]->(e)
+    WHERE e.transform IN $transforms AND e.quarantined IS NULL AND (NOT $verified_only OR e.verified)
+  })
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score,
        1 + coalesce(m.merged_count, 0) AS slots
 ORDER BY score DESC

@@ -67,6 +67,8 @@ def _summary(
             parts.append(f"{m.blocked_states} measured {m.dimension}, which this query lacks ({fix})")
     if excluded:
         parts.append(f"{excluded} left out by exclude_task(s)")
+    if req.transforms is not None:
+        parts.append(f"only states with evidence for the query's {len(req.transforms)} transforms count")
     if states == 0:
         parts.append("nothing is recorded here yet: record attempts first")
     return "; ".join(parts)

@@ -74,6 +74,7 @@ def retrieve_transforms(
     limit: int = 10,
     k: int = 20,
     exclude_task: str | None = None,
+    transforms: list[str] | None = None,
 ) -> dict[str, Any]:
     """Find the transforms that worked best from measured kernel states similar to yours.
 
@@ -92,6 +93,8 @@ def retrieve_transforms(
     - `source`: the kernel's source code (only for text/hybrid modes).
     - `limit`: at most this many transforms come back; `k`: how many similar states to draw from.
     - `exclude_task`: ignore experience from this task (for held-out evaluation).
+    - `transforms`: the transforms your kernel's task can apply (its list in `vocabulary`); send it so
+      that evidence for transforms you cannot use takes none of the `k` states or `limit` slots.
     - `counters` may use Nsight Compute's raw metric names (vocabulary lists them per source).
     Returns {"transforms": [...], "signature": [...], "neighbours": n, "neighbour_ids": [...], ...};
     each transform has `transform` (its name), `score`, `success_rate`, `attempts`, `evidence_weight`
@@ -107,7 +110,7 @@ def retrieve_transforms(
     """
     request: dict[str, Any] = {"target": target, "mode": mode, "limit": limit, "k": k}
     optional = {"signature": signature, "counters": counters, "counter_source": counter_source, "source": source,
-                "exclude_task": exclude_task}  # fmt: skip
+                "exclude_task": exclude_task, "transforms": transforms}  # fmt: skip
     request.update({key: value for key, value in optional.items() if value is not None})
     try:
         return _client(ctx).retrieve(request).model_dump(mode="json")

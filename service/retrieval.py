@@ -61,7 +61,7 @@ class Retrieval:
         self.targets = targets
         self.embedder = embedder
         self._large: set[tuple[str, ...]] = set()  # namespace sets past exact-search size
-        self._overfetch: dict[tuple[str, ...], int] = {}  # index over-fetch that sufficed, per namespace set
+        self._overfetch: dict[tuple[str, ...], int] = {}  # over-fetch that sufficed, per query and namespaces
 
     def retrieve(
         self, namespaces: Sequence[str], request: RetrieveRequest | dict[str, Any], reader: Recorder = SERVICE
@@ -146,6 +146,7 @@ class Retrieval:
                 "states_by_task",
                 tasks=req.tasks if req.mode is RetrievalMode.LABEL else None,
                 namespaces=spaces, exclude_tasks=req.excluded_tasks, limit=MAX_LABEL_STATES,
+                **_vocabulary(req),
             ):  # fmt: skip
                 neighbours[row["measurement_id"]] = row["score"]
         rows: list[dict[str, Any]] = []
@@ -162,7 +163,7 @@ class Retrieval:
                 limit=req.limit,
                 own_keys=[recorder.key_id, LEGACY_KEY],
                 influence_bound=INFLUENCE_BOUND,
-                verified_only=req.verified_only,
+                **_vocabulary(req),
             )
         return neighbours, rows
 
@@ -197,35 +198,37 @@ class Retrieval:
         exact = {
             "signature": list(signature.vector), "measured": measured, "dims": SIGNATURE_DIM,
             "min_shared": min(len(measured), MIN_SHARED_DIMENSIONS), "k": req.k, "namespaces": namespaces,
-            "exclude_tasks": req.excluded_tasks,
+            "exclude_tasks": req.excluded_tasks, **_vocabulary(req),
         }  # fmt: skip
         if self._small(reader, namespaces):
             return reader.read("nearest_states_by_signature_exact", **exact, complete=[True, False])
         rows = reader.read("nearest_states_by_signature_exact", **exact, complete=[False])
         searches = [s.as_param() for s in index_searches(signature)]
         if searches:
-            rows += self._nearest_in_indexes(reader, namespaces, searches, req)
+            rows += self._nearest_in_index(
+                reader, "nearest_states_by_signature", namespaces, req, searches=searches
+            )
         rows.sort(key=lambda r: (-r["score"], r["measurement_id"]))
         return rows[: req.k]
 
-    def _nearest_in_indexes(
-        self, reader: Reader, namespaces: list[str], searches: list[dict[str, Any]], req: RetrieveRequest
+    def _nearest_in_index(
+        self, reader: Reader, query: str, namespaces: list[str], req: RetrieveRequest, **search: Any
     ) -> list[dict[str, Any]]:
-        """The nearest complete states through the per-source vector indexes, enough to fill k slots.
+        """The nearest states through a vector index (`query`: the per-source signature indexes or the
+        source-text index), enough to fill k slots.
 
-        Each index holds explored states only (a measurement enters when an attempt first starts from
-        it), but also other namespaces' and held-out tasks'; when they crowd the candidates out of k
-        slots, fetch more (x4, up to MAX_FETCH_K). The over-fetch that sufficed is remembered per
-        namespace set, so the next query starts there.
+        An index holds other namespaces' and held-out tasks' states too, and states without evidence
+        in the query's vocabulary; the query filters them out after the index's `fetch_k`, so when
+        they crowd the candidates out of k slots, fetch more (x4, up to MAX_FETCH_K). The over-fetch
+        that sufficed is remembered per query and namespace set, so the next retrieval starts there.
         """
-        key = tuple(sorted(namespaces))
+        key = (query, *sorted(namespaces))
         overfetch = self._overfetch.get(key, OVERFETCH)
         while True:
             fetch = min(req.k * overfetch, MAX_FETCH_K)
             rows = reader.read(
-                "nearest_states_by_signature",
-                searches=searches, fetch_k=fetch, k=req.k, namespaces=namespaces,
-                exclude_tasks=req.excluded_tasks,
+                query, **search, fetch_k=fetch, k=req.k, namespaces=namespaces,
+                exclude_tasks=req.excluded_tasks, **_vocabulary(req),
             )  # fmt: skip
             if _slots(rows, req.k) >= req.k or fetch >= MAX_FETCH_K:
                 self._overfetch[key] = overfetch
@@ -251,12 +254,11 @@ class Retrieval:
             return reader.read(
                 "nearest_states_by_source_exact",
                 embedding=embedding, k=req.k, namespaces=namespaces, exclude_tasks=req.excluded_tasks,
+                **_vocabulary(req),
             )  # fmt: skip
-        return reader.read(
-            "nearest_states_by_source",
-            embedding=embedding, fetch_k=min(req.k * OVERFETCH, MAX_FETCH_K), k=req.k,
-            namespaces=namespaces, exclude_tasks=req.excluded_tasks,
-        )  # fmt: skip
+        return self._nearest_in_index(
+            reader, "nearest_states_by_source", namespaces, req, embedding=embedding
+        )
 
     def _embedder(self) -> Embedder:
         if self.embedder is None:
@@ -280,6 +282,13 @@ class Retrieval:
                 ],
             )
             done += len(rows)
+
+
+def _vocabulary(req: RetrieveRequest) -> dict[str, Any]:
+    """The parameters of the rule "within the query's vocabulary", which every neighbour query and the
+    aggregation apply alike: with `transforms`, evidence for any other transform is not read and a
+    state without evidence for one of them is no candidate (docs/retrieval.md)."""
+    return {"transforms": req.transforms, "verified_only": req.verified_only}
 
 
 def _within_slots(rows: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:

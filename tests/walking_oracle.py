@@ -19,8 +19,9 @@ def walking_store(store: GraphStore) -> GraphStore:
     # It takes (and ignores) the parameters of per-key evidence (schema 0015): the graphs it judges have
     # one recording key, on which the voices of aggregate_transforms.cypher change nothing.
     # It also answers the columns those added, as the one key of such a graph: the service's (verified).
-    # Likewise measured target weights (schema 0017): its graphs' evidence is on one target.
-    trust = {"own_keys", "influence_bound", "verified_only", "target_weights"}
+    # Likewise measured target weights (schema 0017): its graphs' evidence is on one target, and the
+    # query's vocabulary (`transforms`): its tests send none.
+    trust = {"own_keys", "influence_bound", "verified_only", "target_weights", "transforms"}
     text = walking.text.replace(
         "       disputed\nORDER BY",
         "       disputed, attempts AS verified_attempts, ['service'] AS keys\nORDER BY",

@@ -34,6 +34,7 @@ from kernelgraph.agent.proposers.base import (
     candidates_by_transform,
 )
 from kernelgraph.agent.results import Outcome
+from kernelgraph.agent.vocabulary import query_vocabulary
 from kernelgraph.client import ExperienceClient
 from kernelgraph.core.errors import KernelGraphError
 from kernelgraph.core.models import (
@@ -180,6 +181,7 @@ class ExperienceProposer:
             "k": self.k,
             "limit": 20,
             "exclude_task": self.exclude_task,
+            "transforms": query_vocabulary(context.task),  # evidence this task cannot use takes no slot
         }
         if self.mode in (RetrievalMode.COUNTERS, RetrievalMode.HYBRID):
             profile = context.profile
@@ -189,6 +191,8 @@ class ExperienceProposer:
             request.update(counters=counters, counter_source=profile.counter_source)
         if self.mode in (RetrievalMode.TEXT, RetrievalMode.HYBRID):
             request["source"] = context.source
+        if self.mode is RetrievalMode.LABEL:  # "what worked on this task?"
+            request["tasks"] = [context.task.name]
         try:
             response = self.client.retrieve(RetrieveRequest.model_validate(request))
         except (KernelGraphError, ValueError) as exc:  # no evidence is a state, not a crash

@@ -1,6 +1,6 @@
 """The matched-compute ablation: does accumulated experience beat scaling up search without memory?
 
-Protocol (docs/ablation-v1.md shows the latest run; study v2, kernelgraph/bench/thesis.py, supersedes it):
+Protocol (docs/ablation-v1.md shows the latest run; study v2, kernelgraph/bench/study/, supersedes it):
 1. Build experience: every task is optimized once with the memoryless proposer at 2K attempts on the
    target, into an experience namespace.
 2. Held-out evaluation, leave one access-pattern family out, rotating: for each held-out task, retrieval

@@ -193,7 +193,7 @@ def study_headline(path: Path = Path("results/study-latest.json")) -> None:
     """The committed thesis study's headline (docs/results.md): measured, not run by the demo."""
     import json
 
-    from kernelgraph.bench.thesis import headline
+    from kernelgraph.bench.study.report import headline
 
     console.rule("[bold]The thesis study (committed run, docs/results.md)")
     if not path.exists():

@@ -316,7 +316,7 @@ def search_params(signature: Sequence[float | None], k: int, fetch_k: int, names
 
     query = signature_from_values(signature)
     measured = list(query.measured)
-    common = {"k": k, "namespaces": [namespace], "exclude_tasks": []}
+    common = {"k": k, "namespaces": [namespace], "exclude_tasks": [], "transforms": None, "verified_only": False}  # fmt: skip
     return {
         "exact": {**common, "signature": list(query.vector), "measured": measured, "dims": SIGNATURE_DIM,
                   "min_shared": min(len(measured), MIN_SHARED_DIMENSIONS), "complete": [True, False]},

@@ -293,7 +293,7 @@ def run_signature_bench(
 ) -> dict[str, Any]:
     from kernelgraph.agent.backends.counters import this_host_cache_model
     from kernelgraph.agent.tasks import get_task
-    from kernelgraph.bench.thesis import DEV_TASKS, EVAL_TASKS
+    from kernelgraph.bench.study.protocol import DEV_TASKS, EVAL_TASKS
 
     started = time.monotonic()
     load_before = os.getloadavg()

@@ -1,6 +1,6 @@
 """The studies' commands: `kernelgraph bench ablation` (the held-out study), `kernelgraph bench study`
 (the thesis study on measured landscapes) and `kernelgraph bench interference` (memory as it grows).
-Their runs live in kernelgraph/bench/ (ablation.py, thesis.py, interference.py)."""
+Their runs live in kernelgraph/bench/ (ablation.py, the study/ package, interference.py)."""
 
 from __future__ import annotations
 
@@ -126,18 +126,21 @@ def study(
     from rich.console import Console
 
     from kernelgraph.agent.targets import get_target
-    from kernelgraph.bench import thesis
     from kernelgraph.bench.reports import save_report, timestamp
+    from kernelgraph.bench.study import mechanism as study_mechanism
+    from kernelgraph.bench.study import protocol
+    from kernelgraph.bench.study import report as study_report
+    from kernelgraph.bench.study import run as study_run
     from kernelgraph.cli.graph import cli_errors, open_store
     from kernelgraph.service.embeddings import MiniLMEmbedder
     from kernelgraph.service.knowledge import KnowledgeService
 
-    plan = thesis.StudyPlan(neighbours=neighbours or thesis.NEIGHBOURS)
+    plan = protocol.StudyPlan(neighbours=neighbours or protocol.NEIGHBOURS)
     name = "study"
     if quick:
-        plan = thesis.StudyPlan(
-            eval_tasks=thesis.QUICK_TASKS, dev_tasks=(), budgets=(4,), seeds=(0, 1, 2), splits=("instance",),
-            replicates=thesis.REPLICATES[:1], neighbours=plan.neighbours,
+        plan = protocol.StudyPlan(
+            eval_tasks=protocol.QUICK_TASKS, dev_tasks=(), budgets=(4,), seeds=(0, 1, 2), splits=("instance",),
+            replicates=protocol.REPLICATES[:1], neighbours=plan.neighbours,
         )  # fmt: skip
         name = "study-quick"
     console = Console(stderr=as_json)
@@ -154,28 +157,28 @@ def study(
 
         if development:
             dev: dict[str, object] = {}
-            for k in thesis.NEIGHBOUR_CHOICES:
-                report = thesis.run_study(
-                    knowledge, thesis.StudyPlan(neighbours=k, splits=("development",)), get_target(target),
+            for k in protocol.NEIGHBOUR_CHOICES:
+                report = study_run.run_study(
+                    knowledge, protocol.StudyPlan(neighbours=k, splits=("development",)), get_target(target),
                     Path(landscapes), namespace=f"study-dev-{stamp.lower()}-k{k}", console=console,
                     development=True, log=write,
                 )  # fmt: skip
                 dev[str(k)] = report["summary"]["development"]["arms"]["counters"]["fraction_of_oracle"][
-                    str(thesis.PRIMARY_K)
+                    str(protocol.PRIMARY_K)
                 ]
-                console.print(f"k={k}: counters@{thesis.PRIMARY_K} reaches {dev[str(k)]:.3f} of the oracle")
-            chosen = thesis.choose_neighbours(dev)
+                console.print(f"k={k}: counters@{protocol.PRIMARY_K} reaches {dev[str(k)]:.3f} of the oracle")
+            chosen = protocol.choose_neighbours(dev)
             path = save_report(
                 {"command": command, "fraction_by_k": dev, "chosen_k": chosen}, out, "study-dev"
             )
             console.print(f"development set chooses k = {chosen} (saved to {path})")
             return
-        report = thesis.run_study(
+        report = study_run.run_study(
             knowledge, plan, get_target(target), Path(landscapes), namespace=f"{name}-{stamp.lower()}",
             console=console, log=write,
         )  # fmt: skip
         if quick:  # a test of the mechanism, not evidence for the claim
-            report["mechanism"] = thesis.mechanism(
+            report["mechanism"] = study_mechanism.mechanism(
                 knowledge, get_target(target), Path(landscapes), namespace=f"{name}-{stamp.lower()}-mechanism"
             )
     runs = report.pop("runs")
@@ -187,9 +190,9 @@ def study(
     path = save_report(report, out, name)
     if docs:
         images = {"curves": "img/study-curves.png", "heatmap": "img/study-heatmap.png"}
-        thesis.plot_curves(report, Path("docs") / images["curves"])
-        thesis.plot_heatmap(report, Path("docs") / images["heatmap"])
-        Path("docs/study-results.md").write_text(thesis.results_markdown(report, command, images))
+        study_report.plot_curves(report, Path("docs") / images["curves"])
+        study_report.plot_heatmap(report, Path("docs") / images["heatmap"])
+        Path("docs/study-results.md").write_text(study_report.results_markdown(report, command, images))
     headline = {
         split: {
             arm: data["arms"][arm]["fraction_of_oracle"] for arm in data["arms"]
@@ -212,14 +215,14 @@ def study(
             *(f"@{k}" for k in plan.budgets),
             *(f"vs library @{k}" for k in plan.budgets),
             title=f"fraction of the oracle (and geomean speedup over the library), held out: "
-            f"{thesis.SPLIT_TITLES.get(split, split)}",
+            f"{protocol.SPLIT_TITLES.get(split, split)}",
         )
         for arm, values in headline[split].items():
             over = vs_library[split][arm]
             table.add_row(arm, *(f"{values[str(k)]:.3f}" for k in plan.budgets),
                           *("-" if over[str(k)] is None else f"{over[str(k)]:.2f}x" for k in plan.budgets))  # fmt: skip
         console.print(table)
-        primary = plan.budgets[-1] if quick else thesis.PRIMARY_K
+        primary = plan.budgets[-1] if quick else protocol.PRIMARY_K
         for comparison, c in data["comparisons"].items():
             if comparison.startswith(f"counters@{primary} "):
                 console.print(

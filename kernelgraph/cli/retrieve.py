@@ -65,6 +65,15 @@ def retrieve_cmd(
     exclude_task: Annotated[
         str | None, typer.Option("--exclude-task", help="Ignore this task's experience.")
     ] = None,
+    transform: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--transform",
+            "-t",
+            help="A transform your task can apply (repeatable): evidence "
+            "for any other takes no slot (`kernelgraph tasks show TASK` lists them).",
+        ),
+    ] = None,
     namespace: NamespaceOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -75,7 +84,8 @@ def retrieve_cmd(
     if not counters:
         raise fail("give the state's counters: --counter NAME=VALUE, --ncu-csv FILE or --ncu-json FILE", 2)
     request: dict[str, Any] = {"target": target, "counter_source": counter_source, "counters": counters,
-                               "k": k, "limit": limit, "exclude_task": exclude_task}  # fmt: skip
+                               "k": k, "limit": limit, "exclude_task": exclude_task,
+                               "transforms": transform or None}  # fmt: skip
     with open_client(namespace) as client:
         response = client.retrieve({key: value for key, value in request.items() if value is not None})
     if as_json:

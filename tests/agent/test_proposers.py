@@ -22,10 +22,12 @@ from kernelgraph.agent.proposers.experience import (
     posterior,
     setting_evidence,
 )
+from kernelgraph.agent.proposers.llm import LLMProposer
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.results import Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.agent.vocabulary import query_vocabulary
 from kernelgraph.core.models import ParamEvidence, RetrievedTransform, RetrieveRequest, RetrieveResponse
 from kernelgraph.core.signature import CounterSource
 from kernelgraph.service.inprocess import InProcessClient
@@ -195,3 +197,23 @@ def test_the_proposer_weighs_evidence_and_failures_as_the_response_says() -> Non
     # The run's own failure counts as the service's -0.7, next to the evidence's 2.5 x its mean gain.
     expected = (0.05 + 2.5 * evidence.weighted_log_speedup - 0.7) / (1.0 + 2.5 + 1.0)
     assert arm.gain_mean == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("mode", ["counters", "text", "hybrid"])
+def test_the_proposers_retrieve_within_their_tasks_vocabulary(mode: str) -> None:
+    """The experience proposer, and the llm proposer through it, send the task's vocabulary (the one
+    definition, agent/vocabulary.py), so evidence for transforms the task lacks takes no slot."""
+    response = RetrieveResponse(
+        mode=mode, target="cpu-test", signature=None, neighbours=0, neighbour_ids=[], transforms=[],
+        failure_log_speedup=-0.1, prior_weight=1.0,
+    )  # fmt: skip
+    retrieval = ScriptedRetrieval(response)
+    experience = ExperienceProposer(retrieval, mode=mode, seed=0)  # type: ignore[arg-type]
+    assert experience.propose(context()) is not None
+    llm = LLMProposer(api_key="k", model="m", base_url="http://127.0.0.1:9", max_retries=0, timeout_s=5,
+                      retriever=experience)  # fmt: skip
+    assert llm.propose(context()) is not None  # no API here: it falls back after retrieving
+    task = context().task
+    assert len(retrieval.requests) == 2
+    for request in retrieval.requests:
+        assert request.transforms == query_vocabulary(task) == sorted(t.name for t in task.transforms)

@@ -268,5 +268,10 @@ def test_retrieve_from_the_terminal_with_an_ncu_export(
     answer = json.loads(found.stdout)
     assert answer["neighbours"] == 1 and [t["transform"] for t in answer["transforms"]] == ["unroll"]
     assert answer["explanation"]["states"] == 1  # 1 < k: still explained
+    # Within the query's vocabulary: the one state's evidence is for unroll, which this query cannot apply.
+    within = runner.invoke(app, ["retrieve", "--target", "gpu", "--ncu-csv", str(export), "--json", "-t", "tile",
+                                 "--transform", "vectorize"])  # fmt: skip
+    assert within.exit_code == 0, within.output
+    assert json.loads(within.stdout)["neighbours"] == 0 and json.loads(within.stdout)["transforms"] == []
     bad = runner.invoke(app, ["retrieve", "--target", "gpu", "--ncu-csv", str(FIXTURES / "README.md")])
     assert bad.exit_code == 2 and "not an ncu --csv export" in bad.stderr

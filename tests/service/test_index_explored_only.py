@@ -112,7 +112,8 @@ def test_neighbour_queries_read_states_not_children(store: GraphStore, namespace
     signature = factories.masked(0.5)
     measured = [i for i, v in enumerate(signature) if v is not None]
     exact = {"signature": [v or 0.0 for v in signature], "measured": measured, "dims": len(signature),
-             "min_shared": 3, "k": 10, "namespaces": [namespace], "exclude_tasks": [], "complete": [True, False]}  # fmt: skip
+             "min_shared": 3, "k": 10, "namespaces": [namespace], "exclude_tasks": [], "complete": [True, False],
+             "transforms": None, "verified_only": False}  # fmt: skip
     assert _seek_rows(store, "nearest_states_by_signature_exact", exact) == 2
     # A large namespace scores only its incomplete states exactly: it reads those, not every state.
     assert _seek_rows(store, "nearest_states_by_signature_exact", {**exact, "complete": [False]}) == 1
