@@ -18,7 +18,7 @@ import platform
 import subprocess
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -253,10 +253,32 @@ def _cpu_count(cpu_list: str) -> int:
     return count
 
 
-def host_caches(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> dict[str, tuple[int, int]]:
-    """{"L1": (bytes, cpus sharing it), "L2": ..., "LLC": ...}: cpu0's data and unified caches, as the
-    kernel reports them; {} where sysfs does not say (the probes then measure memory only)."""
-    found: dict[int, tuple[int, int]] = {}
+SYSFS_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+@dataclass(frozen=True)
+class SysfsCache:
+    """One of cpu0's caches as sysfs describes it; `ways` and `line_bytes` None where it does not say."""
+
+    kind: str  # "Data", "Instruction" or "Unified"
+    level: int
+    size_bytes: int
+    sharing_cpus: int
+    ways: int | None
+    line_bytes: int | None
+
+
+def _optional_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def sysfs_caches(root: Path = SYSFS_CACHES) -> list[SysfsCache]:
+    """cpu0's caches, as the kernel reports them (index<k>/ under `root`); [] where sysfs does not say.
+    The one reader of sysfs's cache folders: the peaks' working sets and cachegrind's model use it."""
+    found = []
     for index in sorted(root.glob("index[0-9]*")):
         try:
             kind = (index / "type").read_text().strip()
@@ -265,8 +287,16 @@ def host_caches(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> dict
             sharing = _cpu_count((index / "shared_cpu_list").read_text())
         except (OSError, ValueError):
             continue
-        if kind != "Instruction" and size > 0:
-            found[level] = (size, max(sharing, 1))
+        found.append(SysfsCache(kind, level, size, max(sharing, 1), _optional_int(index / "ways_of_associativity"),
+                                _optional_int(index / "coherency_line_size")))  # fmt: skip
+    return found
+
+
+def host_caches(root: Path = SYSFS_CACHES) -> dict[str, tuple[int, int]]:
+    """{"L1": (bytes, cpus sharing it), "L2": ..., "LLC": ...}: cpu0's data and unified caches, as the
+    kernel reports them; {} where sysfs does not say (the probes then measure memory only)."""
+    found = {c.level: (c.size_bytes, c.sharing_cpus) for c in sysfs_caches(root)
+             if c.kind != "Instruction" and c.size_bytes > 0}  # fmt: skip
     if not found:
         return {}
     levels = sorted(found)

@@ -40,14 +40,11 @@ import numpy as np
 
 from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, read_untrusted, scratch_dir
 from kernelgraph.agent.evaluator import compare
-from kernelgraph.agent.targets import Target
-from kernelgraph.agent.targets import _size_bytes as sysfs_bytes  # "48K" -> bytes
+from kernelgraph.agent.targets import SYSFS_CACHES, Target, sysfs_caches
 from kernelgraph.agent.tasks.base import Arrays, Task
 from kernelgraph.core.signature import SOURCE_DIMENSIONS, CounterName, CounterSource
 
 log = logging.getLogger(__name__)
-
-SYSFS_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
 @dataclass(frozen=True)
@@ -119,19 +116,9 @@ def _pow2(n: int) -> bool:
 
 def _read_cache_levels(root: Path) -> dict[tuple[str, int], CacheGeometry]:
     """(type, level) -> the real geometry of each of cpu0's caches that sysfs describes in full."""
-    found: dict[tuple[str, int], CacheGeometry] = {}
-    for index in sorted(root.glob("index[0-9]*")):
-        try:
-            kind = (index / "type").read_text().strip()
-            level = int((index / "level").read_text())
-            size = sysfs_bytes((index / "size").read_text())
-            ways = int((index / "ways_of_associativity").read_text())
-            line = int((index / "coherency_line_size").read_text())
-        except (OSError, ValueError):
-            continue
-        if size > 0 and ways > 0 and _pow2(line):
-            found[(kind, level)] = CacheGeometry(size, ways, line)
-    return found
+    return {(c.kind, c.level): CacheGeometry(c.size_bytes, c.ways, c.line_bytes)
+            for c in sysfs_caches(root)
+            if c.size_bytes > 0 and c.ways and c.ways > 0 and c.line_bytes and _pow2(c.line_bytes)}  # fmt: skip
 
 
 def host_cache_model(root: Path = SYSFS_CACHES) -> CacheModel:

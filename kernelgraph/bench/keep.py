@@ -15,6 +15,7 @@ Results land in results/keep-bench-<time>.json.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import statistics
@@ -98,7 +99,7 @@ def run_keep_bench(
                     first = backend.profile(task, candidate, target, parent_source=parent)
                     if first.outcome != Outcome.KEPT:  # the loop would not keep it: a decision all the same
                         failures[kind].append(first.reason)
-                        rows[kind].append({"keep": 0.0, "speedup": float("nan"), "low": float("nan"),
+                        rows[kind].append({"keep": 0.0, "speedup": math.nan, "low": math.nan,
                                            "measurements": 1.0})  # fmt: skip
                         progress.advance(bar)
                         continue
@@ -124,7 +125,7 @@ def run_keep_bench(
                     "failed": len(failures[kind]),
                     "failure_reasons": sorted(set(failures[kind]))[:5],
                     "median_speedup": statistics.median(
-                        [r["speedup"] for r in got if r["speedup"] == r["speedup"]] or [float("nan")]
+                        [r["speedup"] for r in got if not math.isnan(r["speedup"])] or [math.nan]
                     ),
                     "mean_measurements": statistics.fmean(r["measurements"] for r in got),
                     "load_average_1m": {
