@@ -14,7 +14,7 @@
 // Within the query's vocabulary ($transforms, null: every transform): a state is a candidate only when it
 // holds evidence aggregate_transforms reads for one of $transforms (not quarantined; verified with
 // $verified_only), before ranking and the limit (docs/retrieval.md, "Within the query's vocabulary").
-// :param searches => [{index: 'measurement_signature_cpu_timing', vector: [0.1, 0.8, 0.5, 0.0, 0.8], scale: 2.2}]
+// :param searches => [{index: 'measurement_signature_cpu_timing', vector: [0.1, 0.5, 0.0], scale: 3.67}]
 // :param fetch_k => 200
 // :param k => 20
 // :param namespaces => ['demo']
