@@ -6,7 +6,7 @@
 // service/migrate.py re-signs every stored measurement from its kept raw counters (counters_json),
 // keeping the version-2 vector as `signature_v2`, and writes the new per-source vectors the indexes hold.
 // The $dim_<source> parameters come from core/signature.py (SOURCE_DIMENSIONS).
-// In Browser: :param {dim_cpu_cachegrind: 7, dim_cpu_timing: 4, dim_nvidia_ncu: 9, dim_nvidia_timing: 6, dim_nvidia_static: 3, dim_kernelbench_timing: 1, signature_similarity: 'euclidean'}
+// In Browser: :param {dim_cpu_cachegrind: 6, dim_cpu_timing: 3, dim_nvidia_ncu: 10, dim_nvidia_timing: 7, dim_nvidia_static: 3, dim_kernelbench_timing: 1, signature_similarity: 'euclidean'}
 DROP INDEX measurement_signature_cpu_cachegrind IF EXISTS;
 DROP INDEX measurement_signature_cpu_timing IF EXISTS;
 DROP INDEX measurement_signature_nvidia_ncu IF EXISTS;
