@@ -10,7 +10,8 @@ holds can be believed, so that process holds nothing the verdict rests on:
   on its done FIFO, the child frozen before and after. A call's time is what the OS accounted to the
   kernel's threads meanwhile (`KernelServer.call`: the critical path of their CPU time, capped by the
   wall time seen here), so nothing the kernel writes changes it and the scheduling latency of the
-  hand-over is not in it. The child is frozen before anything reads its outputs, so work left
+  hand-over is not in it; less what the same call of a no-op costs (`call_overhead_ns`, measured in
+  each child before the kernel is loaded, so the kernel cannot inflate it). The child is frozen before anything reads its outputs, so work left
   running after it answers (another thread, another process) is neither timed nor seen.
 - **Every call is checked, at the same cost.** Each call, warm-up included, gets input values no call
   has seen before (a fresh variant of input set 0, `_child.write_variant`, with a seed drawn here),
@@ -63,6 +64,13 @@ from kernelgraph.agent.tasks.base import Arrays, Task
 # botches a share q of the rows on the calls that set the median is caught with probability at least
 # 1 - (1 - q)^(CHECKED_ROWS * calls / 2): q = 1% over 20 calls leaves under 0.2%.
 CHECKED_ROWS = 64
+# Calls of the stand-in per child that measure a call's overhead (`call_overhead_ns`), subtracted from
+# each time; the stand-in reads up to STAND_IN_BYTES of the shared buffers (more than a core's L2 here,
+# so it leaves the caches as a streaming kernel does) and stays on the CPU STAND_IN_NS, long enough for
+# this process's idle core to be halted (waking it then costs the child more than after a short call).
+OVERHEAD_CALLS = 12
+STAND_IN_BYTES = 4 << 20
+STAND_IN_NS = 1_000_000
 # A thread stops when it is next scheduled, or when it leaves an uninterruptible wait (a page fault
 # under memory pressure): on a loaded machine that took over 2 s (`bench keep`, load 5 on 2 cores).
 FREEZE_TIMEOUT_S = 15.0
@@ -190,6 +198,7 @@ class KernelServer:
             "mode": "serve", "artifacts": [artifact], "layout": layout, "inputs": len(base),
             "sizes": [int(v) for v in sizes], "shared_path": str(shared), "go_path": str(work / "go"),
             "done_path": str(work / "done"), "memory_bytes": limits.memory_bytes,
+            "stand_in_bytes": min(self.size, STAND_IN_BYTES), "stand_in_ns": STAND_IN_NS,
             "seccomp": kernel_filter(limits.sandbox),
         }  # fmt: skip
         with (work / "request.pkl").open("wb") as f:
@@ -204,6 +213,7 @@ class KernelServer:
         self.frozen = False
         self.cores = limits.threads
         self.accounted_ns = 0  # per-thread CPU time of the calls so far (`hidden_cpu_ns`)
+        self._stand_in_ns = 0  # the CPU time the child's stand-in reported for its last call
 
     # ------------------------------------------------------------------------------ processes
 
@@ -332,23 +342,33 @@ class KernelServer:
                 total += time.clock_gettime_ns(_process_cpu_clock(pid))
         return total
 
-    def call(self, deadline: float) -> tuple[int, int]:
+    def load_kernel(self, deadline: float) -> None:
+        """Thawed, the child loads the kernel (its constructors run now) and says ready; frozen again."""
+        self.thaw()
+        os.write(self._go, b"b")
+        self._answer(b"r", deadline)
+        self.freeze()
+
+    def call(self, deadline: float, command: bytes = b"c") -> tuple[int, int]:
         """One call of the kernel, frozen before and after: (its time, the wall time until it
         answered), in ns. Its time is the critical path of the CPU time the OS accounted to the
         kernel's threads from the thaw until every one of them was stopped (the most any one thread
         ran, or all of them over the cores if more; CPU time of threads that ended within the call
         counted as if on that path), capped by the wall time until they were stopped: nothing the
         kernel writes changes it, work done after a forged early answer is in it, and scheduling
-        latency and preemption by other processes are not."""
+        latency and preemption by other processes are not. `command` b"n" calls the child's no-op
+        instead (before the kernel is loaded: `time_isolated`'s measure of the per-call overhead)."""
         self._drain()
         pids = self.tree()  # frozen, the tree cannot change: walked before the clock starts
         before = self.thread_cpu(pids)
         process_before = self.process_cpu(pids)
         start = time.perf_counter_ns()
         self.thaw(pids)
-        os.write(self._go, b"c")
+        os.write(self._go, command)
         self._answer(b"d", deadline)
         answered = time.perf_counter_ns() - start
+        if command == b"n":  # the stand-in's answer carries the CPU time it spent (8 bytes, one write)
+            self._stand_in_ns = int.from_bytes(os.read(self._done, 8).ljust(8, b"\0"), "little")
         self.freeze()
         stopped = time.perf_counter_ns() - start if CLOCK_ENDS_WHEN_STOPPED else answered
         after = self.tree()
@@ -357,6 +377,12 @@ class KernelServer:
         self.accounted_ns += sum(ran)
         critical = max(max(ran, default=0) + ended, (sum(ran) + ended) // max(self.cores, 1))
         return min(stopped, critical), answered
+
+    def overhead_sample(self, deadline: float) -> int:
+        """One call of the child's stand-in (before the kernel is loaded): what `call` measured less
+        what the stand-in spent, i.e. the call's overhead (`call_overhead_ns`)."""
+        elapsed, _ = self.call(deadline, b"n")
+        return elapsed - self._stand_in_ns
 
     def _died(self) -> str:
         code = self.proc.poll()
@@ -536,6 +562,25 @@ def time_isolated(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def call_overhead_ns(
+    servers: Sequence[KernelServer], deadline: float, prepare: Callable[[KernelServer], None]
+) -> int:
+    """What a call costs beyond the kernel: the median, over `OVERHEAD_CALLS` calls per child
+    (interleaved, each prepared as a kernel call is), of what `KernelServer.call` measured for the
+    child's stand-in less the CPU time the stand-in itself spent; taken before any kernel code is
+    loaded. It is the operating system's side of the hand-over (the wake-ups of the thaw and the go
+    byte, waking this process, the freeze): about 100 us a call on a 2-core VM, 2-9% of a 1-6 ms
+    kernel's median (docs/sandbox.md#cost). One figure for both kernels, so neither gains from the
+    other's noise; the kernel cannot raise it (it is not loaded yet), and lowering its own overhead
+    below it would need a faster operating system."""
+    samples = []
+    for _ in range(OVERHEAD_CALLS):
+        for server in servers:
+            prepare(server)
+            samples.append(server.overhead_sample(deadline))
+    return max(int(np.median(samples)), 0)
+
+
 def _run(
     task: Task, input_sets: Sequence[Arrays], specs: Sequence[OutputSpec], plan: TimingPlan,
     servers: list[KernelServer], draw: random.Random, deadline: float,
@@ -544,6 +589,10 @@ def _run(
     checker = CallChecker(task, base, specs, row_reference(task), draw)
     calls = plan.warmup + plan.max_trials
     factors = variant_factors(max(a.size for a in base.values()), calls, draw.randrange(1 << 31))
+    checker.variant(factors, 0)
+    overhead_ns = call_overhead_ns(servers, deadline, checker.write)
+    for server in servers:
+        server.load_kernel(deadline)
     times: list[list[int]] = [[] for _ in servers]
     walls: list[list[int]] = [[] for _ in servers]
     threads_before = servers[0].threads()
@@ -561,7 +610,7 @@ def _run(
             checker.write(server)
             elapsed, wall = server.call(deadline)
             if call >= plan.warmup:
-                times[k].append(elapsed)
+                times[k].append(max(elapsed - overhead_ns, 1))
                 walls[k].append(wall)
             if call == 0 and k == 0:
                 threads_used = max(1, servers[0].threads() - threads_before + 1) if threads_before else 0
@@ -593,6 +642,7 @@ def _run(
         digests.append({n: digest(b) for n, b in zip(values, candidate.inputs, strict=True)})
     extra = {
         "times": times, "wall_times": walls, "cpu_ns": cpu_ns, "threads_used": threads_used, "protocol": "isolated",
+        "call_overhead_ns": overhead_ns,
         "checked_rows": CHECKED_ROWS if checker.rows_of is not None else "all",
     }  # fmt: skip
     checked = len(times[0]) + plan.warmup

@@ -39,6 +39,7 @@ from kernelgraph.agent.loop import evaluate
 from kernelgraph.agent.results import CheckResult, Outcome
 from kernelgraph.agent.targets import Target, get_target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.core.signature import CounterName
 from tests.prerequisites import unavailable
 
 RED_TEAM = Path(__file__).with_name("red_team")
@@ -569,6 +570,7 @@ def _calls_untimed_cpu(artifact: str, target: Target, calls: int) -> list[int]:
             deadline = time.monotonic() + limits.timeout_s
             server.wait_ready(deadline)
             server.freeze()
+            server.load_kernel(deadline)
             for _ in range(calls):
                 before = server.thread_cpu()
                 took, _ = server.call(deadline)
@@ -823,3 +825,66 @@ def _separate_build_instructions(task: Any, inputs: dict[str, Any], source: str)
                                  timeout_s=120)  # fmt: skip
             assert done.returncode == 0, done.stderr[-500:]
         return parse_cachegrind_summary((work / "cg.out").read_text())["Ir"]
+
+
+# ------------------------------------------------ a call's overhead (stop 26; docs/sandbox.md#cost)
+
+_MARK_LOADED = """
+#include <stdio.h>
+/* marks, from its constructor, the moment the kernel's code is loaded into the child */
+__attribute__((constructor)) static void mark_loaded(void) {
+    FILE* f = fopen("loaded", "w");
+    if (f) fclose(f);
+}
+"""
+
+
+def test_the_call_overhead_is_measured_before_the_kernel_is_loaded(
+    unguarded: CBackend, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a call costs beyond the kernel is subtracted from every timed call, so a kernel that
+    could run while it is measured (a constructor's thread burning CPU) would buy a faster time. It
+    is measured before the kernel's object is opened: the constructor has not run by then."""
+    task = get_task("rmsnorm")
+    source = task.source("c", task.baseline_config) + _MARK_LOADED
+    seen: list[tuple[bool, bool]] = []
+    measure = isolated.call_overhead_ns
+
+    def watched(servers: list[KernelServer], deadline: float, prepare: Any) -> int:
+        loaded_before = any((s.work / "loaded").exists() for s in servers)
+        overhead = measure(servers, deadline, prepare)
+        seen.append((loaded_before, any((s.work / "loaded").exists() for s in servers)))
+        return overhead
+
+    monkeypatch.setattr(isolated, "call_overhead_ns", watched)
+    profile = unguarded.profile(
+        task, source, cpu_target, parent_source=task.source("c", task.baseline_config)
+    )
+    assert profile.outcome in (Outcome.KEPT, Outcome.DISCARDED), profile.reason
+    assert seen == [(False, False)]  # one measurement, made before either kernel was loaded
+    assert profile.counters[CounterName.CALL_OVERHEAD_NS] > 0
+
+
+def test_an_empty_call_costs_about_the_measured_overhead(unguarded: CBackend, cpu_target: Target) -> None:
+    """The stand-in's own CPU time is taken off what a call of it measured, so the overhead is the
+    hand-over's alone: a kernel that returns at once costs about that (here within 0.25-2x; a
+    shorter call wakes an idle core less often, so it is usually below)."""
+    task = get_task("rmsnorm")
+    built = unguarded.compile(task, "void kernel(void) {}\n", cpu_target)
+    assert built.ok and built.artifact, built.diagnosis
+    inputs = task.make_inputs(7, True)
+    limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=1)
+    with scratch_dir("kg-rt-overhead-") as work:
+        server = KernelServer(built.artifact, inputs, output_specs(task, inputs), list(task.sizes(inputs).values()),
+                              limits, work)  # fmt: skip
+        try:
+            deadline = time.monotonic() + limits.timeout_s
+            server.wait_ready(deadline)
+            server.freeze()
+            overhead = isolated.call_overhead_ns([server], deadline, lambda _: None)
+            server.load_kernel(deadline)
+            empty = sorted(server.call(deadline)[0] for _ in range(31))[15]
+        finally:
+            server.close()
+    assert 0 < overhead < 5_000_000
+    assert 0.25 * overhead <= empty <= 2.0 * overhead, (overhead, empty)
