@@ -519,7 +519,7 @@ def _one_blas_thread() -> contextlib.AbstractContextManager[object]:
     """The evaluator's own BLAS on one thread while it times and checks: on a loaded 2-core host a
     multi-threaded 64x300 @ 300x300 reference product (matmul's rows) took 40 ms instead of 0.2,
     and a BLAS pool's threads spin on after it, beside the next timed call. Without threadpoolctl
-    (it comes with the service extra) the BLAS keeps its threads."""
+    (the agent extra declares it) the BLAS keeps its threads."""
     try:
         from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -191,7 +192,8 @@ def run_protocol_bench(
     target = get_target(target_name)
     timing = replace(BENCH_TIMING, min_trials=trials, max_trials=trials)
     bar = progress or Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                               TimeElapsedColumn(), TimeRemainingColumn(), transient=False)  # fmt: skip
+                               TimeElapsedColumn(), TimeRemainingColumn(), transient=False,
+                               console=Console(stderr=True))  # fmt: skip
     report: dict[str, Any] = {
         "bench": "sandbox-protocols", "host": platform.node(), "cpus": os.cpu_count(),
         "target": target.name, "repeats": repeats, "timing_plan": {"warmup": timing.warmup, "trials": trials},

@@ -100,8 +100,8 @@ def sandbox(
     except SandboxUnavailable as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    if compare == "protocols":  # shown as text, --json or not (as it always was)
-        save_and_show(result, results_dir, "sandbox-protocols", render_protocols)
+    if compare == "protocols":  # progress and each cell's line went to stderr
+        save_and_show(result, results_dir, "sandbox-protocols", render_protocols, as_json=as_json)
     else:
         save_and_show(result, results_dir, "sandbox-bench", render, as_json=as_json, left_out="runs")
 

@@ -4,8 +4,14 @@ the repeats, and the docs table says which were missed."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
 from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
 from kernelgraph.bench.sandbox import _protocol_cell, protocols_markdown
+from kernelgraph.cli import app
 
 
 def _runs(wall: list[float], median_ns: list[float], rel_iqr: list[float]) -> list[dict[str, float]]:
@@ -26,3 +32,16 @@ def test_each_goal_is_judged_on_the_medians_of_the_repeats() -> None:
     table = protocols_markdown({"cells": [within, beyond]}).splitlines()
     assert table[2].startswith("| t | baseline |") and table[2].endswith("| all |")
     assert table[3].endswith("| missed: wall, rel_iqr, median |"), table[3]
+
+
+def test_the_json_report_is_the_only_thing_on_stdout(tmp_path: Path) -> None:
+    """`--json` prints one JSON object (progress and each cell's line go to stderr): real evaluations
+    of rmsnorm's baseline through both protocols, one repeat at the fewest trials."""
+    result = CliRunner().invoke(app, ["bench", "sandbox", "--tasks", "rmsnorm", "--repeats", "1", "--trials", "4",
+                                      "--json", "--results-dir", str(tmp_path)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [(c["task"], c["config"]) for c in report["cells"]] == [("rmsnorm", "baseline")]
+    cell = report["cells"][0]
+    assert cell["medians"][ISOLATED]["median_ns"] > 0 and cell["medians"][IN_PROCESS]["median_ns"] > 0
+    assert Path(report["saved"]).exists()
