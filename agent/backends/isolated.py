@@ -87,6 +87,14 @@ CLOCK_ENDS_WHEN_STOPPED = True
 # ... and the CPU time of threads that started and ended within the call is charged to it (the
 # whole-run check below tolerates some, so a kernel could hide up to that much in every run).
 CHARGE_ENDED_THREADS = True
+# The stop-26 adversary: the critical path of per-thread CPU totals (the most any thread ran, or all
+# over the cores) cannot tell threads that take turns on serial work from threads that run at once:
+# a relay of the baseline's loop between two OpenMP threads was kept at 1.95x (results/redteam-stop26).
+# The wall-capped clock (`KernelServer.call`) credits parallelism only as far as the wall clock shows
+# it; off only in the red-team controls (then the two flags above choose the stop-25 rule's parts).
+# Per-thread readings taken while the kernel runs cannot replace it: another process's CPU-time
+# readings of a running thread lag by up to a scheduler tick.
+WALL_CAPPED_CLOCK = True
 
 
 class ProtocolError(Exception):
@@ -214,6 +222,7 @@ class KernelServer:
         self.cores = limits.threads
         self.accounted_ns = 0  # per-thread CPU time of the calls so far (`hidden_cpu_ns`)
         self._stand_in_ns = 0  # the CPU time the child's stand-in reported for its last call
+        self.call_cpu_ns = 0  # the CPU time of every thread of the tree in the last call
 
     # ------------------------------------------------------------------------------ processes
 
@@ -288,9 +297,6 @@ class KernelServer:
                         found[int(tid)] = int(f.read().split()[0])
         return found
 
-    def cpu_ns(self) -> int:
-        return sum(self.thread_cpu().values())
-
     def group_cpu_ns(self) -> int:
         """user + system time of every process of the tree, threads that have exited included
         (clock ticks: coarse, for the whole run only)."""
@@ -351,13 +357,20 @@ class KernelServer:
 
     def call(self, deadline: float, command: bytes = b"c") -> tuple[int, int]:
         """One call of the kernel, frozen before and after: (its time, the wall time until it
-        answered), in ns. Its time is the critical path of the CPU time the OS accounted to the
-        kernel's threads from the thaw until every one of them was stopped (the most any one thread
-        ran, or all of them over the cores if more; CPU time of threads that ended within the call
-        counted as if on that path), capped by the wall time until they were stopped: nothing the
-        kernel writes changes it, work done after a forged early answer is in it, and scheduling
-        latency and preemption by other processes are not. `command` b"n" calls the child's no-op
-        instead (before the kernel is loaded: `time_isolated`'s measure of the per-call overhead)."""
+        answered), in ns. Its time is the CPU time the OS accounted to every thread of the tree
+        (ended ones included) until the answer, capped by the wall time until the answer, plus all
+        the CPU time from the answer until every process is stopped (`WALL_CAPPED_CLOCK`). Nothing
+        the kernel writes changes it; threads that take turns on serial work are charged all of it
+        (the relay, stop 26), since their CPU times add up and only the wall time caps them, so
+        parallelism is credited only as far as the wall clock shows it; work done after a forged
+        early answer is charged in full; scheduling latency and preemption by other processes are
+        not in a serial kernel's time (a parallel kernel's is its wall time, which has them).
+        The reading at the answer lags for threads still running then (a process's clock read from
+        another process is updated at scheduler ticks): the lag moves CPU time to the part charged
+        in full, never out of the time. Processes started within the call are charged all their CPU
+        time; one that ends within a call is an error. `command` b"n" calls the child's stand-in
+        instead (before the kernel is loaded: `call_overhead_ns`). With `WALL_CAPPED_CLOCK` off (the
+        red-team controls only) the time is stop 25's critical path of per-thread CPU totals."""
         self._drain()
         pids = self.tree()  # frozen, the tree cannot change: walked before the clock starts
         before = self.thread_cpu(pids)
@@ -367,14 +380,29 @@ class KernelServer:
         os.write(self._go, command)
         self._answer(b"d", deadline)
         answered = time.perf_counter_ns() - start
+        at_answer = self.process_cpu(pids)
         if command == b"n":  # the stand-in's answer carries the CPU time it spent (8 bytes, one write)
             self._stand_in_ns = int.from_bytes(os.read(self._done, 8).ljust(8, b"\0"), "little")
         self.freeze()
         stopped = time.perf_counter_ns() - start if CLOCK_ENDS_WHEN_STOPPED else answered
         after = self.tree()
         ran = [ns - before.get(tid, 0) for tid, ns in self.thread_cpu(after).items()]
+        self.accounted_ns += sum(ran)  # live threads only: `_run`'s whole-run check compares
+        if WALL_CAPPED_CLOCK:
+            vanished = [p for p in pids if p not in after]
+            if vanished:
+                raise ProtocolError(
+                    RunStatus.CRASHED,
+                    f"process(es) {vanished} of the kernel's sandbox ended within a call: their CPU "
+                    "time cannot be charged",
+                )
+            total = max(self.process_cpu(after) - process_before, 0)  # exact: every thread is stopped
+            until_answer = min(max(at_answer - process_before, 0), total)
+            self.call_cpu_ns = total
+            after_answer = total - until_answer if CLOCK_ENDS_WHEN_STOPPED else 0
+            return min(answered, until_answer) + after_answer, answered
         ended = max(0, self.process_cpu(after) - process_before - sum(ran)) if CHARGE_ENDED_THREADS else 0
-        self.accounted_ns += sum(ran)
+        self.call_cpu_ns = sum(ran) + ended
         critical = max(max(ran, default=0) + ended, (sum(ran) + ended) // max(self.cores, 1))
         return min(stopped, critical), answered
 
@@ -597,13 +625,12 @@ def _run(
     walls: list[list[int]] = [[] for _ in servers]
     threads_before = servers[0].threads()
     threads_used = 0
-    cpu_start = [0] * len(servers)
+    cpu_ns = [0] * len(servers)  # per kernel, its threads' CPU time in the timed calls, less the overhead
     started = time.perf_counter()
     for call in range(calls):
         checker.variant(factors, call)
         order = list(enumerate(servers)) if call % 2 == 0 else list(enumerate(servers))[::-1]
         if call == plan.warmup:
-            cpu_start = [s.cpu_ns() for s in servers]
             group_start = [(s.group_cpu_ns(), s.accounted_ns) for s in servers]
             started = time.perf_counter()
         for k, server in order:  # A B, then B A: order effects hit both alike
@@ -612,6 +639,7 @@ def _run(
             if call >= plan.warmup:
                 times[k].append(max(elapsed - overhead_ns, 1))
                 walls[k].append(wall)
+                cpu_ns[k] += max(server.call_cpu_ns - overhead_ns, 0)
             if call == 0 and k == 0:
                 threads_used = max(1, servers[0].threads() - threads_before + 1) if threads_before else 0
         for k, why in enumerate(checker.check(call, servers)):
@@ -622,7 +650,6 @@ def _run(
                 return RunReport(RunStatus.OK, message=message), CheckResult(Outcome.CRASHED, message)
         if call >= plan.warmup and enough_trials(times[0], time.perf_counter() - started, plan.request()):
             break
-    cpu_ns = [s.cpu_ns() - c for s, c in zip(servers, cpu_start, strict=True)]
     for k, (server, (group, accounted)) in enumerate(zip(servers, group_start, strict=True)):
         hidden = (server.group_cpu_ns() - group) - (server.accounted_ns - accounted)
         if hidden > HIDDEN_CPU_SHARE * (server.accounted_ns - accounted) + 3 * 1_000_000_000 // _TICKS:

@@ -524,12 +524,15 @@ def test_work_in_threads_that_end_within_a_call_is_not_hidden_from_the_clock(
     world: World, isolated_timer: CBackend, cpu_target: Target
 ) -> None:
     """Found attacking the isolated protocol's CPU-time clock: threads started and joined inside
-    each call take their CPU time with them; the process's own total (dead threads included) shows
-    what the live threads' readings missed."""
+    each call take their CPU time with them. Each call is charged the process's own total (dead
+    threads included), and over the run the process totals show what the live threads' readings
+    missed: refused when it is over the allowance, and never faster than it is."""
     verdict = evaluate(get_task("rmsnorm"), isolated_timer, _no_peaks(cpu_target), world.render("thread_per_call.c"),
                        (CHEATS / "correct.c").read_text())  # fmt: skip
-    assert verdict.outcome == Outcome.INCORRECT, verdict.reason
-    assert "threads that ended within calls" in verdict.reason, verdict.reason
+    if verdict.outcome == Outcome.INCORRECT:
+        assert "threads that ended within calls" in verdict.reason, verdict.reason
+    else:  # a run that stopped early, its hidden CPU under the allowance: judged on what it was charged
+        assert verdict.outcome == Outcome.DISCARDED and (verdict.speedup or 0) < 1.1, verdict
 
 
 def test_work_in_a_process_reaped_within_a_call_is_refused(
@@ -627,7 +630,8 @@ def test_work_in_threads_that_end_within_a_call_is_charged_to_it(
     verdict = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
     assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, verdict.reason
     assert (verdict.speedup or 0) < 1.08, verdict.speedup  # seen: 0.93-0.98 (the thread's start is charged)
-    monkeypatch.setattr(isolated, "CHARGE_ENDED_THREADS", False)
+    monkeypatch.setattr(isolated, "WALL_CAPPED_CLOCK", False)  # stop 25's per-thread critical path ...
+    monkeypatch.setattr(isolated, "CHARGE_ENDED_THREADS", False)  # ... without the ended threads' charge
     control = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
     assert control.outcome == Outcome.KEPT, control.reason
     assert control.speedup is not None and control.speedup > 1.12, control.speedup  # seen: 1.16-1.39
@@ -888,3 +892,26 @@ def test_an_empty_call_costs_about_the_measured_overhead(unguarded: CBackend, cp
             server.close()
     assert 0 < overhead < 5_000_000
     assert 0.25 * overhead <= empty <= 2.0 * overhead, (overhead, empty)
+
+
+def test_threads_taking_turns_on_serial_work_are_charged_all_of_it(
+    tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the stop-26 adversary (results/redteam-stop26/a01-a03: kept at 1.94-1.97x on
+    reduction, prefix_scan and layernorm): the baseline's serial scan handed from one OpenMP thread
+    to the other at the midpoint, the idle one asleep. Each thread's CPU total is half the work, so
+    the critical path of the totals (the most any thread ran, or all of them over the cores) is
+    half the call. The wall-capped clock adds the threads' CPU times and caps the sum only by the
+    wall time, so the relay is charged all of it; the control, stop 25's rule, keeps it."""
+    plan = TimingPlan(warmup=1, min_trials=8, max_trials=12, budget_s=6.0, protocol=ISOLATED)
+    backend = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-relay"), check_timeout_s=10.0,
+                              memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
+    task = get_task("prefix_scan")
+    baseline, relay = task.source("c", task.baseline_config), (RED_TEAM / "relay.c").read_text()
+    verdict = evaluate(task, backend, _no_peaks(cpu_target), relay, baseline)
+    assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, verdict.reason
+    assert (verdict.speedup or 0) < 1.15, verdict.speedup
+    monkeypatch.setattr(isolated, "WALL_CAPPED_CLOCK", False)
+    control = evaluate(task, backend, _no_peaks(cpu_target), relay, baseline)
+    assert control.outcome == Outcome.KEPT, control.reason
+    assert control.speedup is not None and control.speedup > 1.5, control.speedup
