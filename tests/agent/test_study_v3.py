@@ -31,23 +31,33 @@ def _target(base: str = "cpu-native", threads: int = 2):  # type: ignore[no-unty
 
 
 def test_the_plan_cuts_targets_first_then_tasks_and_never_configs() -> None:
-    tasks = {n: get_task(n) for n in ("layernorm", "reduction", "matvec", "matmul")}
-    targets = [_target("cpu-native", 2), _target("cpu-native", 1), _target("cpu-x86-64-v2", 2)]
+    tasks = {n: get_task(n) for n in ("layernorm", "reduction", "softmax", "matvec", "matmul")}
+    wanted = [
+        ("cpu-native", 2),
+        ("cpu-native", 1),
+        ("cpu-x86-64-v2", 2),
+        ("cpu-x86-64-v3", 2),
+        ("cpu-x86-64-v2", 1),
+    ]
+    targets = [_target(base, threads) for base, threads in wanted]
     names = [t.name for t in targets]
     pilot = planner.Pilot({(n, g): 1.0 for n in tasks for g in names}, {n: 1.0 for n in tasks})
-    # layernorm 120 configs, reduction 70, matvec 70: A+B+counters at one target = 3 x 260 s = 13 min
-    plan = planner.plan_budget(pilot, tasks, ("reduction", "matvec", "matmul"), ("layernorm",), targets, 14.0)
-    assert any(c.startswith("task matmul: its space") for c in plan["cuts"])  # truncated space: no candidate
-    assert plan["targets"] == names[:1]  # both other targets cut before any task
-    assert plan["eval_tasks"] == ["reduction", "matvec"] and plan["fits"]
-    assert plan["configs"] == {"layernorm": 120, "reduction": 70, "matvec": 70}  # every config kept
-    assert any("needs 4 targets" in n for n in plan["notes"])
-    tight = planner.plan_budget(pilot, tasks, ("reduction", "matvec"), ("layernorm",), targets, 10.0)
-    assert tight["eval_tasks"] == ["reduction"] and tight["targets"] == names[:1]  # then the last task goes
-    generous = planner.plan_budget(pilot, tasks, ("reduction", "matvec"), ("layernorm",), targets, 60.0)
-    assert generous["targets"] == names and generous["estimate_minutes"]["total"] == pytest.approx(
-        (3 * 2 * 260 + 260) / 60
+    # Seconds at 1 s a config: layernorm (120 configs) 240 timing + 120 counters at the primary only;
+    # an evaluation task 2 x configs per target + configs: reduction and matvec (70) 630 at 4 targets,
+    # softmax (280) 2520.
+    plan = planner.plan_budget(
+        pilot, tasks, ("softmax", "reduction", "matvec", "matmul"), ("layernorm",), targets, 1700 / 60
     )
+    assert any(c.startswith("task matmul: its space") for c in plan["cuts"])  # truncated: no candidate
+    assert plan["targets"] == names[:4]  # the fifth target is cut first; the experiment's 4 are kept
+    assert plan["eval_tasks"] == ["reduction", "matvec"] and plan["fits"]  # softmax cut, the cheaper kept
+    assert plan["estimate_minutes"]["total"] == pytest.approx((360 + 2 * 630) / 60)
+    assert plan["configs"] == {"layernorm": 120, "reduction": 70, "matvec": 70}  # every config kept
+    assert not plan["notes"]
+    # No evaluation task fits at 4 targets: targets go (never the primary) until one does.
+    tight = planner.plan_budget(pilot, tasks, ("softmax", "reduction"), ("layernorm",), targets, 720 / 60)
+    assert tight["targets"] == names[:2] and tight["eval_tasks"] == ["reduction"]  # 360 + 2 x 140 + 70 = 710
+    assert any("needs 4 targets" in n for n in tight["notes"])
 
 
 class FakeEvaluator:

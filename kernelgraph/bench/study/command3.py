@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ QUICK_ARMS = ("memoryless", "bandit-off", "label", "counters", "learned", "globa
 QUICK = V3Settings(
     eval_tasks=("reduction",), dev_tasks=("layernorm",),
     targets=(("cpu-native", 2), ("cpu-native", 1), ("cpu-x86-64-v2", 2), ("cpu-x86-64-v2", 1)),
-    budgets=(4,), primary_k=4, seeds=(0, 1), neighbours=5,
+    budgets=(4,), primary_k=4, seeds=(0, 1), neighbours=5, neighbour_choices=(3, 5),
     arms=tuple(a for a in ARMS if a.name in QUICK_ARMS), budget_minutes=1.0, next_target_budget=8,
     replicates=(("A", "B"),),
 )  # fmt: skip
@@ -54,7 +55,7 @@ def pilot_and_plan(settings: V3Settings, results: Path, say: Callable[[str], Non
     tasks = {n: get_task(n) for n in (*settings.dev_tasks, *settings.eval_tasks)}
     available = [t for t in targets if t.available]
     pilot = planner.run_pilot(list(tasks.values()), available, measurement.timing_evaluator(),
-                              measurement.counter_evaluator(), say=say)  # fmt: skip
+                              measurement.counter_evaluator(), say=say, saved=results / "study-v3-pilot.jsonl")  # fmt: skip
     plan = planner.plan_budget(
         pilot, tasks, settings.eval_tasks, settings.dev_tasks, targets, settings.budget_minutes
     )
@@ -72,8 +73,11 @@ def measure_plan(
     counter landscape at the primary target."""
     targets = _targets(settings, plan["targets"], quick=False)
     timing = measurement.timing_evaluator()
-    for target in targets:
-        for name in (*plan["dev_tasks"], *plan["eval_tasks"]):
+    for n, target in enumerate(targets):
+        for name in (
+            *(plan["dev_tasks"] if n == 0 else ()),
+            *plan["eval_tasks"],
+        ):  # development: primary only
             started = time.monotonic()
             measurement.measure_pair(get_task(name), target, directory, timing)
             say(f"landscapes A, B of {name} at {target.name}: {time.monotonic() - started:.0f} s")
@@ -111,10 +115,26 @@ def run_v3(
         settings = settings_of(plan, settings)
         if stage == "development":
             measure_plan(plan, settings, landscape_dir, say)
+        else:  # the evaluation reads the development set's decisions: k, and whether any workload has room
+            development = results / "study-v3-development-latest.json"
+            if not development.exists():
+                raise FileNotFoundError(
+                    f"no {development}: run `bench study --version 3 --stage development` first"
+                )
+            decided = json.loads(development.read_text())
+            if not decided["room"]["any_room"]:
+                say("no workload has room on the development set: v3 runs no evaluation (docs/study-v3.md)")
+                return {
+                    "stage": stage,
+                    "evaluated": False,
+                    "room": decided["room"],
+                    "wall_s": time.monotonic() - started,
+                }
+            settings = replace(settings, neighbours=decided["neighbours"]["chosen"])
         targets = _targets(settings, plan["targets"], quick=False)
     primary = targets[0]
     tasks = {n: get_task(n) for n in (*settings.dev_tasks, *settings.eval_tasks)}
-    lands = run3.load_lands(landscape_dir, [t.name for t in targets], tasks, LABELS)
+    lands = run3.load_lands(landscape_dir, [t.name for t in targets], tasks, LABELS, settings.eval_tasks)
     tasks = {n: lands[primary.name]["A"][n].task for n in tasks}  # as the landscapes measured them
     states = run3.load_states(landscape_dir, primary)
     retrievals: list[dict[str, Any]] = []
@@ -135,6 +155,12 @@ def run_v3(
         report: dict[str, Any] = {"version": 3, "quick": quick, "stage": stage, "protocol": settings.to_json(),
                                   "plan": plan, "learned_key": learned.to_json()}  # fmt: skip
         if quick or stage == "development":
+            report["neighbours"] = run3.choose_neighbours(
+                exp, settings, lands, learned, settings.neighbour_choices
+            )
+            say(
+                f"development set chooses k = {report['neighbours']['chosen']} ({report['neighbours']['fraction_by_k']})"
+            )
             report["room"] = run3.room_report(exp, settings, lands, learned)
             for name, w in report["room"]["workloads"].items():
                 say(f"room {name}: label {w['label']:.3f}, ceiling {w['ceiling']:.3f}, denoised oracle "

@@ -1,13 +1,17 @@
 """Study v3's pilot and budget planner: time a few configs of each task at each target (and, with
 counters, at the primary target), extrapolate each landscape's cost to the whole config space, and cut
-targets first, then tasks, never configs, until landscapes A and B at every kept target and one counter
-landscape at the primary target fit the budget. The plan is printed and saved before anything is measured."""
+targets first, then tasks, never configs, until landscapes A and B (the development set's at the
+primary target, the evaluation tasks' at every kept target) and one counter landscape at the primary
+target fit the budget. The plan is printed and saved before anything is measured."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from kernelgraph.agent.tasks.base import Config, Task
@@ -62,28 +66,60 @@ class Pilot:
 
 def run_pilot(
     tasks: Sequence[Task], targets: Sequence[StudyTarget], timing: Evaluator, counters: Evaluator,
-    *, say: Callable[[str], None] = lambda _: None,
+    *, say: Callable[[str], None] = lambda _: None, saved: Path | None = None,
 ) -> Pilot:  # fmt: skip
+    """Seconds per config of each task at each target, and of its counter landscape at the first
+    target. With `saved`, every figure is appended there as it is taken and a rerun continues (the
+    pilot itself takes minutes: cachegrind at full size is slow)."""
     started = time.monotonic()
+    known: dict[tuple[str, str, str], float] = {}
+    if saved is not None and saved.exists():
+        for line in saved.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                known[(row["kind"], row["task"], row["target"])] = row["seconds_per_config"]
+    primary = targets[0]
+
+    def figure(kind: str, task: Task, target: StudyTarget, measure: Callable[[], float]) -> float:
+        key = (kind, task.name, target.name)
+        if key not in known:
+            known[key] = measure()
+            if saved is not None:
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                with saved.open("a") as out:
+                    out.write(json.dumps({"kind": kind, "task": task.name, "target": target.name,
+                                          "seconds_per_config": known[key]}) + "\n")  # fmt: skip
+        say(f"pilot {task.name} {kind} at {target.name}: {known[key]:.2f} s per config")
+        return known[key]
+
     per: dict[tuple[str, str], float] = {}
     counter_per: dict[str, float] = {}
-    primary = targets[0]
     for task in tasks:
         configs = pilot_configs(task)
         for target in targets:
-            per[(task.name, target.name)] = time_configs(timing, task, target, configs)
-            say(f"pilot {task.name} at {target.name}: {per[(task.name, target.name)]:.2f} s per config")
-        counter_per[task.name] = counter_seconds(counters, task, primary, configs[:2])
-        say(f"pilot {task.name} counters at {primary.name}: {counter_per[task.name]:.2f} s per config")
+            per[(task.name, target.name)] = figure(
+                "timing", task, target, partial(time_configs, timing, task, target, configs)
+            )
+        counter_per[task.name] = figure(
+            "counters", task, primary, partial(counter_seconds, counters, task, primary, configs[:2])
+        )
     return Pilot(per, counter_per, time.monotonic() - started)
 
 
 def estimate_s(
-    pilot: Pilot, configs: Mapping[str, int], tasks: Sequence[str], targets: Sequence[str]
+    pilot: Pilot,
+    configs: Mapping[str, int],
+    dev_tasks: Sequence[str],
+    eval_tasks: Sequence[str],
+    targets: Sequence[str],
 ) -> dict[str, float]:
-    """Machine seconds: A and B of every task at every target, and the counter landscape at the first."""
-    timing = sum(len(LABELS) * configs[t] * pilot.timing[(t, g)] for t in tasks for g in targets)
-    counters = sum(configs[t] * pilot.counters[t] for t in tasks) if targets else 0.0
+    """Machine seconds: A and B of the development tasks at the primary target (the first) and of the
+    evaluation tasks at every target, and the counter landscape of every task at the primary target."""
+    if not targets:
+        return {"timing_s": 0.0, "counters_s": 0.0, "total_s": 0.0}
+    timing = sum(len(LABELS) * configs[t] * pilot.timing[(t, targets[0])] for t in dev_tasks)
+    timing += sum(len(LABELS) * configs[t] * pilot.timing[(t, g)] for t in eval_tasks for g in targets)
+    counters = sum(configs[t] * pilot.counters[t] for t in (*dev_tasks, *eval_tasks))
     return {"timing_s": timing, "counters_s": counters, "total_s": timing + counters}
 
 
@@ -97,16 +133,19 @@ def plan_budget(
 ) -> dict[str, Any]:
     """The plan: which tasks and targets are measured, and the estimate. Declared rules, in order:
     a task whose space is larger than the landscapes measure whole is no candidate (configs are never
-    cut); an unavailable target is none either; then the last target is cut (never the primary), then
-    the last evaluation task, until the estimate fits. The development set is never cut."""
+    cut), nor is an unavailable target; targets beyond the NEXT_TARGET_TARGETS the next-target
+    experiment needs are cut first, from the last, while over budget; then the evaluation tasks are
+    kept in the protocol's order while they fit (one that does not fit is cut, a later, cheaper one may
+    still be kept); if none fits, the last target is cut and the tasks chosen again, never the primary.
+    The development set (measured at the primary target only) is never cut."""
     cuts: list[str] = []
     configs = {name: len(task_space(task).configs) for name, task in tasks.items()}
-    kept_tasks = [*dev_tasks]
+    candidates = []
     for name in eval_tasks:
         if not task_space(tasks[name]).complete:
             cuts.append(f"task {name}: its space is larger than a landscape measures whole")
         else:
-            kept_tasks.append(name)
+            candidates.append(name)
     kept_targets = []
     for target in targets:
         if target.available:
@@ -114,40 +153,54 @@ def plan_budget(
         else:
             cuts.append(f"target {target.name}: {target.why_not}")
     budget_s = budget_minutes * 60.0
-    known = [
-        t for t in kept_tasks if all((t, g) in pilot.timing for g in kept_targets) and t in pilot.counters
-    ]
-    kept_tasks = known
+    dev = list(dev_tasks)
 
-    def total() -> float:
-        return estimate_s(pilot, configs, kept_tasks, kept_targets)["total_s"]
+    def total(chosen: Sequence[str], at: Sequence[str]) -> float:
+        return estimate_s(pilot, configs, dev, chosen, at)["total_s"]
 
-    while total() > budget_s and len(kept_targets) > 1:
-        cuts.append(f"target {kept_targets.pop()}: over budget ({total() / 60:.0f} min with it)")
-    while total() > budget_s and any(t not in dev_tasks for t in kept_tasks):
-        dropped = [t for t in kept_tasks if t not in dev_tasks][-1]
-        before = total()
-        kept_tasks.remove(dropped)
-        cuts.append(f"task {dropped}: over budget ({before / 60:.0f} min with it)")
-    estimate = estimate_s(pilot, configs, kept_tasks, kept_targets)
+    while total(candidates, kept_targets) > budget_s and len(kept_targets) > NEXT_TARGET_TARGETS:
+        cuts.append(
+            f"target {kept_targets[-1]}: over budget ({total(candidates, kept_targets) / 60:.0f} min with it)"
+        )
+        kept_targets.pop()
+
+    def choose(at: Sequence[str]) -> tuple[list[str], list[str]]:
+        chosen: list[str] = []
+        dropped = []
+        for name in candidates:
+            if total([*chosen, name], at) <= budget_s:
+                chosen.append(name)
+            else:
+                dropped.append(
+                    f"task {name}: over budget ({total([*chosen, name], at) / 60:.0f} min with it)"
+                )
+        return chosen, dropped
+
+    kept_tasks, dropped = choose(kept_targets)
+    while not kept_tasks and len(kept_targets) > 1:
+        cuts.append(f"target {kept_targets[-1]}: no evaluation task fits with it")
+        kept_targets.pop()
+        kept_tasks, dropped = choose(kept_targets)
+    cuts += dropped
+    estimate = estimate_s(pilot, configs, dev, kept_tasks, kept_targets)
     notes = []
     if len(kept_targets) < NEXT_TARGET_TARGETS:
         notes.append(
             f"the next-target experiment needs {NEXT_TARGET_TARGETS} targets; the plan keeps "
             f"{len(kept_targets)}: it runs with experience from 0..{max(0, len(kept_targets) - 1)} other targets"
         )
-    if not [t for t in kept_tasks if t not in dev_tasks]:
+    if not kept_tasks:
         notes.append("no evaluation task fits the budget: the room report runs, the evaluation cannot")
     return {
         "budget_minutes": budget_minutes,
         "fits": estimate["total_s"] <= budget_s,
         "estimate_minutes": {k.removesuffix("_s"): v / 60.0 for k, v in estimate.items()},
-        "eval_tasks": [t for t in kept_tasks if t not in dev_tasks],
-        "dev_tasks": [t for t in kept_tasks if t in dev_tasks],
+        "eval_tasks": kept_tasks,
+        "dev_tasks": dev,
         "targets": kept_targets,
         "primary_target": kept_targets[0] if kept_targets else None,
-        "configs": {t: configs[t] for t in kept_tasks},
-        "instances": {t: [i.name for i in tasks[t].instances] for t in kept_tasks},
+        "configs": {t: configs[t] for t in (*dev, *kept_tasks)},
+        "instances": {t: [i.name for i in tasks[t].instances] for t in (*dev, *kept_tasks)},
         "cuts": cuts,
         "notes": notes,
         "pilot": {

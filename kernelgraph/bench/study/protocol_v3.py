@@ -80,6 +80,7 @@ class V3Settings:
     primary_k: int = PRIMARY_K
     seeds: tuple[int, ...] = SEEDS
     neighbours: int = NEIGHBOURS
+    neighbour_choices: tuple[int, ...] = NEIGHBOUR_CHOICES
     arms: tuple[Arm, ...] = ARMS
     budget_minutes: float = BUDGET_MINUTES
     next_target_budget: int = NEXT_TARGET_BUDGET
@@ -90,7 +91,7 @@ class V3Settings:
         return {
             "version": VERSION, "eval_tasks": list(self.eval_tasks), "dev_tasks": list(self.dev_tasks),
             "targets": [list(t) for t in self.targets], "budgets": list(self.budgets), "primary_k": self.primary_k,
-            "seeds": len(self.seeds), "neighbours": self.neighbours, "arms": [a.name for a in self.arms],
+            "seeds": len(self.seeds), "neighbours": self.neighbours, "neighbour_choices": list(self.neighbour_choices), "arms": [a.name for a in self.arms],
             "budget_minutes": self.budget_minutes, "load_threshold": LOAD_THRESHOLD, "room_margin": ROOM_MARGIN,
             "next_target_budget": self.next_target_budget, "replicates": [list(r) for r in self.replicates],
         }  # fmt: skip

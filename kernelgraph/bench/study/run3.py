@@ -32,7 +32,7 @@ from kernelgraph.bench.study.arms import (
     start_profile,
 )
 from kernelgraph.bench.study.experience import experience_runs, record_experience, stable_seed
-from kernelgraph.bench.study.landscapes import Landscape, load_landscape, score
+from kernelgraph.bench.study.landscapes import Landscape, Score, load_landscape, score
 from kernelgraph.bench.study.learned import (
     LabelledState,
     LearnedKey,
@@ -54,10 +54,16 @@ Lands = dict[str, dict[str, dict[str, Landscape]]]  # target -> label -> task ->
 
 
 def load_lands(
-    directory: Path, targets: Sequence[str], tasks: Mapping[str, Task], labels: Sequence[str]
-) -> Lands:
-    return {g: {x: {n: load_landscape(target_dir(directory, g), x, t) for n, t in tasks.items()} for x in labels}
-            for g in targets}  # fmt: skip
+    directory: Path, targets: Sequence[str], tasks: Mapping[str, Task], labels: Sequence[str],
+    eval_tasks: Sequence[str],
+) -> Lands:  # fmt: skip
+    """Every task's landscapes at the primary target (the first), the evaluation tasks' at the others."""
+    lands: Lands = {}
+    for position, target in enumerate(targets):
+        here = {name: task for name, task in tasks.items() if position == 0 or name in eval_tasks}
+        lands[target] = {x: {name: load_landscape(target_dir(directory, target), x, task) for name, task in here.items()}
+                         for x in labels}  # fmt: skip
+    return lands
 
 
 def peaks_of(target: StudyTarget) -> TargetPeaks:
@@ -161,21 +167,33 @@ class Experiment:
             self.caches[(unit.searched, arm.name)],
         )  # fmt: skip
 
-    def scope(self, unit: Unit, labels: Sequence[str] | None = None) -> RetrievalScope:
+    def scope(self, unit: Unit, labels: Sequence[str] | None = None, k: int | None = None) -> RetrievalScope:
         return RetrievalScope(exclusions(unit, self.tasks), labels if labels is not None else label_tasks(unit, self.tasks),
-                              self.settings.neighbours)  # fmt: skip
+                              k or self.settings.neighbours)  # fmt: skip
 
     def run_arm(
         self, arm: Arm, unit: Unit, seed: int, lands: Lands, budget: int, learned: LearnedKey | None,
-        labels: Sequence[str] | None = None,
+        labels: Sequence[str] | None = None, k: int | None = None,
     ) -> list[float]:  # fmt: skip
         """The fractions of the oracle after each attempt, scored on the other landscape."""
+        return [
+            score.fraction for score in self.scored_run(arm, unit, seed, lands, budget, learned, labels, k)
+        ]
+
+    def scored_run(
+        self, arm: Arm, unit: Unit, seed: int, lands: Lands, budget: int, learned: LearnedKey | None,
+        labels: Sequence[str] | None = None, k: int | None = None,
+    ) -> list[Score]:  # fmt: skip
+        """The config reached after each attempt, scored on the other landscape."""
         land = lands[self.target.name][unit.searched][unit.task]
         scored = lands[self.target.name][unit.scored][unit.task]
-        client = self.client(arm, unit, self.scope(unit, labels), learned, seed)
+        # Each k its own cache: a cached response holds the k states it was cut to.
+        client = self.client(arm, unit, self.scope(unit, labels, k), learned, seed)
+        if client is not None and k is not None:
+            client.cache = self.caches[(unit.searched, f"{arm.name}@k{k}")]
         state_of = state_lookup(self.states, unit.task, unit.instance)
         run = bandit_run(arm, unit, seed, land, self.target, budget, client, state_of)
-        return curve(scored, unit.instance, run)
+        return [score(scored, unit.instance, key) for key in run.trajectory]
 
 
 def labelled_dev_states(
@@ -262,6 +280,22 @@ def room_report(
             "any_room": any(w["has_room"] for w in workloads.values())}  # fmt: skip
 
 
+def choose_neighbours(
+    exp: Experiment, settings: V3Settings, lands: Lands, learned: LearnedKey | None, choices: Sequence[int]
+) -> dict[str, Any]:
+    """The development set's k: the one whose counters@PRIMARY_K reaches the most of the oracle (ties:
+    the smaller), the same k then for every retrieving arm."""
+    k_primary = settings.primary_k
+    counters = next(a for a in settings.arms if a.name == "counters")
+    by_k = {}
+    for k in choices:
+        values = [exp.run_arm(counters, unit, seed, lands, k_primary, learned, k=k)[k_primary - 1]
+                  for unit in dev_units(settings, exp.tasks) for seed in settings.seeds]  # fmt: skip
+        by_k[k] = float(np.mean(values))
+    chosen = max(sorted(by_k), key=lambda k: by_k[k])
+    return {"fraction_by_k": {str(k): v for k, v in by_k.items()}, "chosen": chosen}
+
+
 def evaluation(
     exp: Experiment, settings: V3Settings, lands: Lands, learned: LearnedKey | None, splits: Sequence[str]
 ) -> dict[str, Any]:
@@ -276,10 +310,11 @@ def evaluation(
                     unit = Unit(split, searched, scored, task, inst.name)
                     for arm in settings.arms:
                         for seed in settings.seeds:
-                            fractions = exp.run_arm(arm, unit, seed, lands, budget, learned)
+                            scores = exp.scored_run(arm, unit, seed, lands, budget, learned)
                             rows.append({"split": split, "searched": searched, "scored": scored, "task": task,
-                                         "instance": inst.name, "arm": arm.name, "seed": seed, "curve": fractions,
-                                         "speedups": fractions})  # fmt: skip
+                                         "instance": inst.name, "arm": arm.name, "seed": seed,
+                                         "curve": [x.fraction for x in scores],
+                                         "speedups": [x.speedup for x in scores]})  # fmt: skip
     plan = StudyPlan(eval_tasks=settings.eval_tasks, dev_tasks=(), budgets=settings.budgets, seeds=settings.seeds,
                      arms=settings.arms, splits=tuple(splits), replicates=settings.replicates)  # fmt: skip
     summary = summarize(rows, plan)
@@ -309,8 +344,9 @@ def next_target(
     targets: Sequence[StudyTarget], log: Log | None,
 ) -> dict[str, Any]:  # fmt: skip
     """Each target held out in turn: attempts to reach 90% of its oracle (searched on A, scored on B)
-    with experience from 0..3 of the other targets (label retrieval: the task's instances measured
-    there), the subsets nested and drawn by seed so the conditions are paired; never = budget + 1."""
+    with experience from 0..3 of the other targets (label retrieval: the same task instance's states
+    recorded there, all of them at weight 1), the subsets nested and drawn by seed so the conditions
+    are paired; never = budget + 1."""
     from kernelgraph.service.inprocess import InProcessClient
 
     client = InProcessClient(knowledge, namespace)
@@ -339,11 +375,7 @@ def next_target(
                     stable_seed("next-target", held.name, task_name, inst, str(seed))
                 ).sample(others, len(others))
                 for n in range(most + 1):
-                    labels = [
-                        target_label(task_name, i.name, g.name)
-                        for g in order[:n]
-                        for i in tasks[task_name].instances
-                    ]
+                    labels = [target_label(task_name, inst, g.name) for g in order[:n]]
                     scope = RetrievalScope([], labels, None)  # all their states: more targets, more evidence
                     evidence: Any = StepRetrieval(knowledge, namespace, "next-target", RetrievalMode.LABEL, scope, log=log,
                                                   context={"held_out": held.name, "others": n, "task": task_name,
