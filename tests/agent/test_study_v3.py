@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from kernelgraph.agent.proposers.experience import ExperienceProposer
 from kernelgraph.agent.results import CheckResult, Outcome, ProfileResult
 from kernelgraph.agent.tasks import get_task
-from kernelgraph.bench.landscapes import State, config_key, read_landscape, space
+from kernelgraph.bench.landscapes import State, config_key, read_landscape, read_states, space
 from kernelgraph.bench.study import arms, measurement, planner, simulation
 from kernelgraph.bench.study.landscapes import load_landscape
 from kernelgraph.bench.study.learned import LabelledState, fit_learned_key
@@ -99,6 +99,24 @@ def test_a_loaded_point_is_measured_again_both_are_kept_and_a_killed_run_resumes
     measurement.measure_timing(task, target, tmp_path, "A", evaluator, sensors=sensors, configs=configs)
     assert evaluator.profiled - before == 1
     assert len(read_landscape(path)[1]) == len(rows)
+
+
+def test_the_counter_landscape_profiles_every_config_landscape_a_timed_once(tmp_path: Path) -> None:
+    task = get_task("reduction")
+    target = _target()
+    sensors = measurement.Sensors(load=lambda: (0.5, 0.5, 0.5), jiffies=lambda: (0, 1))
+    evaluator = FakeEvaluator()
+    configs = space(task)[:3]
+    measurement.measure_timing(task, target, tmp_path, "A", evaluator, sensors=sensors, configs=configs)
+    before = evaluator.profiled
+    path = measurement.measure_counter_landscape(task, target, tmp_path, evaluator, sensors=sensors)
+    assert evaluator.profiled - before == 3 * len(task.instances)
+    states = read_states(path)
+    assert {(i, k) for _, i, k in states} == {
+        (i.name, config_key(c)) for c in configs for i in task.instances
+    }
+    measurement.measure_counter_landscape(task, target, tmp_path, evaluator, sensors=sensors)
+    assert evaluator.profiled - before == 3 * len(task.instances)  # resumed: nothing measured twice
 
 
 def _state(task: str, instance: str, config: Mapping[str, Any], ipc: float) -> State:
