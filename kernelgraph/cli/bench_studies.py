@@ -115,8 +115,18 @@ def study(
     as_json: bool = typer.Option(False, "--json", help="print one JSON summary (progress goes to stderr)"),
     results_dir: str = typer.Option("results", "--results-dir", help="where reports and logs are saved"),
     docs: bool = typer.Option(False, "--docs", help="write docs/study-results.md and its plots"),
+    version: int = typer.Option(2, "--version", min=2, max=3, help="2: study v2 (docs/results.md); 3: v3"),
+    stage: str = typer.Option(
+        "development",
+        "--stage",
+        help="v3 only: pilot (plan only), development (measure + room report) or evaluation",
+    ),
 ) -> None:
-    """The thesis study v2 on measured landscapes (protocol: docs/results.md)."""
+    """The thesis study v2 on measured landscapes (protocol: docs/results.md); `--version 3`: study
+    v3 (protocol draft: docs/study-v3.md)."""
+    if version == 3:
+        study_v3(quick=quick, stage=stage, landscapes=landscapes, results_dir=results_dir, as_json=as_json)
+        return
     import gzip
     import json
     import shlex
@@ -229,6 +239,63 @@ def study(
                     f"{comparison}: {c['ratio']:.3f} [{c['ci'][0]:.3f}, {c['ci'][1]:.3f}] p={c['p_one_sided']:.3g}"
                 )
     console.print(f"report saved to {path} ({report['wall_s']:.0f} s); retrievals logged to {log_path}")
+
+
+def study_v3(*, quick: bool, stage: str, landscapes: str, results_dir: str, as_json: bool) -> None:
+    import json
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from kernelgraph.bench.reports import timestamp
+    from kernelgraph.bench.study.command3 import run_v3
+    from kernelgraph.cli.graph import cli_errors, fail, open_store
+    from kernelgraph.service.embeddings import MiniLMEmbedder
+    from kernelgraph.service.knowledge import KnowledgeService
+
+    if stage not in ("pilot", "development", "evaluation"):
+        raise fail(f"--stage: pilot, development or evaluation (got {stage!r})")
+    console = Console(stderr=as_json)
+    directory = Path(landscapes if landscapes != "results/landscapes" else "results/study-v3/landscapes")
+    if stage == "pilot" and not quick:  # measures and plans only: no graph needed
+        from kernelgraph.bench.study.command3 import pilot_and_plan
+        from kernelgraph.bench.study.protocol_v3 import V3Settings
+
+        with cli_errors():
+            plan = pilot_and_plan(V3Settings(), Path(results_dir), console.print)
+        if as_json:
+            print(json.dumps(plan))
+        return
+    with open_store() as store, cli_errors():
+        report = run_v3(
+            KnowledgeService(store, MiniLMEmbedder()), stage=stage, quick=quick, landscape_dir=directory,
+            results=Path(results_dir), namespace=f"study-v3-{timestamp().lower()}", console=console,
+        )  # fmt: skip
+    if as_json:
+        keys = (
+            "version",
+            "stage",
+            "plan",
+            "learned_key",
+            "room",
+            "next_target",
+            "retrievals",
+            "retrieval_log",
+            "wall_s",
+            "path",
+        )
+        print(json.dumps({k: report.get(k) for k in keys} | {"summary": _fractions(report.get("summary"))}))
+        return
+    console.print(f"report saved to {report['path']} ({report['wall_s']:.0f} s)")
+
+
+def _fractions(summary: dict[str, object] | None) -> dict[str, object] | None:
+    if not summary:
+        return None
+    return {
+        split: {arm: data["fraction_of_oracle"] for arm, data in values["arms"].items()}  # type: ignore[index]
+        for split, values in summary.items()
+    }
 
 
 def interference(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kernelgraph.agent.loop import hardware_target
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
@@ -45,9 +45,9 @@ def experience_runs(
     return runs
 
 
-def _variant(task: Task, instance: str, config: Config) -> KernelVariant:
+def _variant(task: Task, label: str, config: Config) -> KernelVariant:
     return KernelVariant(
-        task=label_of(task.name, instance), backend="c", source=task.source("c", config),
+        task=label, backend="c", source=task.source("c", config),
         patterns=list(task.patterns)[:8], family=task.family, variant=config_key(config)[:512],
     )  # fmt: skip
 
@@ -68,26 +68,28 @@ def record_experience(
     states: Mapping[tuple[str, str, str], State],
     target: Target,
     run_label: str,
+    label: Callable[[str, str], str] = label_of,
 ) -> dict[str, tuple[str, str]]:
-    """Record every experience attempt (parent state with its counters, child timed); returns
-    measurement id -> (task label, config key) of the parent states, for the retrieval log."""
+    """Record every experience attempt (parent state with its counters, child timed), each instance's
+    under its task `label`; returns measurement id -> (task label, config key) of the parent states,
+    for the retrieval log."""
     client.upsert_targets([hardware_target(target)])
     parents: dict[str, tuple[str, str]] = {}
     for (task_name, instance), run in runs.items():
         task = tasks[task_name]
+        name = label(task_name, instance)
         parent_ids: dict[str, str] = {}
         for n, step in enumerate(run.steps):
             parent_key = config_key(step.parent)
             known = parent_ids.get(parent_key)
             child_ns = step.speedup and states[(task_name, instance, parent_key)].median_ns / step.speedup
             record = AttemptRecord(
-                attempt_key=f"{run_label}.{label_of(task_name, instance)}.{n}",
-                run_id=f"{run_label}.{label_of(task_name, instance)}", agent="memoryless", target=target.name,
+                attempt_key=f"{run_label}.{name}.{n}", run_id=f"{run_label}.{name}", agent="memoryless", target=target.name,
                 parent_measurement_id=known,
-                parent=None if known else _variant(task, instance, step.parent),
+                parent=None if known else _variant(task, name, step.parent),
                 parent_measurement=None if known else state_measurement(states[(task_name, instance, parent_key)]),
                 transform=AppliedTransform(name=step.transform, params=dict(step.params)),
-                child=_variant(task, instance, step.child),
+                child=_variant(task, name, step.child),
                 child_measurement=Measurement(
                     median_ns=child_ns, correct=True, counter_source=CounterSource.CPU_TIMING,
                     counters={CounterName.TIME_NS: child_ns}, sandboxed=True,
@@ -98,7 +100,7 @@ def record_experience(
             result = client.record_attempt(record)
             if result.parent_measurement_id:
                 parent_ids[parent_key] = result.parent_measurement_id
-                parents[result.parent_measurement_id] = (label_of(task_name, instance), parent_key)
+                parents[result.parent_measurement_id] = (name, parent_key)
     return parents
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,8 +78,11 @@ def simulate(
     budget: int,
     target: Target,
     start: ProfileResult | None = None,
+    state_of: Callable[[Config], ProfileResult | None] | None = None,
 ) -> Run:
-    """The optimize loop's rules on a landscape; a run with nothing left to propose keeps its best."""
+    """The optimize loop's rules on a landscape; a run with nothing left to propose keeps its best.
+    Each step's proposal sees `start` as the current kernel's profile, or with `state_of` (study v3's
+    per-step retrieval) the measured state of the current best config, as the product's loop does."""
     backend = LandscapeBackend(landscape, instance)
     current = dict(task.baseline_config)
     current_ns = landscape.baseline_ns(instance)
@@ -89,7 +92,8 @@ def simulate(
     for step in range(1, budget + 1):
         context = ProposalContext(
             task=task, backend=backend, target=target, config=current, source=task.source("c", current),
-            profile=start, history=tuple(history), step=step, tried=frozenset(tried),
+            profile=state_of(current) if state_of else start, history=tuple(history), step=step,
+            tried=frozenset(tried),
         )  # fmt: skip
         proposal = proposer.propose(context)
         if proposal is None or proposal.config is None:
