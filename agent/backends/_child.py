@@ -226,57 +226,42 @@ def _time(fns: Any, buffers: Any, base: Any, specs: Any, sizes: Any, req: Any) -
 
 
 def _serve(req: Any) -> None:
-    """The isolated protocol's side of a call (agent/backends/isolated.py): map the shared buffers the
-    evaluator writes inputs into and reads outputs from, say ready (`r`), answer each `n` with a call
-    of `_StandIn` (the evaluator's measure of what a call costs beyond the kernel, taken before any
-    kernel code is loaded, so the kernel cannot change it), then on `b` load the kernel and say ready
-    again, then call it once per `c` read from the go FIFO and answer `d` on the done FIFO; `q` ends. Nothing is timed or checked here: the evaluator takes the
-    times, freezes this process and checks every call's outputs."""
+    """The isolated protocol's side of a call (agent/backends/isolated.py), served by the trusted C
+    loop `serve_loop.c` (the evaluator built it; no Python runs between the go byte and the answer):
+    map the shared buffers the evaluator writes inputs into and reads outputs from, say ready (`r`),
+    answer each `n` with a call of the loop's stand-in (the evaluator's measure of what a call costs
+    beyond the kernel, taken before any kernel code is loaded, so the kernel cannot change it), then
+    on `b` load the kernel and say ready again, then call it once per `c` and answer `d`; `q` ends.
+    Nothing is timed or checked here: the evaluator takes the times, freezes this process and checks
+    every call's outputs."""
     with open(req["shared_path"], "r+b") as f:
         shared = mmap.mmap(f.fileno(), 0)
     start = ctypes.addressof(ctypes.c_char.from_buffer(shared))
-    # every input, then every output, at its offset in the mapping; then the sizes
-    args: list[Any] = [ctypes.c_void_p(start + offset) for offset, _, _ in req["layout"]]
-    args += [ctypes.c_int(int(s)) for s in req["sizes"]]
+    # every input, then every output, at its offset in the mapping; then the sizes (all as longs)
+    values = [start + int(offset) for offset, _, _ in req["layout"]] + [int(s) for s in req["sizes"]]
+    if len(values) > SERVE_LOOP_ARGS:
+        raise ValueError(
+            f"a kernel of {len(values)} arguments: the serve loop passes at most {SERVE_LOOP_ARGS}"
+        )
+    args = (ctypes.c_long * SERVE_LOOP_ARGS)(*values)
+    serve = ctypes.CDLL(req["serve_loop"]).kg_serve
+    serve.restype = ctypes.c_int
+    serve.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char,
+                      ctypes.c_void_p, ctypes.c_long, ctypes.c_void_p, ctypes.c_long]  # fmt: skip
     go = os.open(req["go_path"], os.O_RDONLY)
     done = os.open(req["done_path"], os.O_WRONLY)
-    stand_in = _StandIn(start, int(req["stand_in_bytes"]), int(req["stand_in_ns"]))
+    nbytes = int(req["stand_in_bytes"])
+    copy = ctypes.create_string_buffer(max(nbytes, 1))
     os.write(done, b"r")
-    while (command := os.read(go, 1)) == b"n":  # the evaluator's measure of a call's overhead
-        spent = stand_in()
-        os.write(done, b"d" + spent.to_bytes(8, "little"))
-    if command != b"b":
-        return
+    if serve(go, done, None, args, b"n", start, nbytes, copy, int(req["stand_in_ns"])) != ord("b"):
+        return  # b"q", or the evaluator went away
     fn = _bind(req["artifacts"][0])
     os.write(done, b"r")
-    while True:
-        command = os.read(go, 1)
-        if command != b"c":  # b"q", or the evaluator went away
-            return
-        fn(*args)
-        os.write(done, b"d")
+    serve(go, done, ctypes.cast(fn, ctypes.c_void_p), args, b"c", None, 0, None, 0)
 
 
-class _StandIn:
-    """What a call of a kernel does to the machine, without a kernel: read the start of the shared
-    buffers (caches left as a streaming kernel leaves them) and stay on the CPU for `ns` (the
-    evaluator's core idles meanwhile, as it does while a kernel runs, so waking it costs what it
-    costs after a kernel). It returns the CPU time it spent, which the evaluator subtracts from what
-    it measured to get the call's overhead (trusted: no kernel code is loaded yet)."""
-
-    def __init__(self, base: int, nbytes: int, ns: int) -> None:
-        self._memmove = ctypes.CDLL(None).memmove
-        self._source = ctypes.c_void_p(base)
-        self._copy = ctypes.create_string_buffer(max(nbytes, 1))
-        self._nbytes, self._ns = nbytes, ns
-
-    def __call__(self) -> int:
-        cpu = time.thread_time_ns()
-        end = time.perf_counter_ns() + self._ns
-        self._memmove(self._copy, self._source, ctypes.c_size_t(self._nbytes))
-        while time.perf_counter_ns() < end:
-            pass
-        return time.thread_time_ns() - cpu
+# Arguments `serve_loop.c` passes to a kernel (KG_MAX_ARGS there).
+SERVE_LOOP_ARGS = 16
 
 
 def install_seccomp(program: bytes) -> None:

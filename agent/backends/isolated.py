@@ -31,6 +31,8 @@ calls, `TimingPlan(protocol="in-process")`) stays selectable for the red-team co
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import itertools
 import os
 import pickle
@@ -38,6 +40,7 @@ import random
 import select
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -103,6 +106,31 @@ class ProtocolError(Exception):
     def __init__(self, status: RunStatus, message: str) -> None:
         super().__init__(message)
         self.status, self.message = status, message
+
+
+SERVE_LOOP_SOURCE = Path(__file__).with_name("serve_loop.c")
+
+
+@functools.cache
+def serve_loop() -> Path:
+    """The trusted C loop the serving child runs (`serve_loop.c`), built once per source with gcc
+    into the user's cache, world-readable: it is mounted read-only into every child."""
+    source = SERVE_LOOP_SOURCE.read_bytes()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernelgraph" / "serve-loop"
+    built = cache / f"serve-loop-{hashlib.sha256(source).hexdigest()[:16]}.so"
+    if not built.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache) as tmp:
+            out = Path(tmp) / built.name
+            done = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(out), str(SERVE_LOOP_SOURCE)],
+                                  capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+            if done.returncode != 0:
+                raise ProtocolError(
+                    RunStatus.CRASHED, f"building the serve loop failed: {done.stderr[-500:]}"
+                )
+            out.chmod(0o755)
+            os.replace(out, built)
+    return built
 
 
 RowReference = Callable[[Arrays, np.ndarray], Mapping[str, Any]]
@@ -202,11 +230,13 @@ class KernelServer:
         # replaces the paths does not change what these descriptors reach.
         self._go = os.open(work / "go", os.O_RDWR)
         self._done = os.open(work / "done", os.O_RDWR | os.O_NONBLOCK)
+        loop = serve_loop()
         request = {
             "mode": "serve", "artifacts": [artifact], "layout": layout, "inputs": len(base),
             "sizes": [int(v) for v in sizes], "shared_path": str(shared), "go_path": str(work / "go"),
             "done_path": str(work / "done"), "memory_bytes": limits.memory_bytes,
             "stand_in_bytes": min(self.size, STAND_IN_BYTES), "stand_in_ns": STAND_IN_NS,
+            "serve_loop": str(loop),
             "seccomp": kernel_filter(limits.sandbox),
         }  # fmt: skip
         with (work / "request.pkl").open("wb") as f:
@@ -214,7 +244,7 @@ class KernelServer:
         self._log = (work / "child.log").open("w+b")
         self.proc = limits.sandbox.popen(
             [python_executable(), "-I", str(CHILD), str(work / "request.pkl"), str(work), "serve"],
-            mounts=[Mount(work, writable=True), *python_mounts(), Mount(Path(artifact))],
+            mounts=[Mount(work, writable=True), *python_mounts(), Mount(Path(artifact)), Mount(loop)],
             env=child_env(limits.threads), cwd=work, limits=limits.rlimits(),
             stdout=self._log, stderr=subprocess.STDOUT,
         )  # fmt: skip
