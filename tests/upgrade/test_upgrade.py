@@ -36,6 +36,10 @@ from tests.upgrade.release_server import GRAPHS, RELEASES, free_port, release_gr
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
+# The migrations that re-sign stored measurements -> the signature version they re-sign from.
+RESIGNING_FROM = {7: 1, 18: 2, 19: 3}
+RESIGNING = set(RESIGNING_FROM)
+
 
 @dataclass
 class Upgraded:
@@ -47,14 +51,16 @@ class Upgraded:
 
     @property
     def resigned(self) -> bool:
-        """Written before the current signature, so migration 0007 (to signature 2 and on) or 0018 (from
-        signature 2 to 3) re-signed it from its raw counters."""
-        return 7 in self.applied or 18 in self.applied
+        """Written before the current signature, so migration 0007 (from signature 1), 0018 (from 2) or
+        0019 (from 3) re-signed it from its raw counters: the first of them to run re-signs to the
+        current signature, and the later ones find nothing left to do."""
+        return bool(RESIGNING & set(self.applied))
 
     @property
     def old_vector(self) -> str:
         """Where the re-signing kept the vector it replaced: the release's signature version."""
-        return "signature_v1" if 7 in self.applied else "signature_v2"
+        first = min(RESIGNING & set(self.applied))
+        return f"signature_v{RESIGNING_FROM[first]}"
 
 
 @pytest.fixture(scope="module", params=RELEASES)
