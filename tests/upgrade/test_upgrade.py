@@ -226,7 +226,6 @@ def test_upgraded_measurements_gain_no_invented_yardsticks_and_new_ones_carry_th
     """Absent means not measured: the release's measurements stay without a library or roofline
     figure; the index fast_p queries use exists; a new attempt's measurement stores its yardsticks."""
     store = upgraded.knowledge.store
-    assert 16 in upgraded.applied
     _, indexes = store.run_text(
         "SHOW INDEXES YIELD name, properties WHERE name = 'measurement_vs_library' RETURN properties",
         {},
@@ -237,7 +236,8 @@ def test_upgraded_measurements_gain_no_invented_yardsticks_and_new_ones_carry_th
         "MATCH (m:Measurement) WHERE NOT m.namespace STARTS WITH 'yardsticks-' RETURN count(m) AS n, "
         "count(m.speedup_vs_library) + count(m.roofline_fraction) + count(m.library) AS marks", {}, write=False,
     )  # fmt: skip
-    assert old[0]["n"] > 0 and old[0]["marks"] == 0
+    # A release written before schema 0016 had no yardsticks; a later one stored those it was sent.
+    assert old[0]["n"] > 0 and (old[0]["marks"] == 0 or 16 not in upgraded.applied)
     namespace = "yardsticks-upgrade"
     upgraded.knowledge.upsert_targets(namespace, [factories.target()])
     attempt = factories.attempt("yard-1:0", speedup=2.0)
