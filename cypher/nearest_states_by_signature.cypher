@@ -1,7 +1,8 @@
 // Nearest measured states to a counter signature through the per-source vector indexes (approximate).
 // Each counter source has its own index (measurement_signature_<source>) over the values of its
-// complete measurements on the source's dimensions (m.signature_<source>), so masking costs no index:
-// the query is projected onto each source it can be compared with ($searches, built by
+// complete measurements on the source's dimensions, each divided by the source's scale for it
+// (m.signature_<source>, signature 4), so masking costs no index:
+// the query is projected onto each source it can be compared with and scaled alike ($searches, built by
 // core/signature.py index_searches) and the index's squared distance is renormalised to the whole
 // signature (x scale), as the exact query does. Over-fetches $fetch_k candidates per index, then keeps
 // states in $namespaces that attempts were made from (m.explored) and that consolidation did not merge
@@ -14,7 +15,7 @@
 // Within the query's vocabulary ($transforms, null: every transform): a state is a candidate only when it
 // holds evidence aggregate_transforms reads for one of $transforms (not quarantined; verified with
 // $verified_only), before ranking and the limit (docs/retrieval.md, "Within the query's vocabulary").
-// :param searches => [{index: 'measurement_signature_cpu_timing', vector: [0.1, 0.5, 0.0], scale: 3.67}]
+// :param searches => [{index: 'measurement_signature_cpu_timing', vector: [2.3, 1.2, 2.7, 0.0], scale: 2.75}]
 // :param fetch_k => 200
 // :param k => 20
 // :param namespaces => ['demo']

@@ -6,7 +6,8 @@
 // transaction, so an aggregate counts exactly the attempts stored. Relationships hang off nodes created here
 // (marked with $write_token), so they are CREATEd, not MERGEd: recording stays fast as the graph grows.
 // Parameters: $namespace, $write_token (a fresh random string per call), $source_vectors (each counter
-// source's per-source vector property, core/signature.py source_property), $rows: list of maps
+// source's per-source vector property, core/signature.py source_property), $source_scales (each counter
+// source's scale per signature dimension, core/signature.py SOURCE_SCALES_PARAM), $rows: list of maps
 //   {attempt_key, target, transform, evidence_gain, attempt: {flat props, recorded_by, verified,
 //    implausible, content_hash, ...}, parent: {kernel_id, patterns, props},
 //    child: {...}, parent_measurements: [0..1 of {measurement_id, props}], child_measurements: [0..1]}
@@ -14,6 +15,7 @@
 // :param namespace => 'demo'
 // :param write_token => 'browser-1'
 // :param source_vectors => {cpu_cachegrind: 'signature_cpu_cachegrind', cpu_timing: 'signature_cpu_timing', nvidia_ncu: 'signature_nvidia_ncu', nvidia_timing: 'signature_nvidia_timing', nvidia_static: 'signature_nvidia_static', kernelbench_timing: 'signature_kernelbench_timing'}
+// :param source_scales => {cpu_cachegrind: [0.04411, 0.1157, 0.04008, 0.04005, 0.08597, 0.1858, 0.03638, 1.0, 1.0, 0.05575, 1.0], cpu_timing: [0.04411, 0.1157, 0.04008, 0.04005, 0.08597, 0.1858, 0.03638, 1.0, 1.0, 0.05575, 1.0], nvidia_ncu: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], nvidia_timing: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], nvidia_static: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], kernelbench_timing: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]}
 // :param rows => [{attempt_key: 'browser:1', target: 'cpu-native', transform: 'unroll', evidence_gain: 0.405, attempt: {run_id: 'browser', agent: 'me', target: 'cpu-native', task: 'matmul', outcome: 'kept', speedup: 1.5, log_speedup: 0.405, params_json: '{}', diagnosis: '', rationale: '', recorded_by: 'browser', verified: false, content_hash: 'x'}, parent: {kernel_id: 'k0', patterns: ['dense-matmul'], props: {task: 'matmul', backend: 'c', family: 'dense-matmul', variant: 'naive', source: 'void kernel(){}'}}, child: {kernel_id: 'k1', patterns: ['dense-matmul'], props: {task: 'matmul', backend: 'c', family: 'dense-matmul', variant: 'unroll4', source: 'void kernel(){ }'}}, parent_measurements: [], child_measurements: []}]
 UNWIND $rows AS row
 MATCH (h:HardwareTarget {namespace: $namespace, name: row.target})
@@ -45,14 +47,16 @@ CALL (row, h, t, a, created) {
       ON CREATE SET pm += m.props, pm.recorded_at = datetime(), pm.write_token = $write_token
     // Mark the state explored once (an unconditional SET would lock it on every attempt). Only now does
     // it enter its source's vector index: when complete, it gets its per-source vector
-    // ($source_vectors[source]: the values on signature_dims, core/signature.py Signature.source_vector).
+    // ($source_vectors[source]: the values on signature_dims, each divided by its source's scale,
+// core/signature.py Signature.source_vector).
     // Measurements are stored without one, so the indexes hold only states neighbour search can
     // return. A state that consolidation parked gets its signature back first.
     FOREACH (_ IN CASE WHEN pm.explored IS NULL THEN [1] ELSE [] END |
       SET pm.explored = true, pm.signature = coalesce(pm.signature, pm.parked_signature)
       FOREACH (__ IN CASE WHEN pm.signature_complete AND pm.counter_source IS NOT NULL
                           AND pm.merged_into IS NULL THEN [1] ELSE [] END |
-        SET pm[$source_vectors[pm.counter_source]] = [i IN pm.signature_dims | pm.signature[i]])
+        SET pm[$source_vectors[pm.counter_source]] =
+            [i IN pm.signature_dims | pm.signature[i] / $source_scales[pm.counter_source][i]])
       REMOVE pm.parked_signature)
     FOREACH (_ IN CASE WHEN pm.write_token = $write_token THEN [1] ELSE [] END |
       MERGE (pm)-[:OF]->(p)

@@ -40,7 +40,8 @@ def resign_measurements(store: GraphStore) -> int:
     """Recompute every stored signature older than SIGNATURE_VERSION from the measurement's kept raw
     counters and its target's peaks (idempotent: re-signed measurements are not found again). The old
     vector is kept as `signature_v<its version>` (`signature_v1` from migration 0007, `signature_v2`
-    from 0018); a signature a client gave without counters cannot be recomputed
+    from 0018, `signature_v3` from 0019); the per-source vectors written are the scaled ones
+    (`Signature.source_vector`, signature 4 on); a signature a client gave without counters cannot be recomputed
     and keeps only what its counters measure. A measurement consolidation moved out of the vector
     indexes (merged or parked) stays out. Returns the number of measurements re-signed."""
     done = 0
@@ -80,6 +81,7 @@ DATA_STEPS: dict[int, Callable[[GraphStore], int]] = {
     7: resign_measurements,
     10: roll_up_merged_states,
     18: resign_measurements,
+    19: resign_measurements,
 }
 
 

@@ -22,7 +22,13 @@ from kernelgraph.core.models import (
     RecordResult,
     content_id,
 )
-from kernelgraph.core.signature import CounterName, CounterSource, plausibility_floor_ns, source_property
+from kernelgraph.core.signature import (
+    SOURCE_SCALES_PARAM,
+    CounterName,
+    CounterSource,
+    plausibility_floor_ns,
+    source_property,
+)
 from kernelgraph.service.batches import batch_field, refuse_repeated, validate_batch
 from kernelgraph.service.recorder import SERVICE, Recorder
 from kernelgraph.service.store import REQUEST_WRITE_TIMEOUT_S, GraphStore
@@ -203,6 +209,7 @@ class Recording:
                     namespace=namespace,
                     write_token=token,
                     source_vectors=SOURCE_VECTORS,
+                    source_scales=SOURCE_SCALES_PARAM,
                     rows=fresh,
                 ):
                     created[owner[r["attempt_key"]]][r["attempt_key"]] = r["created"]

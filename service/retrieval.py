@@ -26,6 +26,7 @@ from kernelgraph.core.ncu import dimension_reads
 from kernelgraph.core.signature import (
     MIN_SHARED_DIMENSIONS,
     SIGNATURE_DIM,
+    SOURCE_SCALES_PARAM,
     Signature,
     compute_signature,
     index_searches,
@@ -198,7 +199,7 @@ class Retrieval:
         exact = {
             "signature": list(signature.vector), "measured": measured, "dims": SIGNATURE_DIM,
             "min_shared": min(len(measured), MIN_SHARED_DIMENSIONS), "k": req.k, "namespaces": namespaces,
-            "exclude_tasks": req.excluded_tasks, **_vocabulary(req),
+            "exclude_tasks": req.excluded_tasks, "source_scales": SOURCE_SCALES_PARAM, **_vocabulary(req),
         }  # fmt: skip
         if self._small(reader, namespaces):
             return reader.read("nearest_states_by_signature_exact", **exact, complete=[True, False])

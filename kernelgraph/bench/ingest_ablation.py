@@ -104,7 +104,8 @@ def variants() -> dict[str, str]:
             text, "  // Patterns of kernels first seen", "MERGE (kernel)-[:EXHIBITS]->(ap)\n  }\n"
         ),
         "no per-source vectors": text.replace(
-            "SET pm[$source_vectors[pm.counter_source]] = [i IN pm.signature_dims | pm.signature[i]])",
+            "SET pm[$source_vectors[pm.counter_source]] =\n"
+            "            [i IN pm.signature_dims | pm.signature[i] / $source_scales[pm.counter_source][i]])",
             "SET pm.x = 1)",
         ),
         "no per-state aggregates": _cut(

@@ -54,6 +54,10 @@ CANDIDATES: tuple[str, ...] = (
 )  # fmt: skip
 ONE_DIMENSION = ("parallel_efficiency", THREAD_SHARE)  # two readings of one dimension: at most one stays
 GOOD_FRACTION = 0.9  # "scores well": at least this fraction of the instance's oracle
+# The standardisation rule (docs/counter-signature.md, "The standardisation rule"): written before the
+# two-task report was run. A kept dimension's scale is its spread, at least SCALE_FLOOR.
+SCALE_FLOOR = 0.01
+MAX_DISTANCE_SHARE = 0.5  # the stated bound on one dimension's share of within-task distances (reported)
 
 
 @dataclass(frozen=True)
@@ -213,9 +217,20 @@ def apply_rule(
     return verdicts
 
 
-def distance_shares(pairs: Sequence[Pair], names: Sequence[str]) -> dict[str, float]:
-    """Each dimension's share of the summed squared distance between every two states (state means)."""
-    means = [[_mean(p, n) for n in names] for p in pairs]
+def dimension_scales(stats: Mapping[str, Mapping[str, Any]], kept: Sequence[str]) -> dict[str, float]:
+    """The standardisation rule: each kept dimension's scale is its spread between states (the drop
+    rule's statistic), never below SCALE_FLOOR."""
+    return {name: max(float(stats[name]["spread"] or 0.0), SCALE_FLOOR) for name in kept}
+
+
+def distance_shares(
+    pairs: Sequence[Pair], names: Sequence[str], scales: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """Each dimension's share of the summed squared distance between every two states (state means),
+    each dimension divided by its scale in `scales` (none: raw)."""
+    scale = [1.0 if scales is None else scales[n] for n in names]
+    means = [[None if (m := _mean(p, n)) is None else m / s for n, s in zip(names, scale, strict=True)]
+             for p in pairs]  # fmt: skip
     totals = np.zeros(len(names))
     for i in range(len(means)):
         for j in range(i + 1, len(means)):
@@ -233,12 +248,19 @@ def _landscape_times(directory: Path, label: str, task: Task) -> dict[tuple[str,
 
 
 def usefulness(
-    pairs: Sequence[Pair], names: Sequence[str], task: Task, landscape_dir: Path
+    pairs: Sequence[Pair],
+    names: Sequence[str],
+    task: Task,
+    landscape_dir: Path,
+    scales: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """For each state (its first measurement as the query), the nearest state at another instance by
     `names` (their second measurements, as stored states) is the source: its instance's best config on
     landscape A, scored on landscape B here as a fraction of this instance's oracle on B. Against
-    chance: the same averaged over every candidate source."""
+    chance: the same averaged over every candidate source. Distances over `names`, each divided by its
+    scale in `scales` (none: raw). A task without both landscapes is not scored (`queries` 0)."""
+    if not all(landscape_path(landscape_dir, label, task.name).exists() for label in "AB"):
+        return {"queries": 0, "why": f"no landscapes A and B of {task.name} under {landscape_dir}"}
     a_times, b_times = _landscape_times(landscape_dir, "A", task), _landscape_times(landscape_dir, "B", task)
     best_a = {i: min((t, c) for (inst, c), t in a_times.items() if inst == i)[1] for i, _ in a_times}
     oracle_b = {i: min(t for (inst, _), t in b_times.items() if inst == i) for i, _ in b_times}
@@ -251,7 +273,7 @@ def usefulness(
     for query in pairs:
         others = [p for p in pairs if p.instance != query.instance]
         scored = [(s, p) for p in others if (s := score(p.instance, query.instance)) is not None]
-        d2 = [(_distance(query.first, p.second, names), s) for s, p in scored]
+        d2 = [(_distance(query.first, p.second, names, scales), s) for s, p in scored]
         d2 = [(d, s) for d, s in d2 if d is not None]
         if not d2:
             continue
@@ -274,12 +296,17 @@ def usefulness(
 
 
 def _distance(
-    q: Mapping[str, float | None], s: Mapping[str, float | None], names: Sequence[str]
+    q: Mapping[str, float | None],
+    s: Mapping[str, float | None],
+    names: Sequence[str],
+    scales: Mapping[str, float] | None = None,
 ) -> float | None:
     shared = [n for n in names if q[n] is not None and s[n] is not None]
     if not shared:
         return None
-    return sum((float(q[n] or 0) - float(s[n] or 0)) ** 2 for n in shared) * SIGNATURE_DIM / len(shared)
+    scale = {n: 1.0 if scales is None else scales[n] for n in shared}
+    d2 = sum(((float(q[n] or 0) - float(s[n] or 0)) / scale[n]) ** 2 for n in shared)
+    return d2 * SIGNATURE_DIM / len(shared)
 
 
 def run_signature_bench(
@@ -290,7 +317,10 @@ def run_signature_bench(
     budget_s: float,
     seed: int,
     console: Console,
+    tasks: Sequence[str] | None = None,
 ) -> dict[str, Any]:
+    """The report on `tasks` (default: the study protocol's `DEV_TASKS`), the budget shared between
+    them by their instance counts."""
     from kernelgraph.agent.backends.counters import this_host_cache_model
     from kernelgraph.agent.tasks import get_task
     from kernelgraph.bench.study.protocol import DEV_TASKS, EVAL_TASKS
@@ -300,14 +330,19 @@ def run_signature_bench(
     rows: dict[str, Any] = {}
     all_pairs: list[Pair] = []
     left_out: list[dict[str, str]] = []
-    for name in DEV_TASKS:
+    development = tuple(tasks or DEV_TASKS)
+    for name in development:
         if name in EVAL_TASKS:
             raise ValueError(f"{name} is in the study's evaluation set: the report never measures it")
-        task = get_task(name)
+    chosen = [get_task(name) for name in development]
+    instance_counts = [len(task.instances) for task in chosen]
+    for n, task in enumerate(chosen):
+        name = task.name
         instances = [i.name for i in task.instances]
         states = sample_states(task, instances, per_instance, seed)
         remaining = budget_s - (time.monotonic() - started)
-        pairs, missed = measure_pairs(task, target, states, budget_s=remaining, console=console)
+        share = remaining * instance_counts[n] / sum(instance_counts[n:])
+        pairs, missed = measure_pairs(task, target, states, budget_s=share, console=console)
         all_pairs += pairs
         left_out += [{"task": name, **m} for m in missed]
         rows[name] = {"pairs": pairs, "task": task}
@@ -315,9 +350,11 @@ def run_signature_bench(
     corr = correlations(all_pairs, CANDIDATES)
     verdicts = apply_rule(stats, corr)
     kept = [n for n in CANDIDATES if verdicts[n] == "kept"]
+    scales = dimension_scales(stats, kept)
     useful = {
         name: {
             "kept": usefulness(r["pairs"], kept, r["task"], landscape_dir),
+            "kept_scaled": usefulness(r["pairs"], kept, r["task"], landscape_dir, scales),
             "all_candidates": usefulness(r["pairs"], CANDIDATES, r["task"], landscape_dir),
         }
         for name, r in rows.items()
@@ -326,7 +363,7 @@ def run_signature_bench(
     return {
         "kind": "signature",
         "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "development_tasks": list(DEV_TASKS),
+        "development_tasks": list(development),
         "target": target.name,
         "cache_model": model.description,
         "rule": {
@@ -334,6 +371,8 @@ def run_signature_bench(
             "redundant_abs_r": REDUNDANT_ABS_R,
             "min_states": MIN_STATES,
             "candidates": list(CANDIDATES),
+            "scale_floor": SCALE_FLOOR,
+            "max_distance_share": MAX_DISTANCE_SHARE,
         },
         "states": len(all_pairs),
         "per_instance": per_instance,
@@ -344,6 +383,15 @@ def run_signature_bench(
         "kept": kept,
         "distance_share_all_candidates": distance_shares(all_pairs, CANDIDATES),
         "distance_share_kept": distance_shares(all_pairs, kept),
+        "scales": scales,
+        "distance_share_kept_scaled": distance_shares(all_pairs, kept, scales),
+        "distance_share_by_task": {
+            name: {
+                "kept": distance_shares(r["pairs"], kept),
+                "kept_scaled": distance_shares(r["pairs"], kept, scales),
+            }
+            for name, r in rows.items()
+        },
         "usefulness": useful,
         "pairs": [p.__dict__ for p in all_pairs],
         "left_out": left_out,
@@ -365,15 +413,20 @@ def render(report: Mapping[str, Any]) -> Table:
         "noise/spread",
         "range",
         "share of d^2",
+        "scale",
+        "share, scaled",
         "verdict",
     ):
         table.add_column(column)
     shares = report["distance_share_all_candidates"]
+    scaled = report.get("distance_share_kept_scaled", {})
+    scales = report.get("scales", {})
     for name in CANDIDATES:
         s = report["dimensions"][name]
         table.add_row(
             name, str(s["states"]), _fmt(s.get("noise")), _fmt(s.get("spread")), _fmt(s.get("ratio")),
-            f"{_fmt(s.get('min'))}-{_fmt(s.get('max'))}", f"{shares.get(name, 0):.0%}", report["verdicts"][name],
+            f"{_fmt(s.get('min'))}-{_fmt(s.get('max'))}", f"{shares.get(name, 0):.0%}",
+            _fmt(scales.get(name)), f"{scaled[name]:.0%}" if name in scaled else "-", report["verdicts"][name],
         )  # fmt: skip
     return table
 

@@ -300,6 +300,9 @@ def signature(
     directory: str = typer.Option("results/landscapes", "--dir", help="the development set's landscapes"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+    tasks: str = typer.Option(
+        "", "--tasks", help="comma-separated development tasks (default: the study protocol's DEV_TASKS)"
+    ),
 ) -> None:
     """The counter signature's quality on the development set: each dimension's test-retest noise against
     its spread between states, correlations, the drop rule's verdicts (docs/counter-signature.md), and
@@ -313,7 +316,7 @@ def signature(
 
     report = run_signature_bench(
         get_target(target), Path(directory), per_instance=per_instance, budget_s=budget_s, seed=seed,
-        console=Console(stderr=True),
+        console=Console(stderr=True), tasks=[t for t in tasks.split(",") if t] or None,
     )  # fmt: skip
     save_and_show(report, results_dir, "signature", render, as_json=as_json, left_out="pairs")
 

@@ -1,11 +1,34 @@
-"""The drop rule of `kernelgraph bench signature` (kernelgraph/bench/signature.py), as
-docs/counter-signature.md wrote it, on states whose two measurements are made up to test each clause."""
+"""The drop rule and the standardisation rule of `kernelgraph bench signature`
+(kernelgraph/bench/signature.py), as docs/counter-signature.md wrote them, on states whose two
+measurements are made up to test each clause."""
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
-from kernelgraph.bench.signature import CANDIDATES, Pair, apply_rule, correlations, dimension_stats
+import pytest
+
+from kernelgraph.bench.signature import (
+    CANDIDATES,
+    SCALE_FLOOR,
+    Pair,
+    _distance,
+    apply_rule,
+    correlations,
+    dimension_scales,
+    dimension_stats,
+    distance_shares,
+)
+from kernelgraph.core.signature import (
+    CPU_DIMENSION_SCALES,
+    CPU_DIMENSIONS_KEPT,
+    SIGNATURE_DIM,
+    THREAD_SHARE,
+)
+
+SCALES_REPORT = "signature-20261202T145436Z.json"  # the report core/signature.py names
 
 
 def _pairs(n: int = 30) -> list[Pair]:
@@ -50,3 +73,43 @@ def test_of_two_readings_of_one_dimension_at_most_one_stays() -> None:
     verdicts = apply_rule(dimension_stats(pairs), correlations(pairs, CANDIDATES))
     assert verdicts["parallel_efficiency"] == "kept"
     assert verdicts["thread_share"] == "dropped: parallel_efficiency reads the same dimension and stays"
+
+
+def test_each_kept_dimension_is_scaled_by_its_spread_never_below_the_floor() -> None:
+    pairs = _pairs()
+    for p in pairs:  # a dimension that barely varies: its spread is far below the floor
+        p.first["issue_efficiency"] = p.second["issue_efficiency"] = 0.5 + 1e-4 * (int(p.config[1:]) % 2)
+    stats = dimension_stats(pairs)
+    kept = ["compute_fraction", "memory_fraction", "thread_share", "issue_efficiency"]
+    scales = dimension_scales(stats, kept)
+    assert scales["memory_fraction"] == stats["memory_fraction"]["spread"] > SCALE_FLOOR
+    assert scales["compute_fraction"] == stats["compute_fraction"]["spread"]
+    assert stats["issue_efficiency"]["spread"] < SCALE_FLOOR and scales["issue_efficiency"] == SCALE_FLOOR
+    # Raw, the wider dimension outweighs the narrower; scaled by their spreads, the dimensions measured
+    # on every state share them equally; the floored one stays below its equal share.
+    raw = distance_shares(pairs, kept)
+    scaled = distance_shares(pairs, kept, scales)
+    assert raw["memory_fraction"] > 5 * raw["compute_fraction"]
+    for name in ("compute_fraction", "memory_fraction", "thread_share"):
+        assert scaled[name] == pytest.approx(scaled["memory_fraction"], rel=1e-9)
+    assert scaled["issue_efficiency"] < 0.01 < scaled["compute_fraction"] < 1 / 3
+
+
+def test_the_report_distance_divides_each_dimension_by_its_scale() -> None:
+    q = {"compute_fraction": 0.2, "memory_fraction": 0.5, "l1_miss_rate": None}
+    s = {"compute_fraction": 0.1, "memory_fraction": 0.3, "l1_miss_rate": 0.4}
+    names = ["compute_fraction", "memory_fraction", "l1_miss_rate"]
+    scales = {"compute_fraction": 0.05, "memory_fraction": 0.4, "l1_miss_rate": 1.0}
+    raw = (0.1**2 + 0.2**2) * SIGNATURE_DIM / 2
+    assert _distance(q, s, names) == pytest.approx(raw)
+    assert _distance(q, s, names, scales) == pytest.approx((2.0**2 + 0.5**2) * SIGNATURE_DIM / 2)
+
+
+def test_the_frozen_scales_and_dimension_set_are_the_reports() -> None:
+    """core/signature.py's CPU dimensions and scales are what the rules gave on the report they name."""
+    report = json.loads((Path(__file__).resolve().parents[2] / "results" / SCALES_REPORT).read_text())
+    reading = {THREAD_SHARE: "parallel_efficiency"}  # the thread share is what signature 3 on reads there
+    assert [reading.get(n, n) for n in report["kept"]] == list(CPU_DIMENSIONS_KEPT)
+    frozen = {reading.get(n, n): s for n, s in report["scales"].items()}
+    assert frozen == pytest.approx(CPU_DIMENSION_SCALES, rel=5e-4)
+    assert set(report["development_tasks"]) == {"layernorm", "rmsnorm"}

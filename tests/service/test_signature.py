@@ -1,4 +1,4 @@
-"""The counter signature (version 3): fixed length, in range, comparable across targets; a dimension
+"""The counter signature (version 4): fixed length, in range, comparable across targets; a dimension
 that was not measured is masked (None) and left out of the distance, never imputed."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from kernelgraph.core.signature import (
     SIGNATURE_DIM,
     SIGNATURE_VERSION,
     SOURCE_DIMENSIONS,
+    SOURCE_SCALES_PARAM,
     CounterSource,
     Signature,
     TargetPeaks,
@@ -22,6 +23,7 @@ from kernelgraph.core.signature import (
     masked_similarity,
     signature_from_values,
     source_dimensions,
+    source_scales,
 )
 
 CPU = TargetPeaks(kind="cpu", peak_gflops=200.0, peak_gbps=20.0, cores=2, isa="x86-64-v3")
@@ -33,19 +35,23 @@ CACHEGRIND = {"time_ns": 2e6, "flops": 4e6, "bytes": 3.2e7, "instructions": 9e6,
               "cores": 2, "counter_scale": 1.0}  # fmt: skip
 
 
-def test_signature_version_is_3() -> None:
-    assert SIGNATURE_VERSION == 3
+def test_signature_version_is_4() -> None:
+    assert SIGNATURE_VERSION == 4
     assert "arithmetic_intensity" not in DIMENSION_NAMES  # nominal and task-constant: dropped
     assert len(set(DIMENSION_NAMES)) == SIGNATURE_DIM
 
 
 def test_the_cpu_sources_measure_what_the_drop_rule_kept() -> None:
-    """Signature 3 (docs/counter-signature.md): redundant and noisy dimensions are no CPU dimension."""
-    dropped = {"memory_fraction", "speed_of_light", "llc_miss_rate"}
+    """Signature 4 (docs/counter-signature.md): the drop rule on two tasks dropped speed_of_light (the
+    same number as memory_fraction there) and kept memory_fraction and llc_miss_rate."""
+    dropped = {"speed_of_light"}
     for source in (CounterSource.CPU_CACHEGRIND, CounterSource.CPU_TIMING):
         assert not dropped & set(SOURCE_DIMENSIONS[source])
         signature = compute_signature(source, CACHEGRIND, CPU).as_dict()
         assert all(signature[name] is None for name in dropped)
+        assert signature["memory_fraction"] == pytest.approx(3.2e7 / 2e6 / 20.0)
+    cachegrind = compute_signature(CounterSource.CPU_CACHEGRIND, CACHEGRIND, CPU).as_dict()
+    assert cachegrind["llc_miss_rate"] == pytest.approx(0.9)
     assert set(SOURCE_DIMENSIONS[CounterSource.CPU_TIMING]) < set(
         SOURCE_DIMENSIONS[CounterSource.CPU_CACHEGRIND]
     )
@@ -154,7 +160,10 @@ def test_index_searches_cover_exactly_the_sources_a_query_can_place() -> None:
     assert set(searches) == {CounterSource.CPU_CACHEGRIND, CounterSource.CPU_TIMING}
     timing = searches[CounterSource.CPU_TIMING]
     assert timing.index == "measurement_signature_cpu_timing"
-    assert timing.vector == tuple(full.vector[i] for i in source_dimensions(CounterSource.CPU_TIMING))
+    scale = source_scales(CounterSource.CPU_TIMING)
+    assert timing.vector == tuple(
+        full.vector[i] / scale[i] for i in source_dimensions(CounterSource.CPU_TIMING)
+    )
     assert timing.scale == pytest.approx(SIGNATURE_DIM / len(SOURCE_DIMENSIONS[CounterSource.CPU_TIMING]))
 
 
@@ -166,7 +175,7 @@ def test_a_signature_given_with_a_dimension_its_source_does_not_measure_is_rejec
         validate(Measurement, {"median_ns": 1e6, "correct": True, "counter_source": "cpu_timing",
                                "signature": values})  # fmt: skip
     assert caught.value.field == "signature" and "l1_miss_rate" in caught.value.message
-    assert "memory_fraction" in caught.value.message  # a dimension signature 3 dropped
+    assert "speed_of_light" in caught.value.message  # a dimension signature 3 and 4 dropped
     with pytest.raises(InvalidInput) as empty:
         validate(RetrieveRequest, {"target": "t", "signature": [None] * SIGNATURE_DIM})
     assert empty.value.field == "signature"
@@ -211,3 +220,59 @@ def test_the_same_bottleneck_on_two_targets_maps_close_together() -> None:
     assert masked_similarity(small, big) == pytest.approx(1.0, abs=0.05)
     assert masked_similarity(small, compute_bound) < 0.5  # type: ignore[operator]
     assert small.as_dict()["compute_fraction"] == pytest.approx(0.05)
+
+
+def test_the_cpu_sources_are_scaled_by_their_kept_dimensions_spreads_and_the_others_not() -> None:
+    cpu = source_scales(CounterSource.CPU_CACHEGRIND)
+    assert cpu == source_scales(CounterSource.CPU_TIMING)
+    kept = source_dimensions(CounterSource.CPU_CACHEGRIND)
+    # The standardisation rule's floor (docs/counter-signature.md): no kept dimension below 0.01.
+    assert all(cpu[i] >= 0.01 for i in kept) and any(cpu[i] != 1.0 for i in kept)
+    assert all(cpu[i] == 1.0 for i in range(SIGNATURE_DIM) if i not in kept)
+    for source in (CounterSource.NVIDIA_NCU, CounterSource.NVIDIA_TIMING, CounterSource.NVIDIA_STATIC,
+                   CounterSource.KERNELBENCH_TIMING, None):  # fmt: skip
+        assert source_scales(source) == (1.0,) * SIGNATURE_DIM
+    assert {s.value: list(source_scales(s)) for s in CounterSource} == SOURCE_SCALES_PARAM
+
+
+def test_the_distance_is_taken_over_values_scaled_by_the_stored_states_source() -> None:
+    query = compute_signature(CounterSource.CPU_CACHEGRIND, CACHEGRIND, CPU)
+    state = compute_signature(
+        CounterSource.CPU_CACHEGRIND, {**CACHEGRIND, "time_ns": 3e6, "d1_miss_rate": 0.25}, CPU
+    )
+    scale = source_scales(CounterSource.CPU_CACHEGRIND)
+    d2 = sum(((query.vector[i] - state.vector[i]) / scale[i]) ** 2 for i in state.measured)
+    raw = sum((query.vector[i] - state.vector[i]) ** 2 for i in state.measured)
+    assert d2 != pytest.approx(raw)
+    renormalise = SIGNATURE_DIM / len(state.measured)
+    assert masked_similarity(query, state) == pytest.approx(1 / (1 + d2 * renormalise))
+    # The same values stored as a signature without a source (a client's list) are compared unscaled.
+    unsourced = signature_from_values(state.values)
+    assert masked_similarity(query, unsourced) == pytest.approx(1 / (1 + raw * renormalise))
+    # An NVIDIA state keeps scale 1.
+    gpu = {"time_ns": 1e5, "flops": 1e9, "bytes": 1e8, "sm_throughput_pct": 40.0, "dram_throughput_pct": 60.0,
+           "l1_hit_rate_pct": 50.0, "l2_hit_rate_pct": 70.0, "achieved_occupancy_pct": 45.0,
+           "registers_per_thread": 64, "spill_bytes": 0}  # fmt: skip
+    a = compute_signature(CounterSource.NVIDIA_NCU, gpu, GPU)
+    b = compute_signature(CounterSource.NVIDIA_NCU, {**gpu, "l2_hit_rate_pct": 80.0}, GPU)
+    gpu_raw = sum((a.vector[i] - b.vector[i]) ** 2 for i in b.measured)
+    assert masked_similarity(a, b) == pytest.approx(1 / (1 + gpu_raw * SIGNATURE_DIM / len(b.measured)))
+
+
+def test_the_index_sees_the_vector_masked_similarity_scores() -> None:
+    """One definition: the per-source vector a state is indexed by and the query projected for that index
+    give, by the index's euclidean score 1 / (1 + d^2) and the search's renormalising scale (as
+    cypher/nearest_states_by_signature.cypher converts it), exactly `masked_similarity`."""
+    query = compute_signature(CounterSource.CPU_CACHEGRIND, CACHEGRIND, CPU)
+    for source, counters in (
+        (CounterSource.CPU_CACHEGRIND, {**CACHEGRIND, "time_ns": 5e6, "ll_miss_bytes": 1e6, "threads": 1}),
+        (CounterSource.CPU_TIMING, {**CACHEGRIND, "time_ns": 9e5}),
+    ):
+        state = compute_signature(source, counters, CPU)
+        assert state.complete and state.source_vector is not None
+        search = next(s for s in index_searches(query) if s.source == source)
+        d2 = sum((q - v) ** 2 for q, v in zip(search.vector, state.source_vector, strict=True))
+        index_score = 1.0 / (1.0 + d2)
+        converted = 1.0 / (1.0 + (1.0 / index_score - 1.0) * search.scale)
+        assert converted == pytest.approx(masked_similarity(query, state))
+        assert masked_similarity(query, state) != 1.0

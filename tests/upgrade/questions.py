@@ -16,9 +16,10 @@ from kernelgraph.service.knowledge import KnowledgeService
 
 def older_signature(question: dict[str, Any]) -> bool:
     """A retrieval keyed on a signature of an earlier version: its answer changed by design with
-    signature 2 (masked dimensions, measured intensity) and 3 (the dimensions the drop rule kept); the
-    upgrade tests ask it anew. A question records its version since signature 3 (scripts/
-    upgrade_fixture.py); before, the length told: 12 entries were version 1, 11 version 2."""
+    signature 2 (masked dimensions, measured intensity), 3 (the dimensions the drop rule kept) and 4
+    (standardised dimensions, the drop rule on two tasks); the upgrade tests ask it anew. A question
+    records its version since signature 3 (scripts/upgrade_fixture.py); before, the length told: 12
+    entries were version 1, 11 version 2."""
     signature = question.get("request", {}).get("signature")
     if signature is None:
         return False

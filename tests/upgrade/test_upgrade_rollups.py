@@ -24,10 +24,10 @@ from kernelgraph.service.retrieval import LEGACY_KEY
 from kernelgraph.service.store import GraphStore
 from tests import factories
 from tests.upgrade.questions import older_signature
-from tests.upgrade.release_server import GRAPHS, RELEASES, release_graph
+from tests.upgrade.release_server import BEFORE_EVIDENCE_KEYS, GRAPHS, release_graph
 from tests.walking_oracle import walking_store
 
-RELEASE = RELEASES[-1]
+RELEASE = BEFORE_EVIDENCE_KEYS
 # What consolidation before schema 0010 did not write: the rollups and the marks that tie them to parts.
 STRIP_ROLLUPS = [
     "MATCH (r:EvidenceRollup) DETACH DELETE r",

@@ -13,7 +13,7 @@ import pytest
 from kernelgraph.service import migrate
 from kernelgraph.service.consolidation import consolidate
 from kernelgraph.service.consolidation_rules import SEPARATE_BUILD_WEIGHT, SUPERSEDED_EVALUATOR_WEIGHT
-from tests.upgrade.release_server import RELEASES, release_graph
+from tests.upgrade.release_server import BEFORE_EVIDENCE_KEYS, release_graph
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
@@ -24,7 +24,7 @@ MARKS = (
 
 
 def test_counters_of_a_separate_build_are_marked_and_weighed(tmp_path: Path) -> None:
-    with release_graph(RELEASES[-1], tmp_path) as (_, store):
+    with release_graph(BEFORE_EVIDENCE_KEYS, tmp_path) as (_, store):
         _, before = store.run_text(MARKS, {}, write=False)
         assert not any(r["marked"] for r in before)
         applied = [state.version for state in migrate.apply(store)]

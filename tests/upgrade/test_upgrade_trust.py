@@ -16,11 +16,11 @@ from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.recorder import Recorder
 from kernelgraph.service.retrieval import LEGACY_KEY
 from kernelgraph.service.store import GraphStore
-from tests.upgrade.release_server import RELEASES, release_graph
+from tests.upgrade.release_server import BEFORE_EVIDENCE_KEYS, release_graph
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.slow]
 
-RELEASE = RELEASES[-1]
+RELEASE = BEFORE_EVIDENCE_KEYS
 
 
 def _one(store: GraphStore, query: str, **params: object) -> dict[str, object]:
