@@ -9,7 +9,7 @@ explains the knobs below.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kernelgraph.core.errors import InvalidInput, NotFound
@@ -97,7 +97,7 @@ class Retrieval:
             return found, rows, why, weights
 
         neighbours, rows, explanation, weights = self.store.read_transaction(read)
-        transforms = [_retrieved(row) for row in rows]
+        transforms = [retrieved_transform(row) for row in rows]
         keys = {key for row in rows for key in row["keys"]}
         ranked = sorted(neighbours, key=lambda m: (-neighbours[m], m))
         return RetrieveResponse(
@@ -150,22 +150,7 @@ class Retrieval:
                 **_vocabulary(req),
             ):  # fmt: skip
                 neighbours[row["measurement_id"]] = row["score"]
-        rows: list[dict[str, Any]] = []
-        if neighbours:
-            rows = reader.read(
-                "aggregate_transforms",
-                neighbours=[{"measurement_id": m, "score": s} for m, s in neighbours.items()],
-                namespaces=spaces,
-                target=req.target,
-                other_target_weight=OTHER_TARGET_WEIGHT,
-                target_weights={w["target"]: w["weight"] for w in weights},
-                failure_log_speedup=FAILURE_LOG_SPEEDUP,
-                prior_weight=PRIOR_WEIGHT,
-                limit=req.limit,
-                own_keys=[recorder.key_id, LEGACY_KEY],
-                influence_bound=INFLUENCE_BOUND,
-                **_vocabulary(req),
-            )
+        rows = aggregate_rows(reader, neighbours, spaces, req, weights, [recorder.key_id, LEGACY_KEY])
         return neighbours, rows
 
     def _request_signature(self, req: RetrieveRequest, target: dict[str, Any]) -> Signature | None:
@@ -312,7 +297,26 @@ def _slots(rows: list[dict[str, Any]], k: int) -> int:
     return sum(min(int(row.get("slots") or 1), most) for row in rows)
 
 
-def _retrieved(row: dict[str, Any]) -> RetrievedTransform:
+def aggregate_rows(
+    reader: Reader, neighbours: Mapping[str, float], namespaces: list[str], req: RetrieveRequest,
+    weights: Sequence[Mapping[str, Any]], own_keys: Sequence[str],
+) -> list[dict[str, Any]]:  # fmt: skip
+    """The transforms the evidence of `neighbours` (measurement id -> similarity) supports
+    (cypher/aggregate_transforms.cypher, under the service's constants and trust rules, within the
+    query's vocabulary), as rows: what `retrieve` returns, and what study v3 reads at equal weights."""
+    if not neighbours:
+        return []
+    return reader.read(
+        "aggregate_transforms",
+        neighbours=[{"measurement_id": m, "score": s} for m, s in neighbours.items()],
+        namespaces=namespaces, target=req.target, other_target_weight=OTHER_TARGET_WEIGHT,
+        target_weights={w["target"]: w["weight"] for w in weights},
+        failure_log_speedup=FAILURE_LOG_SPEEDUP, prior_weight=PRIOR_WEIGHT, limit=req.limit,
+        own_keys=list(own_keys), influence_bound=INFLUENCE_BOUND, **_vocabulary(req),
+    )  # fmt: skip
+
+
+def retrieved_transform(row: dict[str, Any]) -> RetrievedTransform:
     """A row of aggregate_transforms with its JSON-encoded parameters decoded."""
     best = row["best_example"]
     if best is not None:

@@ -7,12 +7,14 @@ holds can be believed, so that process holds nothing the verdict rests on:
   state, input buffers or memory between them. A child is frozen (SIGSTOP, every thread of every
   process it started) whenever it is not being called, so it cannot run beside the other's calls.
 - **The evaluator takes the times.** Each call is one byte to the child's go FIFO and one byte back
-  on its done FIFO, the child frozen before and after. A call's time is what the OS accounted to the
-  kernel's threads meanwhile (`KernelServer.call`: the critical path of their CPU time, capped by the
-  wall time seen here), so nothing the kernel writes changes it and the scheduling latency of the
-  hand-over is not in it; less what the same call of a no-op costs (`call_overhead_ns`, measured in
-  each child before the kernel is loaded, so the kernel cannot inflate it). The child is frozen before anything reads its outputs, so work left
-  running after it answers (another thread, another process) is neither timed nor seen.
+  on its done FIFO (the child's side is the trusted C loop `serve_loop.c`), the child frozen before
+  and after. A call's time is what the OS accounted to the kernel's threads meanwhile, added up and
+  capped by the wall time until the answer, plus everything after the answer until the stop
+  (`KernelServer.call`), so nothing the kernel writes changes it, threads taking turns are charged
+  all of their work, and a serial kernel's time has neither the hand-over's latency nor preemption
+  in it; less what the same call of a trusted stand-in costs (`call_overhead_ns`, measured in each
+  child before the kernel is loaded, so the kernel cannot inflate it). The child is frozen before
+  anything reads its outputs, so work left running after it answers is timed and checked.
 - **Every call is checked, at the same cost.** Each call, warm-up included, gets input values no call
   has seen before (a fresh variant of input set 0, `_child.write_variant`, with a seed drawn here),
   written into the child's shared buffers while it is frozen; outputs are NaN-filled (ints: a
@@ -82,6 +84,11 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 # within calls, where no per-thread reading sees them): tolerated up to this share plus 3 ticks.
 HIDDEN_CPU_SHARE = 0.1
 _ALIGN = 64
+# Between two arrays of the shared buffers: with arrays of power-of-two sizes at aligned offsets, an
+# input and an output element of one index sit a power of two apart, so they compete for the same
+# cache sets and alias in the load/store unit: stencil2d's baseline ran 36.6 ms a call here against
+# 25.8 in numpy's separate allocations, and 25.2 once staggered by this (not a power of two).
+STAGGER_BYTES = 4096 + 5 * 64
 # The defences against the stop-25 adversary (docs/sandbox.md, "Second adversary, longer"); off only
 # in the red-team controls that show what each stops. A call's clock ends when the kernel's process is
 # stopped, not when it answers (the kernel can write the done FIFO itself, early, and work on until
@@ -210,7 +217,10 @@ class KernelServer:
             (s.shape, np.dtype(s.dtype)) for s in specs
         ]:
             layout.append((offset, tuple(int(d) for d in shape), np.dtype(dtype).str))
-            offset += -(-int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize // _ALIGN) * _ALIGN
+            offset += (
+                -(-int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize // _ALIGN) * _ALIGN
+                + STAGGER_BYTES
+            )
         self.size = max(offset, _ALIGN)
         self.work = work
         shared = work / "shared.bin"

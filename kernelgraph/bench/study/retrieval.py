@@ -25,25 +25,16 @@ def equal_weight_transforms(
 ) -> list[RetrievedTransform]:
     """The service's aggregation (cypher/aggregate_transforms.cypher, its constants and trust rules)
     over `state_ids`, each at similarity 1."""
-    from kernelgraph.service import retrieval as service
     from kernelgraph.service.recorder import SERVICE
-    from kernelgraph.service.target_similarity import OTHER_TARGET_WEIGHT, target_weights
-
-    if not state_ids:
-        return []
+    from kernelgraph.service.retrieval import LEGACY_KEY, aggregate_rows, retrieved_transform
+    from kernelgraph.service.target_similarity import target_weights
 
     def read(tx: Any) -> list[dict[str, Any]]:
         weights = target_weights(tx, [namespace], request.target)
-        return tx.read(
-            "aggregate_transforms", neighbours=[{"measurement_id": m, "score": 1.0} for m in state_ids],
-            namespaces=[namespace], target=request.target, other_target_weight=OTHER_TARGET_WEIGHT,
-            target_weights={w["target"]: w["weight"] for w in weights},
-            failure_log_speedup=service.FAILURE_LOG_SPEEDUP, prior_weight=service.PRIOR_WEIGHT,
-            limit=request.limit, own_keys=[SERVICE.key_id, service.LEGACY_KEY],
-            influence_bound=service.INFLUENCE_BOUND, **service._vocabulary(request),
-        )  # fmt: skip
+        neighbours = dict.fromkeys(state_ids, 1.0)
+        return aggregate_rows(tx, neighbours, [namespace], request, weights, [SERVICE.key_id, LEGACY_KEY])
 
-    return [service._retrieved(row) for row in knowledge.store.read_transaction(read)]
+    return [retrieved_transform(row) for row in knowledge.store.read_transaction(read)]
 
 
 @dataclass
