@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kernelgraph.core.signature import SIGNATURE_DIM, source_dimensions, source_property
+from kernelgraph.core.signature import SIGNATURE_DIM, source_dimensions, source_property, source_scales
 from kernelgraph.service.consolidation import ConsolidationSchedule, consolidate
 from kernelgraph.service.consolidation_rules import SUPERSEDED_EVALUATOR_WEIGHT
 from kernelgraph.service.knowledge import KnowledgeService
@@ -343,7 +343,8 @@ def test_merged_and_parked_measurements_leave_the_per_source_index(
     for i, m in stored.items():
         assert (m["vector"] is not None) == (i in states), i
         if i in states:
-            assert m["vector"] == [m["signature"][d] for d in m["dims"]]
+            scales = source_scales(factories.SOURCE)  # the index holds scaled values (signature 4)
+            assert m["vector"] == pytest.approx([m["signature"][d] / scales[d] for d in m["dims"]])
         else:
             assert m["signature"] is None and m["kept"] is not None and m["dims"]
     assert factories.in_source_index(store, namespace, states) == states
@@ -356,7 +357,11 @@ def test_merged_and_parked_measurements_leave_the_per_source_index(
     step.pop("parent"), step.pop("parent_measurement")
     [continued] = knowledge.record_attempts(namespace, [{**step, "parent_measurement_id": child}])
     restored = _source_vectors(store, namespace)[child]
-    assert restored["explored"] and restored["vector"] == [restored["signature"][d] for d in restored["dims"]]
+    scales = source_scales(factories.SOURCE)
+    assert restored["explored"]
+    assert restored["vector"] == pytest.approx(
+        [restored["signature"][d] / scales[d] for d in restored["dims"]]
+    )
     # Its own new child is stored out of the index (no attempt started from it); consolidation parks it.
     fresh = {continued.child_measurement_id}
     assert factories.in_source_index(store, namespace, states | {child}) == states | {child}
