@@ -69,11 +69,11 @@ from kernelgraph.agent.tasks.base import Arrays, Task
 # botches a share q of the rows on the calls that set the median is caught with probability at least
 # 1 - (1 - q)^(CHECKED_ROWS * calls / 2): q = 1% over 20 calls leaves under 0.2%.
 CHECKED_ROWS = 64
-# Calls of the stand-in per child that measure a call's overhead (`call_overhead_ns`), subtracted from
-# each time, but never more than half of it (a call as short as the overhead is not credited with
-# being free: swarm's tiny calls were timed at 1 ns, 20 TFLOP/s); the stand-in reads up to STAND_IN_BYTES of the shared buffers (more than a core's L2 here,
-# so it leaves the caches as a streaming kernel does) and stays on the CPU STAND_IN_NS, long enough for
-# this process's idle core to be halted (waking it then costs the child more than after a short call).
+# Calls of the stand-in per child that measure a call's overhead (`call_overhead_ns`, taken off each
+# call by `_less_overhead`). The stand-in reads up to STAND_IN_BYTES of the shared buffers (more than a
+# core's L2 here, so it leaves the caches as a streaming kernel does) and stays on the CPU STAND_IN_NS,
+# long enough for this process's idle core to be halted (waking it then costs the child more than
+# after a short call).
 OVERHEAD_CALLS = 12
 STAND_IN_BYTES = 4 << 20
 STAND_IN_NS = 1_000_000
@@ -650,6 +650,12 @@ def call_overhead_ns(
     return max(int(np.median(samples)), 0)
 
 
+def _less_overhead(ns: int, overhead_ns: int) -> int:
+    """A call's figure less the call overhead, but never less than half of it: a call as short as the
+    overhead is not credited with being free (swarm's tiny calls were timed at 1 ns, 20 TFLOP/s)."""
+    return max(ns - overhead_ns, ns // 2)
+
+
 def _run(
     task: Task, input_sets: Sequence[Arrays], specs: Sequence[OutputSpec], plan: TimingPlan,
     servers: list[KernelServer], draw: random.Random, deadline: float,
@@ -678,9 +684,9 @@ def _run(
             checker.write(server)
             elapsed, wall = server.call(deadline)
             if call >= plan.warmup:
-                times[k].append(max(elapsed - overhead_ns, elapsed // 2))
+                times[k].append(_less_overhead(elapsed, overhead_ns))
                 walls[k].append(wall)
-                cpu_ns[k] += max(server.call_cpu_ns - overhead_ns, server.call_cpu_ns // 2)
+                cpu_ns[k] += _less_overhead(server.call_cpu_ns, overhead_ns)
             if call == 0 and k == 0:
                 threads_used = max(1, servers[0].threads() - threads_before + 1) if threads_before else 0
         for k, why in enumerate(checker.check(call, servers)):
