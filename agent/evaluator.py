@@ -36,8 +36,10 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    cache counters of the admitted, timed object (never a rebuild: schema 0014 marks the older ones
 #    `counters_separate_build`), seccomp and capped filesystems, relative tolerances with an edge set.
 # 4: what a call costs beyond the kernel (the hand-over, measured by a stand-in before the kernel is
-#    loaded: agent/backends/isolated.py call_overhead_ns) is taken off every timed call.
-EVALUATOR_VERSION = 4
+#    loaded: agent/backends/isolated.py call_overhead) is taken off every timed call.
+# 5: the overhead is taken off by the clock a call's time came from: a parallel kernel's wall time
+#    loses the latencies a parallel stand-in measured, not only the CPU cost a serial one did.
+EVALUATOR_VERSION = 5
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

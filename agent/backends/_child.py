@@ -229,7 +229,7 @@ def _serve(req: Any) -> None:
     """The isolated protocol's side of a call (agent/backends/isolated.py), served by the trusted C
     loop `serve_loop.c` (the evaluator built it; no Python runs between the go byte and the answer):
     map the shared buffers the evaluator writes inputs into and reads outputs from, say ready (`r`),
-    answer each `n` with a call of the loop's stand-in (the evaluator's measure of what a call costs
+    answer each `n` or `p` with a call of one of the loop's stand-ins (the evaluator's measure of what a call costs
     beyond the kernel, taken before any kernel code is loaded, so the kernel cannot change it), then
     on `b` load the kernel and say ready again, then call it once per `c` and answer `d`; `q` ends.
     Nothing is timed or checked here: the evaluator takes the times, freezes this process and checks
@@ -247,17 +247,18 @@ def _serve(req: Any) -> None:
     serve = ctypes.CDLL(req["serve_loop"]).kg_serve
     serve.restype = ctypes.c_int
     serve.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char,
-                      ctypes.c_void_p, ctypes.c_long, ctypes.c_void_p, ctypes.c_long]  # fmt: skip
+                      ctypes.c_void_p, ctypes.c_long, ctypes.c_void_p, ctypes.c_long, ctypes.c_long]  # fmt: skip
     go = os.open(req["go_path"], os.O_RDONLY)
     done = os.open(req["done_path"], os.O_WRONLY)
     nbytes = int(req["stand_in_bytes"])
     copy = ctypes.create_string_buffer(max(nbytes, 1))
     os.write(done, b"r")
-    if serve(go, done, None, args, b"n", start, nbytes, copy, int(req["stand_in_ns"])) != ord("b"):
+    stand_in = (start, nbytes, copy, int(req["stand_in_ns"]), int(req["stand_in_threads"]))
+    if serve(go, done, None, args, b"n", *stand_in) != ord("b"):
         return  # b"q", or the evaluator went away
     fn = _bind(req["artifacts"][0])
     os.write(done, b"r")
-    serve(go, done, ctypes.cast(fn, ctypes.c_void_p), args, b"c", None, 0, None, 0)
+    serve(go, done, ctypes.cast(fn, ctypes.c_void_p), args, b"c", None, 0, None, 0, 0)
 
 
 # Arguments `serve_loop.c` passes to a kernel (KG_MAX_ARGS there).

@@ -321,8 +321,9 @@ class CBackend:
             if measured.note:
                 log.info("%s: %s", task.name, measured.note)
                 tool_versions["counter_note"] = measured.note[:128]
-        if "call_overhead_ns" in report.extra:
-            derived[CounterName.CALL_OVERHEAD_NS] = float(report.extra["call_overhead_ns"])
+        for overhead in (CounterName.CALL_OVERHEAD_NS, CounterName.CALL_WALL_OVERHEAD_NS):
+            if overhead.value in report.extra:
+                derived[overhead] = float(report.extra[overhead.value])
         derived[CounterName.IQR_NS] = q3 - q1
         derived[CounterName.REL_IQR] = (q3 - q1) / median if median else math.nan
         if judged.reverified:

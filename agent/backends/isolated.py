@@ -12,8 +12,8 @@ holds can be believed, so that process holds nothing the verdict rests on:
   capped by the wall time until the answer, plus everything after the answer until the stop
   (`KernelServer.call`), so nothing the kernel writes changes it, threads taking turns are charged
   all of their work, and a serial kernel's time has neither the hand-over's latency nor preemption
-  in it; less what the same call of a trusted stand-in costs (`call_overhead_ns`, measured in each
-  child before the kernel is loaded, so the kernel cannot inflate it). The child is frozen before
+  in it; less what the same call of a trusted stand-in costs by the same clock (`call_overhead`,
+  measured in each child before the kernel is loaded, so the kernel cannot inflate it). The child is frozen before
   anything reads its outputs, so work left running after it answers is timed and checked.
 - **Every call is checked, at the same cost.** Each call, warm-up included, gets input values no call
   has seen before (a fresh variant of input set 0, `_child.write_variant`, with a seed drawn here),
@@ -44,7 +44,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,12 +69,15 @@ from kernelgraph.agent.tasks.base import Arrays, Task
 # botches a share q of the rows on the calls that set the median is caught with probability at least
 # 1 - (1 - q)^(CHECKED_ROWS * calls / 2): q = 1% over 20 calls leaves under 0.2%.
 CHECKED_ROWS = 64
-# Calls of the stand-in per child that measure a call's overhead (`call_overhead_ns`, taken off each
-# call by `_less_overhead`). The stand-in reads up to STAND_IN_BYTES of the shared buffers (more than a
+# Calls of each stand-in per child that measure a call's overhead (`call_overhead`, taken off each
+# call by `CallOverhead.off`). A stand-in reads up to STAND_IN_BYTES of the shared buffers (more than a
 # core's L2 here, so it leaves the caches as a streaming kernel does) and stays on the CPU STAND_IN_NS,
 # long enough for this process's idle core to be halted (waking it then costs the child more than
-# after a short call).
+# after a short call). The serial one (b"n") is timed by its CPU time, as a serial kernel is; the
+# parallel one (b"p": the same work over every core the kernel is given, all busy until the answer)
+# by the wall time, as a parallel kernel is, and the wall time has the hand-over's latencies in it.
 OVERHEAD_CALLS = 12
+STAND_INS = (b"n", b"p")
 STAND_IN_BYTES = 4 << 20
 STAND_IN_NS = 1_000_000
 # A thread stops when it is next scheduled, or when it leaves an uninterruptible wait (a page fault
@@ -130,7 +133,7 @@ def serve_loop() -> Path:
         cache.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=cache) as tmp:
             out = Path(tmp) / built.name
-            done = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(out), str(SERVE_LOOP_SOURCE)],
+            done = subprocess.run(["gcc", "-O2", "-pthread", "-shared", "-fPIC", "-o", str(out), str(SERVE_LOOP_SOURCE)],
                                   capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
             if done.returncode != 0:
                 raise ProtocolError(
@@ -201,6 +204,22 @@ def _separable(
     return True
 
 
+@contextlib.contextmanager
+def _on_cpu_of(server: KernelServer) -> Iterator[None]:
+    """This thread runs on the CPU the server's kernel process last ran on (its main thread: the
+    one that calls the kernel) while the block runs; anywhere, if that cannot be read or chosen."""
+    allowed = os.sched_getaffinity(0)
+    cpu = server.last_cpu()
+    if cpu is None or cpu not in allowed or len(allowed) == 1:
+        yield
+        return
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
 def _slice(inputs: Arrays, chosen: Sequence[tuple[str, int]], rows: np.ndarray) -> Arrays:
     axis = dict(chosen)
     return {n: (np.take(a, rows, axis=axis[n]) if n in axis else a) for n, a in inputs.items()}
@@ -247,6 +266,7 @@ class KernelServer:
             "sizes": [int(v) for v in sizes], "shared_path": str(shared), "go_path": str(work / "go"),
             "done_path": str(work / "done"), "memory_bytes": limits.memory_bytes,
             "stand_in_bytes": min(self.size, STAND_IN_BYTES), "stand_in_ns": STAND_IN_NS,
+            "stand_in_threads": limits.threads,
             "serve_loop": str(loop),
             "seccomp": kernel_filter(limits.sandbox),
         }  # fmt: skip
@@ -262,7 +282,8 @@ class KernelServer:
         self.frozen = False
         self.cores = limits.threads
         self.accounted_ns = 0  # per-thread CPU time of the calls so far (`hidden_cpu_ns`)
-        self._stand_in_ns = 0  # the CPU time the child's stand-in reported for its last call
+        self._stand_in_cpu_ns = self._stand_in_wall_ns = 0  # what the child's stand-in reported last
+        self.wall_bound = False  # whether the last call's time is its wall time (`call`)
         self.call_cpu_ns = 0  # the CPU time of every thread of the tree in the last call
 
     # ------------------------------------------------------------------------------ processes
@@ -348,6 +369,15 @@ class KernelServer:
                 total += int(fields[11]) + int(fields[12])
         return total * (1_000_000_000 // _TICKS)
 
+    def last_cpu(self) -> int | None:
+        """The CPU the kernel process's main thread last ran on (`processor` of /proc/PID/stat)."""
+        pid = self.kernel_pid()
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return int(f.read().rsplit(")", 1)[1].split()[36])
+        except (OSError, ValueError, IndexError):
+            return None
+
     def threads(self) -> int:
         pid = self.kernel_pid()
         try:
@@ -409,8 +439,9 @@ class KernelServer:
         The reading at the answer lags for threads still running then (a process's clock read from
         another process is updated at scheduler ticks): the lag moves CPU time to the part charged
         in full, never out of the time. Processes started within the call are charged all their CPU
-        time; one that ends within a call is an error. `command` b"n" calls the child's stand-in
-        instead (before the kernel is loaded: `call_overhead_ns`). With `WALL_CAPPED_CLOCK` off (the
+        time; one that ends within a call is an error. `wall_bound` says which of the two the time
+        is (the overhead taken off it is that clock's: `CallOverhead`). `command` b"n" or b"p" calls
+        one of the child's stand-ins instead (before the kernel is loaded: `call_overhead`). With `WALL_CAPPED_CLOCK` off (the
         red-team controls only) the time is stop 25's critical path of per-thread CPU totals."""
         self._drain()
         pids = self.tree()  # frozen, the tree cannot change: walked before the clock starts
@@ -422,8 +453,10 @@ class KernelServer:
         self._answer(b"d", deadline)
         answered = time.perf_counter_ns() - start
         at_answer = self.process_cpu(pids)
-        if command == b"n":  # the stand-in's answer carries the CPU time it spent (8 bytes, one write)
-            self._stand_in_ns = int.from_bytes(os.read(self._done, 8).ljust(8, b"\0"), "little")
+        if command in STAND_INS:  # the stand-in's answer carries its CPU and wall times (8 bytes each)
+            spent = os.read(self._done, 16).ljust(16, b"\0")
+            self._stand_in_cpu_ns = int.from_bytes(spent[:8], "little")
+            self._stand_in_wall_ns = int.from_bytes(spent[8:], "little")
         self.freeze()
         stopped = time.perf_counter_ns() - start if CLOCK_ENDS_WHEN_STOPPED else answered
         after = self.tree()
@@ -441,17 +474,20 @@ class KernelServer:
             until_answer = min(max(at_answer - process_before, 0), total)
             self.call_cpu_ns = total
             after_answer = total - until_answer if CLOCK_ENDS_WHEN_STOPPED else 0
+            self.wall_bound = answered <= until_answer
             return min(answered, until_answer) + after_answer, answered
+        self.wall_bound = False  # stop 25's rule had no overhead taken off
         ended = max(0, self.process_cpu(after) - process_before - sum(ran)) if CHARGE_ENDED_THREADS else 0
         self.call_cpu_ns = sum(ran) + ended
         critical = max(max(ran, default=0) + ended, (sum(ran) + ended) // max(self.cores, 1))
         return min(stopped, critical), answered
 
-    def overhead_sample(self, deadline: float) -> int:
-        """One call of the child's stand-in (before the kernel is loaded): what `call` measured less
-        what the stand-in spent, i.e. the call's overhead (`call_overhead_ns`)."""
-        elapsed, _ = self.call(deadline, b"n")
-        return elapsed - self._stand_in_ns
+    def overhead_sample(self, deadline: float, stand_in: bytes) -> int:
+        """One call of one of the child's stand-ins (before the kernel is loaded): what `call`
+        measured less what the stand-in spent by the clock its time came from (its CPU time, or its
+        wall time when the time is wall-bound), i.e. the call's overhead (`call_overhead`)."""
+        elapsed, _ = self.call(deadline, stand_in)
+        return elapsed - (self._stand_in_wall_ns if self.wall_bound else self._stand_in_cpu_ns)
 
     def _died(self) -> str:
         code = self.proc.poll()
@@ -521,11 +557,15 @@ class CallChecker:
 
     def write(self, server: KernelServer) -> None:
         """Just before the server's own call, so that each kernel starts from the cache state this
-        write leaves, whatever the other kernel's call did to the shared caches."""
-        for buf, name in zip(server.inputs, self.expected, strict=True):
-            np.copyto(buf, self.expected[name])
-        for out in server.outputs:
-            out.fill(np.nan if out.dtype.kind == "f" else np.iinfo(out.dtype).min)
+        write leaves, whatever the other kernel's call did to the shared caches; written from the
+        core the kernel's main thread last ran on, so the lines sit in that core's caches as when a
+        kernel's own process writes its inputs (written from another core, every line the kernel
+        touches first crosses between the cores: layernorm's 2-thread bests read 13-36% slow)."""
+        with _on_cpu_of(server):
+            for buf, name in zip(server.inputs, self.expected, strict=True):
+                np.copyto(buf, self.expected[name])
+            for out in server.outputs:
+                out.fill(np.nan if out.dtype.kind == "f" else np.iinfo(out.dtype).min)
 
     def check(self, call: int, servers: Sequence[KernelServer]) -> list[str]:
         """Per server, "" when its call was right, else why not."""
@@ -631,29 +671,46 @@ def time_isolated(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def call_overhead_ns(
+@dataclass(frozen=True)
+class CallOverhead:
+    """What a call costs beyond the kernel, by the clock its time is taken from (`KernelServer.call`):
+    a serial kernel's time is its CPU time, which holds the hand-over's CPU work (waking on the go
+    byte, answering, being stopped); a parallel kernel's is its wall time, which also holds the
+    hand-over's latencies (this process thawing the child and waking on the answer, the vCPUs'
+    wake-ups). Taken off each call's time by the clock it came from, so a parallel kernel is not
+    charged the latencies a serial one is spared (layernorm's 2-thread bests read 13-36% slow
+    against the in-process protocol, 150-180 us a call, at evaluator version 4)."""
+
+    cpu_ns: int  # the serial stand-in's
+    wall_ns: int  # the parallel stand-in's
+
+    def off(self, ns: int, wall_bound: bool) -> int:
+        """A call's figure less the overhead of its clock, but never less than half of it: a call as
+        short as the overhead is not credited with being free (swarm's tiny calls were timed at 1 ns,
+        20 TFLOP/s)."""
+        return max(ns - (self.wall_ns if wall_bound else self.cpu_ns), ns // 2)
+
+
+def call_overhead(
     servers: Sequence[KernelServer], deadline: float, prepare: Callable[[KernelServer], None]
-) -> int:
-    """What a call costs beyond the kernel: the median, over `OVERHEAD_CALLS` calls per child
-    (interleaved, each prepared as a kernel call is), of what `KernelServer.call` measured for the
-    child's stand-in less the CPU time the stand-in itself spent; taken before any kernel code is
-    loaded. It is the operating system's side of the hand-over (the wake-ups of the thaw and the go
-    byte, waking this process, the freeze): about 100 us a call on a 2-core VM, 2-9% of a 1-6 ms
-    kernel's median (docs/sandbox.md#cost). One figure for both kernels, so neither gains from the
-    other's noise; the kernel cannot raise it (it is not loaded yet), and lowering its own overhead
-    below it would need a faster operating system."""
-    samples = []
+) -> CallOverhead:
+    """What a call costs beyond the kernel, by clock: the medians, over `OVERHEAD_CALLS` calls of
+    each stand-in per child (interleaved, each prepared as a kernel call is), of what
+    `KernelServer.call` measured less what the stand-in itself spent; taken before any kernel code is
+    loaded. It is the operating system's side of the hand-over: about 100 us a call by the CPU
+    clock on a 2-core VM, 2-9% of a 1-6 ms kernel's median (docs/sandbox.md#cost). One figure per
+    clock for both kernels, so neither gains from the other's noise; the kernel cannot raise it (it
+    is not loaded yet), and lowering its own overhead below it would need a faster operating system.
+    A serial kernel that keeps a second thread busy to be timed by the wall clock gains nothing: the
+    wall clock's overhead was measured with every core busy until the answer, as it then is."""
+    samples: dict[bytes, list[int]] = {stand_in: [] for stand_in in STAND_INS}
     for _ in range(OVERHEAD_CALLS):
         for server in servers:
-            prepare(server)
-            samples.append(server.overhead_sample(deadline))
-    return max(int(np.median(samples)), 0)
-
-
-def _less_overhead(ns: int, overhead_ns: int) -> int:
-    """A call's figure less the call overhead, but never less than half of it: a call as short as the
-    overhead is not credited with being free (swarm's tiny calls were timed at 1 ns, 20 TFLOP/s)."""
-    return max(ns - overhead_ns, ns // 2)
+            for stand_in, taken in samples.items():
+                prepare(server)
+                taken.append(server.overhead_sample(deadline, stand_in))
+    cpu, wall = (max(int(np.median(samples[stand_in])), 0) for stand_in in STAND_INS)
+    return CallOverhead(cpu_ns=cpu, wall_ns=wall)
 
 
 def _run(
@@ -665,7 +722,7 @@ def _run(
     calls = plan.warmup + plan.max_trials
     factors = variant_factors(max(a.size for a in base.values()), calls, draw.randrange(1 << 31))
     checker.variant(factors, 0)
-    overhead_ns = call_overhead_ns(servers, deadline, checker.write)
+    overhead = call_overhead(servers, deadline, checker.write)
     for server in servers:
         server.load_kernel(deadline)
     times: list[list[int]] = [[] for _ in servers]
@@ -684,9 +741,9 @@ def _run(
             checker.write(server)
             elapsed, wall = server.call(deadline)
             if call >= plan.warmup:
-                times[k].append(_less_overhead(elapsed, overhead_ns))
+                times[k].append(overhead.off(elapsed, server.wall_bound))
                 walls[k].append(wall)
-                cpu_ns[k] += _less_overhead(server.call_cpu_ns, overhead_ns)
+                cpu_ns[k] += overhead.off(server.call_cpu_ns, wall_bound=False)
             if call == 0 and k == 0:
                 threads_used = max(1, servers[0].threads() - threads_before + 1) if threads_before else 0
         for k, why in enumerate(checker.check(call, servers)):
@@ -716,7 +773,7 @@ def _run(
         digests.append({n: digest(b) for n, b in zip(values, candidate.inputs, strict=True)})
     extra = {
         "times": times, "wall_times": walls, "cpu_ns": cpu_ns, "threads_used": threads_used, "protocol": "isolated",
-        "call_overhead_ns": overhead_ns,
+        "call_overhead_ns": overhead.cpu_ns, "call_wall_overhead_ns": overhead.wall_ns,
         "checked_rows": CHECKED_ROWS if checker.rows_of is not None else "all",
     }  # fmt: skip
     checked = len(times[0]) + plan.warmup

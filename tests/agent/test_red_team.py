@@ -852,21 +852,22 @@ def test_the_call_overhead_is_measured_before_the_kernel_is_loaded(
     task = get_task("rmsnorm")
     source = task.source("c", task.baseline_config) + _MARK_LOADED
     seen: list[tuple[bool, bool]] = []
-    measure = isolated.call_overhead_ns
+    measure = isolated.call_overhead
 
-    def watched(servers: list[KernelServer], deadline: float, prepare: Any) -> int:
+    def watched(servers: list[KernelServer], deadline: float, prepare: Any) -> isolated.CallOverhead:
         loaded_before = any((s.work / "loaded").exists() for s in servers)
         overhead = measure(servers, deadline, prepare)
         seen.append((loaded_before, any((s.work / "loaded").exists() for s in servers)))
         return overhead
 
-    monkeypatch.setattr(isolated, "call_overhead_ns", watched)
+    monkeypatch.setattr(isolated, "call_overhead", watched)
     profile = unguarded.profile(
         task, source, cpu_target, parent_source=task.source("c", task.baseline_config)
     )
     assert profile.outcome in (Outcome.KEPT, Outcome.DISCARDED), profile.reason
     assert seen == [(False, False)]  # one measurement, made before either kernel was loaded
     assert profile.counters[CounterName.CALL_OVERHEAD_NS] > 0
+    assert profile.counters[CounterName.CALL_WALL_OVERHEAD_NS] > 0
 
 
 def test_an_empty_call_costs_about_the_measured_overhead(unguarded: CBackend, cpu_target: Target) -> None:
@@ -885,13 +886,66 @@ def test_an_empty_call_costs_about_the_measured_overhead(unguarded: CBackend, cp
             deadline = time.monotonic() + limits.timeout_s
             server.wait_ready(deadline)
             server.freeze()
-            overhead = isolated.call_overhead_ns([server], deadline, lambda _: None)
+            overhead = isolated.call_overhead([server], deadline, lambda _: None).cpu_ns
             server.load_kernel(deadline)
             empty = sorted(server.call(deadline)[0] for _ in range(31))[15]
         finally:
             server.close()
     assert 0 < overhead < 5_000_000
     assert 0.25 * overhead <= empty <= 2.0 * overhead, (overhead, empty)
+
+
+_BUSY_FOR_2_MS = r"""
+#include <time.h>
+static long now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+void kernel(void) {
+    long end = now() + 2000000;
+    #pragma omp parallel num_threads(THREADS)
+    while (now() < end) {
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_call_loses_the_overhead_of_the_clock_it_is_timed_by(
+    unguarded: CBackend, cpu_target: Target, threads: int
+) -> None:
+    """A serial kernel is timed by its CPU time, a parallel one by its wall time, which also holds the
+    hand-over's latencies: each loses the overhead its own clock was measured to carry (a serial and
+    a parallel stand-in), so a kernel busy for 2 ms on one core or on two is charged about 2 ms,
+    never the latencies (evaluator version 4 charged the parallel one 150-180 us more) and never
+    less than its own work."""
+    task = get_task("rmsnorm")
+    built = unguarded.compile(task, _BUSY_FOR_2_MS.replace("THREADS", str(threads)), cpu_target)
+    assert built.ok and built.artifact, built.diagnosis
+    inputs = task.make_inputs(7, True)
+    limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=2)
+    with scratch_dir("kg-rt-clocks-") as work:
+        server = KernelServer(built.artifact, inputs, output_specs(task, inputs), list(task.sizes(inputs).values()),
+                              limits, work)  # fmt: skip
+        try:
+            deadline = time.monotonic() + limits.timeout_s
+            server.wait_ready(deadline)
+            server.freeze()
+            overhead = isolated.call_overhead([server], deadline, lambda _: None)
+            server.load_kernel(deadline)
+            charged, by_wall = [], 0
+            for _ in range(15):
+                elapsed, _ = server.call(deadline)
+                charged.append(overhead.off(elapsed, server.wall_bound))
+                by_wall += server.wall_bound
+        finally:
+            server.close()
+    # Timed by the wall clock when both cores were busy; a call whose second thread found no free
+    # core (other processes' load) is rightly timed by its CPU time, which is then under its wall time.
+    assert by_wall >= 10 if threads > 1 else by_wall == 0, by_wall
+    assert 0 < overhead.cpu_ns < 5_000_000 and 0 < overhead.wall_ns < 5_000_000
+    assert 1_900_000 <= sorted(charged)[7] <= 2_600_000, (overhead, sorted(charged))
 
 
 def test_threads_taking_turns_on_serial_work_are_charged_all_of_it(
