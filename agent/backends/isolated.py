@@ -13,8 +13,9 @@ holds can be believed, so that process holds nothing the verdict rests on:
   (`KernelServer.call`), so nothing the kernel writes changes it, threads taking turns are charged
   all of their work, and a serial kernel's time has neither the hand-over's latency nor preemption
   in it; less what the same call of a trusted stand-in costs by the same clock (`call_overhead`,
-  measured in each child before the kernel is loaded, so the kernel cannot inflate it). The child is frozen before
-  anything reads its outputs, so work left running after it answers is timed and checked.
+  measured in each child before the kernel is loaded, so the kernel cannot inflate it). The child
+  is frozen before anything reads its outputs, so work left running after it answers is timed and
+  checked.
 - **Every call is checked, at the same cost.** Each call, warm-up included, gets input values no call
   has seen before (a fresh variant of input set 0, `_child.write_variant`, with a seed drawn here),
   written into the child's shared buffers while it is frozen; outputs are NaN-filled (ints: a
@@ -441,8 +442,9 @@ class KernelServer:
         in full, never out of the time. Processes started within the call are charged all their CPU
         time; one that ends within a call is an error. `wall_bound` says which of the two the time
         is (the overhead taken off it is that clock's: `CallOverhead`). `command` b"n" or b"p" calls
-        one of the child's stand-ins instead (before the kernel is loaded: `call_overhead`). With `WALL_CAPPED_CLOCK` off (the
-        red-team controls only) the time is stop 25's critical path of per-thread CPU totals."""
+        one of the child's stand-ins instead (before the kernel is loaded: `call_overhead`). With
+        `WALL_CAPPED_CLOCK` off (the red-team controls only) the time is stop 25's critical path of
+        per-thread CPU totals."""
         self._drain()
         pids = self.tree()  # frozen, the tree cannot change: walked before the clock starts
         before = self.thread_cpu(pids)
@@ -560,7 +562,8 @@ class CallChecker:
         write leaves, whatever the other kernel's call did to the shared caches; written from the
         core the kernel's main thread last ran on, so the lines sit in that core's caches as when a
         kernel's own process writes its inputs (written from another core, every line the kernel
-        touches first crosses between the cores: layernorm's 2-thread bests read 13-36% slow)."""
+        touches first crosses between the cores; layernorm's 2-thread best-B spread 0.56 unpinned,
+        0.12 pinned, in 5 repeats: docs/sandbox.md#cost)."""
         with _on_cpu_of(server):
             for buf, name in zip(server.inputs, self.expected, strict=True):
                 np.copyto(buf, self.expected[name])
@@ -678,8 +681,8 @@ class CallOverhead:
     byte, answering, being stopped); a parallel kernel's is its wall time, which also holds the
     hand-over's latencies (this process thawing the child and waking on the answer, the vCPUs'
     wake-ups). Taken off each call's time by the clock it came from, so a parallel kernel is not
-    charged the latencies a serial one is spared (layernorm's 2-thread bests read 13-36% slow
-    against the in-process protocol, 150-180 us a call, at evaluator version 4)."""
+    charged the latencies a serial one is spared (a kernel busy 1 ms on 2 threads: 70-117 us by
+    the wall clock against 51-61 us by the CPU clock, on this 2-core VM)."""
 
     cpu_ns: int  # the serial stand-in's
     wall_ns: int  # the parallel stand-in's
