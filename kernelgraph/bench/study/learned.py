@@ -20,6 +20,7 @@ import numpy as np
 from kernelgraph.agent.loop import DEFAULT_KEEP_THRESHOLD
 from kernelgraph.agent.tasks.base import Config, Task
 from kernelgraph.bench.landscapes import config_key
+from kernelgraph.bench.study.protocol_v3 import LEARNED_L2, LEARNED_PAIRS, LEARNED_SEED
 from kernelgraph.core.signature import (
     DIMENSION_NAMES,
     MIN_SHARED_DIMENSIONS,
@@ -111,9 +112,9 @@ def fit_learned_key(
     states: Sequence[LabelledState],
     eval_tasks: Collection[str],
     *,
-    pairs: int = 20_000,
-    l2: float = 1e-3,
-    seed: int = 0,
+    pairs: int = LEARNED_PAIRS,
+    l2: float = LEARNED_L2,
+    seed: int = LEARNED_SEED,
     iterations: int = 3_000,
 ) -> LearnedKey:
     """Fit the metric on `states`, which must hold no state of an evaluation task."""

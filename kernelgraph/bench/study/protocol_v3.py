@@ -1,6 +1,7 @@
-"""Study v3's protocol (docs/study-v3.md, a draft until frozen): its candidate tasks and targets, the
-measurement budget and how the plan cuts to fit it, the load rule of the landscapes, the arms, the
-room margin and the next-target experiment. Changing any constant here after the freeze is a new study."""
+"""Study v3's protocol (docs/study-v3.md, declared on 2026-12-02 before any of its development or
+evaluation landscapes was measured): its candidate tasks and targets, the measurement budget and how
+the plan cuts to fit it, the load rule of the landscapes, the arms, the room margin and the next-target
+experiment. Changing any constant here after the declaration is a new study."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ EVAL_TASKS: tuple[str, ...] = (
     "transpose",
     "stencil2d",
 )
-DEV_TASKS: tuple[str, ...] = ("layernorm", "rmsnorm")  # the development set: tuned on, never reported
+# The development set: tuned on, never reported. layernorm alone: with rmsnorm too the pilot put the
+# development set at about 79 of the 150 minutes, leaving one evaluation task. rmsnorm is in no set:
+# the signature's scales were fitted on layernorm and rmsnorm (issue #31), so it cannot be evaluated.
+DEV_TASKS: tuple[str, ...] = ("layernorm",)
 # Candidate targets, in the order the plan keeps them: (base target, threads). The first is the primary
 # target: the arms and the counter landscape run there.
 TARGETS: tuple[tuple[str, int], ...] = (
@@ -40,6 +44,10 @@ ROOM_MARGIN = 0.05  # ceiling - label, as a fraction of the oracle at PRIMARY_K,
 NEXT_TARGET_BUDGET = 16  # attempts a held-out target's run may take; never reaching 90% counts as this + 1
 LEARNED_PAIRS = 20_000  # state pairs the learned key is fitted on at most (a seeded sample)
 LEARNED_L2 = 1e-3
+LEARNED_SEED = 0  # the seed of the learned key's pair sample
+NEXT_TARGET_RESAMPLES = 10_000  # the next-target experiment's percentile bootstrap over instances
+NEXT_TARGET_BOOTSTRAP_SEED = 7
+NEXT_TARGET_SUCCESS_RATIO = 0.5  # with 3 other targets, at most half the attempts it needs from scratch
 
 # Every retrieving arm retrieves at every step (per step, for the current best config's counter state)
 # and gets the same k states at weight 1; `learned` ranks the candidates by the fitted metric.

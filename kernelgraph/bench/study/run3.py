@@ -41,7 +41,15 @@ from kernelgraph.bench.study.learned import (
 )
 from kernelgraph.bench.study.measurement import target_dir
 from kernelgraph.bench.study.protocol import Arm, StudyPlan, label_of
-from kernelgraph.bench.study.protocol_v3 import LEADS, LEARNED, ROOM_MARGIN, V3Settings
+from kernelgraph.bench.study.protocol_v3 import (
+    LEADS,
+    LEARNED,
+    NEXT_TARGET_BOOTSTRAP_SEED,
+    NEXT_TARGET_RESAMPLES,
+    NEXT_TARGET_SUCCESS_RATIO,
+    ROOM_MARGIN,
+    V3Settings,
+)
 from kernelgraph.bench.study.retrieval import RetrievalScope, StepRetrieval
 from kernelgraph.bench.study.simulation import Run, curve, simulate, tpe_run
 from kernelgraph.bench.study.statistics import attempts_to_reach, summarize
@@ -396,7 +404,9 @@ def next_target(
         for n, per in means.items():
             values = list(per.values())
             low, high = (
-                bootstrap_mean_interval(values, resamples=10_000, seed=7) if values else (math.nan, math.nan)
+                bootstrap_mean_interval(values, NEXT_TARGET_RESAMPLES, NEXT_TARGET_BOOTSTRAP_SEED)
+                if values
+                else (math.nan, math.nan)
             )
             entry[str(n)] = {
                 "mean_attempts": float(np.mean(values)) if values else None,
@@ -405,7 +415,7 @@ def next_target(
         if most > 0:
             ratio = paired(means[most], means[0])  # attempts: lower is better, so a ratio below 1 is a gain
             entry["ratio_most_vs_none"] = {k: ratio[k] for k in ("ratio", "ci", "instances")}
-            entry["met"] = ratio["ratio"] <= 0.5
+            entry["met"] = ratio["ratio"] <= NEXT_TARGET_SUCCESS_RATIO
         out["held_out"][held_name] = entry
     for i, g in enumerate(targets):
         for h in targets[i + 1 :]:
