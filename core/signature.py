@@ -65,8 +65,9 @@ class CounterName(StrEnum):
     # Timing spread, as the backends time it.
     IQR_NS = "iqr_ns"
     REL_IQR = "rel_iqr"
-    CALL_OVERHEAD_NS = "call_overhead_ns"  # the hand-over's cost, taken off every call timed by CPU (isolated)
-    CALL_WALL_OVERHEAD_NS = "call_wall_overhead_ns"  # its cost taken off every call timed by the wall clock
+    # The hand-over's cost (isolated protocol), taken off every call timed by its CPU time / by the wall clock.
+    CALL_OVERHEAD_NS = "call_overhead_ns"
+    CALL_WALL_OVERHEAD_NS = "call_wall_overhead_ns"
     REVERIFIED_SUSPICIOUS = "reverified_suspicious"  # 1.0: a suspicious time passed re-verification
     # CPU cachegrind on the timed inputs (agent/backends/counters.py). `counter_scale` is the timed
     # problem's work / the simulated one's: 1 (or absent) means the cache counters describe the timed run.
