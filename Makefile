@@ -30,7 +30,7 @@ typecheck: $(STAMP)
 
 # pytest starts (and stops) a throw-away Neo4j on free ports unless KERNELGRAPH_NEO4J_URI is set.
 test: install lint typecheck
-	$(BIN)/pytest -q; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+	$(BIN)/pytest -q --durations=25; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 demo: install
 	$(BIN)/kernelgraph neo4j start

@@ -13,7 +13,14 @@ import pytest
 
 from kernelgraph.agent.evaluator import MAX_LEVEL_BANDWIDTH_FRACTION, impossibility
 from kernelgraph.agent.target import Target
-from kernelgraph.agent.targets import MEMORY_LEVELS, get_target, host_caches, probe_working_sets, upper_bounds
+from kernelgraph.agent.targets import (
+    MEMORY_LEVELS,
+    get_target,
+    host_caches,
+    level_bounds,
+    probe_working_sets,
+    upper_bounds,
+)
 from kernelgraph.agent.tasks import get_task
 
 
@@ -71,6 +78,14 @@ def test_the_peaks_grow_with_the_isa_and_the_levels_slow_down_outward(native: Ta
     assert v2.peak_gflops and v3.peak_gflops and v2.peak_gflops < v3.peak_gflops <= 1.1 * native.peak_gflops
     levels = [native.bandwidth_gbps[level] for level in MEMORY_LEVELS]
     assert levels == sorted(levels, reverse=True) and native.peak_gbps == native.bandwidth_gbps["memory"]
+
+
+def test_a_level_read_slower_than_one_beyond_it_is_bounded_by_that_one() -> None:
+    """The CI failure of 2026-12-02: a busy host's LLC probe read 20.4 GB/s, memory's 27.9."""
+    measured = {"L1": 463.6, "L2": 174.4, "LLC": 20.4, "memory": 27.9}
+    assert level_bounds(measured) == {"L1": 463.6, "L2": 174.4, "LLC": 27.9, "memory": 27.9}
+    assert level_bounds({"L2": 10.0, "L1": 5.0}) == {"L1": 10.0, "L2": 10.0}  # fastest level first
+    assert level_bounds({"L1": 400.0, "memory": 10.0}) == {"L1": 400.0, "memory": 10.0}
 
 
 def test_cache_sizes_are_read_from_sysfs(tmp_path: Path) -> None:

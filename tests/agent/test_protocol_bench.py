@@ -10,7 +10,12 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
-from kernelgraph.bench.sandbox import _protocol_cell, protocols_markdown
+from kernelgraph.bench.sandbox import (
+    _protocol_cell,
+    median_ratio_interval,
+    median_verdict,
+    protocols_markdown,
+)
 from kernelgraph.cli import app
 
 
@@ -32,6 +37,18 @@ def test_each_goal_is_judged_on_the_medians_of_the_repeats() -> None:
     table = protocols_markdown({"cells": [within, beyond]}).splitlines()
     assert table[2].startswith("| t | baseline |") and table[2].endswith("| all |")
     assert table[3].endswith("| missed: wall, rel_iqr, median |"), table[3]
+
+
+def test_the_median_goal_says_whether_the_repeats_resolve_it() -> None:
+    """The ratio of medians gets a bootstrap interval over each protocol's evaluations: a miss is
+    real only when the whole interval lies outside the 2% band."""
+    steady = [100.0 + 0.1 * k for k in range(20)]
+    assert median_verdict(median_ratio_interval(steady, steady)) == "within"
+    assert median_verdict(median_ratio_interval([1.1 * v for v in steady], steady)) == "outside"
+    bimodal = [100.0] * 10 + [130.0] * 10  # a host whose speed jumps between evaluations
+    low, high = median_ratio_interval(bimodal, [115.0] * 20)
+    assert low < 0.98 and high > 1.02 and median_verdict((low, high)) == "unresolved"
+    assert median_ratio_interval(bimodal, steady) == median_ratio_interval(bimodal, steady)  # seeded
 
 
 def test_the_json_report_is_the_only_thing_on_stdout(tmp_path: Path) -> None:
