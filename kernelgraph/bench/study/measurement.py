@@ -5,7 +5,8 @@ Every timing point logs the 1-minute load average and the share of CPU time stol
 while it was measured (/proc/stat); a point measured above LOAD_THRESHOLD is measured once more and
 both are kept (the study reads the quieter, study/landscapes.py). Points are appended as they are
 measured under `<dir>/<target>/<label>/<task>.jsonl` (states: `<dir>/<target>/states.jsonl`), so a
-killed run continues where it stopped.
+killed run continues where it stopped. Every point records the evaluator and signature versions of the
+code that measured it, and a file of other versions is never appended to (study/versions.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from kernelgraph.bench.landscapes import (
 )
 from kernelgraph.bench.study.protocol_v3 import LABELS, LOAD_THRESHOLD
 from kernelgraph.bench.study.targets import StudyTarget
+from kernelgraph.bench.study.versions import check_versions, recorded_versions
 
 PROC_STAT = Path("/proc/stat")
 
@@ -80,7 +82,7 @@ def _timed_point(
         "median_ns": result.median_ns if ok else None, "iqr_ns": result.iqr_ns if ok else None,
         "trials": result.trials, "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "load_average": list(sensors.load()), "steal_share": steal_share(before, after),
-        "target": target.name, "measurement": attempt,
+        "target": target.name, "measurement": attempt, **recorded_versions(),
     }  # fmt: skip
 
 
@@ -98,6 +100,7 @@ def config_points(
                 "config": config_key(config), "instance": name, "outcome": str(checked.outcome), "median_ns": None,
                 "iqr_ns": None, "trials": 0, "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "load_average": list(sensors.load()), "steal_share": 0.0, "target": target.name, "measurement": 0,
+                **recorded_versions(),
             }  # fmt: skip
             continue
         point = _timed_point(evaluator, task, source, target, config, name, sensors, 0)
@@ -107,12 +110,15 @@ def config_points(
 
 
 def _resume(path: Path) -> set[tuple[str, str]]:
+    """The (config, instance) pairs `path` holds, once its versions are the running code's."""
     if not path.exists():
         return set()
+    points = read_landscape(path)[1]
+    check_versions(path, points)  # before the torn line is dropped: a refused file is left as it was
     text = path.read_text()
     if text and not text.endswith("\n"):  # drop a line torn by a killed run before appending
         path.write_text(text[: text.rfind("\n") + 1])
-    return {(p.config, p.instance) for p in read_landscape(path)[1]}
+    return {(p.config, p.instance) for p in points}
 
 
 def measure_timing(
@@ -161,7 +167,10 @@ def measure_counter_landscape(
     folder = target_dir(directory, target.name)
     path = states_path(folder)
     known = read_states(path)
-    _, points = read_landscape(landscape_path(folder, LABELS[0], task.name))
+    check_versions(path, known.values())
+    timed = landscape_path(folder, LABELS[0], task.name)
+    _, points = read_landscape(timed)
+    check_versions(timed, points)
     kept = {(p.config, p.instance) for p in points if p.median_ns is not None}
     by_key = {config_key(c): c for c in space(task)}
     todo = [
@@ -178,7 +187,7 @@ def measure_counter_landscape(
             row = {
                 "task": task.name, "instance": instance, "config": key, "median_ns": result.median_ns,
                 "counters": dict(result.counters), "counter_source": str(result.counter_source),
-                "tool_versions": dict(result.tool_versions), "evaluator_version": result.evaluator_version,
+                "tool_versions": dict(result.tool_versions), **recorded_versions(),
                 "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
                 "load_average": list(sensors.load()),
             }  # fmt: skip
