@@ -39,6 +39,10 @@ from kernelgraph.bench.study.versions import check_versions, recorded_versions
 PROC_STAT = Path("/proc/stat")
 
 
+# Called with (done, all): configs of a timing landscape, points of a counter landscape.
+Progress = Callable[[int, int], None]
+
+
 class Evaluator(Protocol):
     def check(self, task: Task, source: str, target: Target) -> CheckResult: ...
     def profile(self, task: Task, source: str, target: Target) -> ProfileResult: ...
@@ -123,10 +127,10 @@ def _resume(path: Path) -> set[tuple[str, str]]:
 
 def measure_timing(
     task: Task, target: StudyTarget, directory: Path, label: str, evaluator: Evaluator,
-    *, sensors: Sensors | None = None, configs: Sequence[Config] | None = None,
-    advance: Callable[[], None] | None = None,
+    *, sensors: Sensors | None = None, configs: Sequence[Config] | None = None, progress: Progress | None = None,
 ) -> Path:  # fmt: skip
-    """Measure (or resume) `task`'s timing landscape `label` at `target`; returns its file."""
+    """Measure (or resume) `task`'s timing landscape `label` at `target`; returns its file. `progress`
+    counts configs: done (with every instance) of all, at the start and after each config."""
     sensors = sensors or Sensors()
     path = landscape_path(target_dir(directory, target.name), label, task.name)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,35 +138,29 @@ def measure_timing(
     names = [i.name for i in task.instances]
     chosen = list(configs) if configs is not None else space(task)
     todo = [c for c in chosen if any((config_key(c), n) not in done for n in names)]
+    if progress:
+        progress(len(chosen) - len(todo), len(chosen))
     with path.open("a") as out:
         header = _header(task, target.target, label) | {"study_version": 3, "threads": target.threads,
                                                          "load_threshold": LOAD_THRESHOLD}  # fmt: skip
         out.write(json.dumps(header) + "\n")
-        for config in todo:
+        for measured, config in enumerate(todo, start=len(chosen) - len(todo) + 1):
             missing = [n for n in names if (config_key(config), n) not in done]
             for point in config_points(evaluator, task, target.target, config, missing, sensors):
                 out.write(json.dumps(point) + "\n")
                 out.flush()
-            if advance:
-                advance()
+            if progress:
+                progress(measured, len(chosen))
     return path
-
-
-def measure_pair(
-    task: Task, target: StudyTarget, directory: Path, evaluator: Evaluator, *, sensors: Sensors | None = None,
-    advance: Callable[[], None] | None = None,
-) -> list[Path]:  # fmt: skip
-    """Landscapes A and B of `task` at `target`, back to back (A then B): a killed run leaves A whole."""
-    return [measure_timing(task, target, directory, label, evaluator, sensors=sensors, advance=advance)
-            for label in LABELS]  # fmt: skip
 
 
 def measure_counter_landscape(
     task: Task, target: StudyTarget, directory: Path, evaluator: Evaluator, *, sensors: Sensors | None = None,
-    advance: Callable[[], None] | None = None,
+    progress: Progress | None = None,
 ) -> Path:  # fmt: skip
     """Every config of `task` that ran correctly in landscape A, profiled with counters at every instance
-    (the states per-step retrieval is keyed on); memoized in the target's states file."""
+    (the states per-step retrieval is keyed on); memoized in the target's states file. `progress` counts
+    (config, instance) points: done of all, at the start and after each point."""
     sensors = sensors or Sensors()
     folder = target_dir(directory, target.name)
     path = states_path(folder)
@@ -173,28 +171,29 @@ def measure_counter_landscape(
     check_versions(timed, points)
     kept = {(p.config, p.instance) for p in points if p.median_ns is not None}
     by_key = {config_key(c): c for c in space(task)}
-    todo = [
-        (key, inst) for key, inst in sorted(kept) if (task.name, inst, key) not in known and key in by_key
-    ]
+    wanted = [(key, inst) for key, inst in sorted(kept) if key in by_key]
+    todo = [(key, inst) for key, inst in wanted if (task.name, inst, key) not in known]
+    if progress:
+        progress(len(wanted) - len(todo), len(wanted))
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as out, (folder / "states-failed.jsonl").open("a") as failed:
-        for key, instance in todo:
+        for measured, (key, instance) in enumerate(todo, start=len(wanted) - len(todo) + 1):
             result = evaluator.profile(task.at(instance), task.source("c", by_key[key]), target.target)
             if result.outcome.value != "kept":  # timed correctly once, not now: kept aside, with why
                 failed.write(json.dumps({"task": task.name, "instance": instance, "config": key,
                                          "outcome": str(result.outcome), "reason": result.reason}) + "\n")  # fmt: skip
-                continue
-            row = {
-                "task": task.name, "instance": instance, "config": key, "median_ns": result.median_ns,
-                "counters": dict(result.counters), "counter_source": str(result.counter_source),
-                "tool_versions": dict(result.tool_versions), **recorded_versions(),
-                "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "load_average": list(sensors.load()),
-            }  # fmt: skip
-            out.write(json.dumps(row) + "\n")
-            out.flush()
-            if advance:
-                advance()
+            else:
+                row = {
+                    "task": task.name, "instance": instance, "config": key, "median_ns": result.median_ns,
+                    "counters": dict(result.counters), "counter_source": str(result.counter_source),
+                    "tool_versions": dict(result.tool_versions), **recorded_versions(),
+                    "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                    "load_average": list(sensors.load()),
+                }  # fmt: skip
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+            if progress:
+                progress(measured, len(wanted))
     return path
 
 
