@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,9 +157,8 @@ def measure_plan(
     return path
 
 
-def _figures(points: Iterable[Point | State], loads: Iterable[float]) -> dict[str, Any]:
-    points = list(points)
-    loads = list(loads)
+def _figures(points: Sequence[Point | State]) -> dict[str, Any]:
+    loads = [p.load_average[0] for p in points]
     return {
         "configs": len({p.config for p in points}),
         "instances": len({p.instance for p in points}),
@@ -180,14 +179,14 @@ def landscape_summary(directory: Path) -> dict[str, Any]:
         for label in LABELS:
             for path in sorted((folder / label).glob("*.jsonl")):
                 points = read_landscape(path)[1]
-                figures = _figures(points, (p.load_average[0] for p in points))
+                figures = _figures(points)
                 figures["remeasured"] = sum(1 for p in points if p.measurement > 0)
                 figures["not_kept"] = sum(1 for p in points if p.median_ns is None)
                 timing.setdefault(folder.name, {}).setdefault(label, {})[path.stem] = figures
         states = list(read_states(states_path(folder)).values())
         for task in sorted({s.task for s in states}):
             mine = [s for s in states if s.task == task]
-            counters.setdefault(folder.name, {})[task] = _figures(mine, (s.load_average[0] for s in mine))
+            counters.setdefault(folder.name, {})[task] = _figures(mine)
     return {"study_version": VERSION, "running": recorded_versions(), "timing": timing, "counters": counters}
 
 
