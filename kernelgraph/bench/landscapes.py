@@ -63,6 +63,10 @@ class Point:
     trials: int
     measured_at: str
     load_average: tuple[float, float, float]
+    # Study v3 records these per point (study/versions.py); older landscapes have none.
+    measurement: int = 0  # 1: measured once more because the load was above the threshold
+    evaluator_version: int | None = None
+    signature_version: int | None = None
 
 
 SPACE_LIMIT = 5000  # configs per landscape at most: ~10^4 points must fit the machine budget
@@ -135,6 +139,9 @@ def read_landscape(path: Path) -> tuple[dict[str, Any], list[Point]]:
                 trials=row["trials"],
                 measured_at=row["measured_at"],
                 load_average=tuple(row["load_average"]),
+                measurement=row.get("measurement", 0),
+                evaluator_version=row.get("evaluator_version"),
+                signature_version=row.get("signature_version"),
             )
         )
     return header, points
@@ -246,6 +253,7 @@ class State:
     evaluator_version: int | None
     measured_at: str
     load_average: tuple[float, float, float]
+    signature_version: int | None = None  # study v3 records it (study/versions.py); v2's states have none
 
 
 def states_path(directory: Path) -> Path:

@@ -249,6 +249,7 @@ def study_v3(*, quick: bool, stage: str, landscapes: str, results_dir: str, as_j
 
     from kernelgraph.bench.reports import timestamp
     from kernelgraph.bench.study.command3 import run_v3
+    from kernelgraph.bench.study.versions import LandscapeVersionError
     from kernelgraph.cli.graph import cli_errors, fail, open_store
     from kernelgraph.service.embeddings import MiniLMEmbedder
     from kernelgraph.service.knowledge import KnowledgeService
@@ -266,11 +267,14 @@ def study_v3(*, quick: bool, stage: str, landscapes: str, results_dir: str, as_j
         if as_json:
             print(json.dumps(plan))
         return
-    with open_store() as store, cli_errors():
-        report = run_v3(
-            KnowledgeService(store, MiniLMEmbedder()), stage=stage, quick=quick, landscape_dir=directory,
-            results=Path(results_dir), namespace=f"study-v3-{timestamp().lower()}", console=console,
-        )  # fmt: skip
+    try:
+        with open_store() as store, cli_errors():
+            report = run_v3(
+                KnowledgeService(store, MiniLMEmbedder()), stage=stage, quick=quick, landscape_dir=directory,
+                results=Path(results_dir), namespace=f"study-v3-{timestamp().lower()}", console=console,
+            )  # fmt: skip
+    except LandscapeVersionError as exc:  # a landscape of other versions: the user's to resolve, not a bug
+        raise fail(str(exc), code=2) from None
     if as_json:
         keys = (
             "version",

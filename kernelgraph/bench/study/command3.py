@@ -2,7 +2,8 @@
 
 - `--stage pilot`: the pilot and the budget plan (saved as results/study-v3-plan-*.json), nothing more;
 - `--stage development`: the plan (the pilot first, unless a plan is saved), every planned landscape
-  measured (resumable), then on the development set the learned key's fit and the room report;
+  measured (resumable, study/plan_measurement.py), then on the development set the learned key's fit
+  and the room report;
 - `--stage evaluation`: the arms on the evaluation set and the next-target experiment, after the freeze;
 - `--quick`: tiny planted landscapes, both stages end to end (a check of the code, never evidence).
 """
@@ -20,7 +21,7 @@ from rich.console import Console
 
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.bench.reports import save_report
-from kernelgraph.bench.study import measurement, planner, run3
+from kernelgraph.bench.study import measurement, plan_measurement, planner, run3
 from kernelgraph.bench.study.learned import fit_learned_key
 from kernelgraph.bench.study.planted import plant, planted_target
 from kernelgraph.bench.study.protocol_v3 import ARMS, LABELS, V3Settings
@@ -66,28 +67,6 @@ def pilot_and_plan(settings: V3Settings, results: Path, say: Callable[[str], Non
     return plan
 
 
-def measure_plan(
-    plan: dict[str, Any], settings: V3Settings, directory: Path, say: Callable[[str], None]
-) -> None:
-    """Every planned landscape, pushed early: per target, per task, A then B back to back; then the
-    counter landscape at the primary target."""
-    targets = _targets(settings, plan["targets"], quick=False)
-    timing = measurement.timing_evaluator()
-    for n, target in enumerate(targets):
-        for name in (
-            *(plan["dev_tasks"] if n == 0 else ()),
-            *plan["eval_tasks"],
-        ):  # development: primary only
-            started = time.monotonic()
-            measurement.measure_pair(get_task(name), target, directory, timing)
-            say(f"landscapes A, B of {name} at {target.name}: {time.monotonic() - started:.0f} s")
-    counters = measurement.counter_evaluator()
-    for name in (*plan["dev_tasks"], *plan["eval_tasks"]):
-        started = time.monotonic()
-        measurement.measure_counter_landscape(get_task(name), targets[0], directory, counters)
-        say(f"counter landscape of {name} at {targets[0].name}: {time.monotonic() - started:.0f} s")
-
-
 def run_v3(
     knowledge: Any, *, stage: str, quick: bool, landscape_dir: Path, results: Path, namespace: str,
     console: Console,
@@ -100,6 +79,7 @@ def run_v3(
         targets = _targets(settings, None, quick=True)
         tasks = {n: get_task(n) for n in (*settings.dev_tasks, *settings.eval_tasks)}
         plant(landscape_dir, list(tasks.values()), targets)
+        plan_measurement.write_summary(landscape_dir)
         pilot = planner.Pilot({(n, t.name): 0.05 for n in tasks for t in targets}, {n: 0.1 for n in tasks})
         plan = planner.plan_budget(
             pilot, tasks, settings.eval_tasks, settings.dev_tasks, targets, settings.budget_minutes
@@ -114,7 +94,8 @@ def run_v3(
             plan = json.loads(latest.read_text())
         settings = settings_of(plan, settings)
         if stage == "development":
-            measure_plan(plan, settings, landscape_dir, say)
+            targets = _targets(settings, plan["targets"], quick=False)
+            plan_measurement.measure_plan(plan, targets, landscape_dir, say=say, console=console)
         else:  # the evaluation reads the development set's decisions: k, and whether any workload has room
             development = results / "study-v3-development-latest.json"
             if not development.exists():

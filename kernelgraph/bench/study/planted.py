@@ -17,6 +17,7 @@ from kernelgraph.bench.study.experience import stable_seed
 from kernelgraph.bench.study.measurement import target_dir
 from kernelgraph.bench.study.protocol_v3 import LABELS
 from kernelgraph.bench.study.targets import StudyTarget
+from kernelgraph.bench.study.versions import recorded_versions
 
 PLANTED_GFLOPS_PER_THREAD = 50.0
 PLANTED_GBPS = 20.0
@@ -60,7 +61,9 @@ def planted_counters(config: Config, size_rank: int, threads: int, ns: float) ->
 
 
 def plant(directory: Path, tasks: Sequence[Task], targets: Sequence[StudyTarget]) -> None:
-    """Write the planted landscapes of `tasks` at `targets` and the counter landscape at the first."""
+    """Write the planted landscapes of `tasks` at `targets` and the counter landscape at the first, every
+    point with the running code's versions (the study reads them through its version guard)."""
+    versions = recorded_versions()
     for n, target in enumerate(targets):
         folder = target_dir(directory, target.name)
         states = []
@@ -76,11 +79,11 @@ def plant(directory: Path, tasks: Sequence[Task], targets: Sequence[StudyTarget]
                         ns = planted_ns(config, rank, len(names), target.threads, label)
                         lines.append(json.dumps({"config": config_key(config), "instance": inst, "outcome": "kept",
                                                  "median_ns": ns, "iqr_ns": 0.0, "trials": 7, "measured_at": "",
-                                                 "load_average": [0.0, 0.0, 0.0], "steal_share": 0.0}))  # fmt: skip
+                                                 "load_average": [0.0, 0.0, 0.0], "steal_share": 0.0, **versions}))  # fmt: skip
                         if label == LABELS[0] and n == 0:
                             states.append({"task": task.name, "instance": inst, "config": config_key(config),
                                            "median_ns": ns, "counters": planted_counters(config, rank, target.threads, ns),
-                                           "counter_source": "cpu_cachegrind", "tool_versions": {}, "evaluator_version": None,
+                                           "counter_source": "cpu_cachegrind", "tool_versions": {}, **versions,
                                            "measured_at": "", "load_average": [0.0, 0.0, 0.0]})  # fmt: skip
                 path.write_text("\n".join(lines) + "\n")
         if states:

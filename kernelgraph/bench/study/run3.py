@@ -21,7 +21,7 @@ from kernelgraph.agent.proposers.experience import ExperienceProposer
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
 from kernelgraph.agent.results import ProfileResult
 from kernelgraph.agent.tasks.base import Config, Task
-from kernelgraph.bench.landscapes import State, config_key, read_states, states_path
+from kernelgraph.bench.landscapes import State, config_key, landscape_path, read_states, states_path
 from kernelgraph.bench.stats import bootstrap_mean_interval, paired, spearman
 from kernelgraph.bench.study.arms import (
     FixedEvidence,
@@ -54,6 +54,7 @@ from kernelgraph.bench.study.retrieval import RetrievalScope, StepRetrieval
 from kernelgraph.bench.study.simulation import Run, curve, simulate, tpe_run
 from kernelgraph.bench.study.statistics import attempts_to_reach, summarize
 from kernelgraph.bench.study.targets import StudyTarget
+from kernelgraph.bench.study.versions import check_versions
 from kernelgraph.core.models import RetrievalMode
 from kernelgraph.core.signature import TargetPeaks
 
@@ -65,13 +66,20 @@ def load_lands(
     directory: Path, targets: Sequence[str], tasks: Mapping[str, Task], labels: Sequence[str],
     eval_tasks: Sequence[str],
 ) -> Lands:  # fmt: skip
-    """Every task's landscapes at the primary target (the first), the evaluation tasks' at the others."""
+    """Every task's landscapes at the primary target (the first), the evaluation tasks' at the others;
+    a file of other versions than the running code's is refused (study/versions.py)."""
     lands: Lands = {}
     for position, target in enumerate(targets):
         here = {name: task for name, task in tasks.items() if position == 0 or name in eval_tasks}
-        lands[target] = {x: {name: load_landscape(target_dir(directory, target), x, task) for name, task in here.items()}
-                         for x in labels}  # fmt: skip
+        lands[target] = {x: {name: _checked_landscape(target_dir(directory, target), x, task)
+                             for name, task in here.items()} for x in labels}  # fmt: skip
     return lands
+
+
+def _checked_landscape(folder: Path, label: str, task: Task) -> Landscape:
+    land = load_landscape(folder, label, task)
+    check_versions(landscape_path(folder, label, task.name), land.points)
+    return land
 
 
 def peaks_of(target: StudyTarget) -> TargetPeaks:
@@ -466,4 +474,8 @@ def plot_next_target(result: Mapping[str, Any], path: Path) -> None:
 
 
 def load_states(directory: Path, target: StudyTarget) -> dict[tuple[str, str, str], State]:
-    return read_states(states_path(target_dir(directory, target.name)))
+    """The counter landscape at `target`, refused when of other versions than the running code's."""
+    path = states_path(target_dir(directory, target.name))
+    states = read_states(path)
+    check_versions(path, states.values())
+    return states

@@ -1,0 +1,55 @@
+"""Study v3's version guard (docs/study-v3.md, decision 3): every landscape point the study writes records
+the evaluator and signature versions of the code that measured it, and the study refuses to resume or
+read a landscape file whose points mix versions or differ from the running code's. A timing measured by
+another evaluator, or a state keyed by another signature, is not the same measurement: mixing them would
+compare unlike figures without saying so."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Protocol
+
+from kernelgraph.agent.evaluator import EVALUATOR_VERSION
+from kernelgraph.core.signature import SIGNATURE_VERSION
+
+
+class Versioned(Protocol):
+    """A landscape point or a counter state (kernelgraph/bench/landscapes.py: Point, State)."""
+
+    @property
+    def evaluator_version(self) -> int | None: ...
+    @property
+    def signature_version(self) -> int | None: ...
+
+
+class LandscapeVersionError(ValueError):
+    """A landscape file measured (in whole or in part) by code of other versions than the running code's."""
+
+
+def recorded_versions() -> dict[str, int]:
+    """The fields every point the study writes carries: the running code's versions."""
+    return {"evaluator_version": EVALUATOR_VERSION, "signature_version": SIGNATURE_VERSION}
+
+
+def _described(versions: tuple[int | None, int | None]) -> str:
+    evaluator, signature = ("unknown" if v is None else str(v) for v in versions)
+    return f"evaluator {evaluator}, signature {signature}"
+
+
+def check_versions(path: Path, points: Iterable[Versioned]) -> None:
+    """Refuse (LandscapeVersionError naming `path`) a loaded set of points that mix versions or differ
+    from the running code's; a point without the fields counts as version unknown. No points: nothing
+    to refuse (a file about to be started)."""
+    found = Counter((p.evaluator_version, p.signature_version) for p in points)
+    running = (EVALUATOR_VERSION, SIGNATURE_VERSION)
+    if not found or set(found) == {running}:
+        return
+    seen = "; ".join(f"{_described(v)} ({n} points)" for v, n in sorted(found.items(), key=str))
+    why = "mixes versions" if len(found) > 1 else "was measured with other versions"
+    raise LandscapeVersionError(
+        f"{path} {why}: {seen}; the running code is {_described(running)}. Study v3 neither resumes nor "
+        "reads such a landscape (docs/study-v3.md, decision 3): measure it again into a new directory, "
+        "or run the code of its versions"
+    )
