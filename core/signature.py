@@ -372,7 +372,7 @@ class Signature:
     @property
     def source_vector(self) -> tuple[float, ...] | None:
         """The scaled values on the source's dimensions, when complete (what the source's vector index
-        holds, so that the index's euclidean score is `masked_similarity`'s, before renormalising)."""
+        holds, so that the index's euclidean score is `masked_similarity`'s, before the similarity's unit)."""
         if not self.complete or self.source is None:
             return None
         vector = self.scaled_vector

@@ -16,9 +16,9 @@ so every rule is unit-tested on plain values. docs/retrieval.md ("Consolidation"
   Different children under the same transform name (an LLM writes new source every time) are not
   a contradiction when their outcomes differ: they are different kernels.
 - Re-measurements: states of the same kernel, target, counter source and versions that measured the
-  same signature dimensions and whose signatures lie within `MERGE_RADIUS_SQ` of each other (squared
-  distance over those dimensions, renormalised as retrieval's) measured the same thing and are merged
-  into one.
+  same signature dimensions and whose signatures lie within `MERGE_RADIUS_SQ` of each other (raw
+  squared distance over those dimensions, renormalised to the whole signature) measured the same thing
+  and are merged into one.
 - Version weights: a measurement from a superseded evaluator (older than the newest one measuring
   in the namespace) counts `SUPERSEDED_EVALUATOR_WEIGHT`; one whose signature is older than
   `SIGNATURE_VERSION` and could not be re-signed counts `STALE_SIGNATURE_WEIGHT` (its position in
