@@ -307,6 +307,8 @@ def _distance(
     names: Sequence[str],
     scales: Mapping[str, float] | None = None,
 ) -> float | None:
+    # Ranks candidate sources only (the nearest wins), over candidate readings that are no signature
+    # dimension (the thread share): no similarity, so the similarity's unit does not enter.
     shared = [n for n in names if q[n] is not None and s[n] is not None]
     if not shared:
         return None
