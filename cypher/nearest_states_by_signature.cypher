@@ -4,10 +4,11 @@
 // (m.signature_<source>, signature 4), so masking costs no index:
 // the query is projected onto each source it can be compared with and scaled alike ($searches, built by
 // core/signature.py index_searches) and the index's squared distance is turned into the similarity's
-// units (x d2_factor = 1 / (shared x unit^2), the index's source's unit), as the exact query does. Over-fetches $fetch_k candidates per index, then keeps
-// states in $namespaces that attempts were made from (m.explored) and that consolidation did not merge
-// into another (a re-measurement of the same kernel: retrieval reads it through the state it was merged
-// into; consolidation also takes its per-source vector out of the index), leaving out $exclude_tasks.
+// units (x d2_factor = 1 / (shared x unit^2), the index's source's unit), as the exact query does.
+// Over-fetches $fetch_k candidates per index, then keeps states in $namespaces that attempts were made
+// from (m.explored) and that consolidation did not merge into another (a re-measurement of the same
+// kernel: retrieval reads it through the state it was merged into; consolidation also takes its
+// per-source vector out of the index), leaving out $exclude_tasks.
 // Parameters: $searches (list of {index, vector, d2_factor}), $fetch_k, $k, $namespaces, $exclude_tasks,
 //   $transforms, $verified_only.
 // Returns: measurement_id, target, task, score (1 / (1 + d^2 / (shared x unit^2))), slots (1 + the
