@@ -12,7 +12,8 @@ Distances are taken over *scaled* values: each dimension divided by its source's
 (`source_scales`; the CPU sources' scales are the development set's spreads, the others' 1), so that
 no dimension weighs by its raw range alone. The stored `signature` and the API's lists stay raw; the
 per-source vectors the indexes hold are scaled (`Signature.source_vector`).
-Similarity is euclidean, 1 / (1 + d^2), so magnitudes matter (a kernel at 9% of peak bandwidth is not
+Similarity is euclidean, 1 / (1 + d^2 / (n x w^2)) over the n shared dimensions, w the state's source's
+similarity unit (`similarity_unit`), so magnitudes matter (a kernel at 9% of peak bandwidth is not
 "similar" to one at 90%) and no vector is ever rejected for having zero norm.
 """
 
@@ -241,6 +242,32 @@ def source_scales(source: CounterSource | str | None) -> tuple[float, ...]:
 # ($source_scales: cypher/record_attempts, nearest_states_by_signature_exact, what_worked_from_states_like).
 SOURCE_SCALES_PARAM: dict[str, list[float]] = {s.value: list(source_scales(s)) for s in CounterSource}
 
+# The similarity's unit w, in its source's scaled units: a state at an RMS distance of w per shared
+# dimension has similarity 0.5, whatever the number of dimensions (docs/counter-signature.md, "The
+# similarity's unit"). The CPU sources' scales are spreads between development states, so w = 1: a
+# state one typical between-state difference away scores 0.5. The sources at scale 1 (nothing judged
+# them) keep w^2 = 1 / SIGNATURE_DIM: their similarity stays 1 / (1 + d^2 x SIGNATURE_DIM / n), as
+# before this unit was chosen. A unit changes no stored value: it is applied when scores are computed.
+CPU_SIMILARITY_UNIT = 1.0
+UNJUDGED_SIMILARITY_UNIT = 1.0 / math.sqrt(SIGNATURE_DIM)
+
+
+def similarity_unit(source: CounterSource | str | None) -> float:
+    """The similarity's unit w for states of `source` (a signature without a source: not judged)."""
+    if source is None or CounterSource(source) not in _CPU_SOURCES:
+        return UNJUDGED_SIMILARITY_UNIT
+    return CPU_SIMILARITY_UNIT
+
+
+# The units by source, as the exact Cypher query takes them ($source_units: nearest_states_by_signature_exact).
+SOURCE_UNITS_PARAM: dict[str, float] = {s.value: similarity_unit(s) for s in CounterSource}
+
+
+def similarity(d2: float, shared: int, unit: float) -> float:
+    """1 / (1 + d^2 / (shared x unit^2)): `d2` the squared scaled distance over `shared` dimensions.
+    The one conversion of a distance into a similarity (the Cypher queries compute the same)."""
+    return 1.0 / (1.0 + d2 / (shared * unit**2))
+
 
 # The two CPU readings of parallelism the signature report judged (`dimension_values` gives both):
 # the threads the timed call started (counted by the child, deterministic) / the cores the run was
@@ -345,7 +372,7 @@ class Signature:
     @property
     def source_vector(self) -> tuple[float, ...] | None:
         """The scaled values on the source's dimensions, when complete (what the source's vector index
-        holds, so that the index's euclidean score is `masked_similarity`'s, before renormalising)."""
+        holds, so that the index's euclidean score is `masked_similarity`'s, before the similarity's unit)."""
         if not self.complete or self.source is None:
             return None
         vector = self.scaled_vector
@@ -402,31 +429,38 @@ def shared_dimensions(query: Sequence[int], state: Sequence[int]) -> tuple[int, 
     return tuple(state)
 
 
-def masked_similarity(query: Signature, state: Signature) -> float | None:
-    """1 / (1 + d^2), d^2 the squared euclidean distance over the shared dimensions, each divided by the
-    stored state's source scale (`source_scales`: the index the state sits in holds it so scaled),
-    renormalised to the whole signature (x SIGNATURE_DIM / shared); None when `state` is no neighbour
-    of `query`. cypher/nearest_states_by_signature*.cypher compute the same."""
+def masked_distance(query: Signature, state: Signature) -> tuple[float, int] | None:
+    """(d^2, shared): the squared euclidean distance over the shared dimensions, each difference divided
+    by the stored state's source scale (`source_scales`: the index the state sits in holds it so scaled),
+    and how many dimensions it is over; None when `state` is no neighbour of `query`."""
     shared = shared_dimensions(query.measured, state.measured)
     if shared is None:
         return None
     q, v, scale = query.vector, state.vector, source_scales(state.source)
-    d2 = sum(((q[i] - v[i]) / scale[i]) ** 2 for i in shared)
-    return 1.0 / (1.0 + d2 * SIGNATURE_DIM / len(shared))
+    return sum(((q[i] - v[i]) / scale[i]) ** 2 for i in shared), len(shared)
+
+
+def masked_similarity(query: Signature, state: Signature) -> float | None:
+    """`similarity` of `masked_distance` in the stored state's source's unit (`similarity_unit`); None
+    when `state` is no neighbour of `query`. cypher/nearest_states_by_signature*.cypher compute the same."""
+    distance = masked_distance(query, state)
+    if distance is None:
+        return None
+    return similarity(*distance, similarity_unit(state.source))
 
 
 @dataclass(frozen=True)
 class IndexSearch:
     """One vector index a query searches: its name, the query on its dimensions, and the factor that
-    renormalises its squared distances to the whole signature."""
+    turns its squared distances into the similarity's units, 1 / (shared x unit^2) (`similarity`)."""
 
     source: CounterSource
     index: str
     vector: tuple[float, ...]
-    scale: float
+    d2_factor: float
 
     def as_param(self) -> dict[str, object]:
-        return {"index": self.index, "vector": list(self.vector), "scale": self.scale}
+        return {"index": self.index, "vector": list(self.vector), "d2_factor": self.d2_factor}
 
 
 def index_searches(query: Signature) -> list[IndexSearch]:
@@ -441,7 +475,8 @@ def index_searches(query: Signature) -> list[IndexSearch]:
             continue
         scale = source_scales(source)
         vector = tuple(query.vector[i] / scale[i] for i in dims)
-        out.append(IndexSearch(source, source_index(source), vector, SIGNATURE_DIM / len(dims)))
+        d2_factor = 1.0 / (len(dims) * similarity_unit(source) ** 2)
+        out.append(IndexSearch(source, source_index(source), vector, d2_factor))
     return out
 
 

@@ -3,19 +3,20 @@
 // complete measurements on the source's dimensions, each divided by the source's scale for it
 // (m.signature_<source>, signature 4), so masking costs no index:
 // the query is projected onto each source it can be compared with and scaled alike ($searches, built by
-// core/signature.py index_searches) and the index's squared distance is renormalised to the whole
-// signature (x scale), as the exact query does. Over-fetches $fetch_k candidates per index, then keeps
-// states in $namespaces that attempts were made from (m.explored) and that consolidation did not merge
-// into another (a re-measurement of the same kernel: retrieval reads it through the state it was merged
-// into; consolidation also takes its per-source vector out of the index), leaving out $exclude_tasks.
-// Parameters: $searches (list of {index, vector, scale}), $fetch_k, $k, $namespaces, $exclude_tasks,
+// core/signature.py index_searches) and the index's squared distance is turned into the similarity's
+// units (x d2_factor = 1 / (shared x unit^2), the index's source's unit), as the exact query does.
+// Over-fetches $fetch_k candidates per index, then keeps states in $namespaces that attempts were made
+// from (m.explored) and that consolidation did not merge into another (a re-measurement of the same
+// kernel: retrieval reads it through the state it was merged into; consolidation also takes its
+// per-source vector out of the index), leaving out $exclude_tasks.
+// Parameters: $searches (list of {index, vector, d2_factor}), $fetch_k, $k, $namespaces, $exclude_tasks,
 //   $transforms, $verified_only.
-// Returns: measurement_id, target, task, score (1/(1+d^2), d^2 renormalised), slots (1 + the
+// Returns: measurement_id, target, task, score (1 / (1 + d^2 / (shared x unit^2))), slots (1 + the
 //   re-measurements merged into the state), best first.
 // Within the query's vocabulary ($transforms, null: every transform): a state is a candidate only when it
 // holds evidence aggregate_transforms reads for one of $transforms (not quarantined; verified with
 // $verified_only), before ranking and the limit (docs/retrieval.md, "Within the query's vocabulary").
-// :param searches => [{index: 'measurement_signature_cpu_timing', vector: [2.3, 1.2, 2.7, 0.0], scale: 2.75}]
+// :param searches => [{index: 'measurement_signature_cpu_timing', vector: [2.3, 1.2, 2.7, 0.0], d2_factor: 0.25}]
 // :param fetch_k => 200
 // :param k => 20
 // :param namespaces => ['demo']
@@ -29,7 +30,7 @@ WHERE m.namespace IN $namespaces AND m.explored AND m.merged_into IS NULL AND NO
     MATCH (m)-[:HAS_EVIDENCE|HAS_ROLLUP]->(e)
     WHERE e.transform IN $transforms AND e.quarantined IS NULL AND (NOT $verified_only OR e.verified)
   })
-WITH m, 1.0 / (1.0 + (1.0 / raw - 1.0) * search.scale) AS score
+WITH m, 1.0 / (1.0 + (1.0 / raw - 1.0) * search.d2_factor) AS score
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score,
        1 + coalesce(m.merged_count, 0) AS slots
 ORDER BY score DESC, measurement_id

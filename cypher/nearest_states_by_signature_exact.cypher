@@ -5,20 +5,21 @@
 // A state is compared on every dimension it measured (m.signature_dims); it is a neighbour only when the
 // query measured all of them ($measured) and they are at least $min_shared. The squared distance over
 // them, each difference divided by the state's source scale for its dimension ($source_scales, as the
-// per-source vector indexes hold the states), is renormalised to the whole signature (x $dims / shared),
-// never filled in with a neutral value.
+// per-source vector indexes hold the states), is divided by shared x unit^2, the state's source's
+// similarity unit ($source_units; a state without one: 1 / the signature's length, as for the sources
+// nothing judged), never filled in with a neutral value.
 // Parameters: $signature (the query, 0.0 where not measured), $measured (indexes of its measured
-// dimensions), $dims (the signature's length), $min_shared, $k, $namespaces, $exclude_tasks,
+// dimensions), $min_shared, $k, $namespaces, $exclude_tasks,
 // $complete ([true, false] for every state, [false] for the incomplete ones only), $transforms, $verified_only,
-// $source_scales (each counter source's scale per dimension, core/signature.py SOURCE_SCALES_PARAM).
-// Returns: measurement_id, target, task, score (1/(1+d^2), d^2 renormalised), slots (1 + the
+// $source_scales (each counter source's scale per dimension, core/signature.py SOURCE_SCALES_PARAM),
+// $source_units (each counter source's similarity unit, core/signature.py SOURCE_UNITS_PARAM).
+// Returns: measurement_id, target, task, score (1 / (1 + d^2 / (shared x unit^2))), slots (1 + the
 //   re-measurements merged into the state), best first.
 // Within the query's vocabulary ($transforms, null: every transform): a state is a candidate only when it
 // holds evidence aggregate_transforms reads for one of $transforms (not quarantined; verified with
 // $verified_only), before ranking and the limit (docs/retrieval.md, "Within the query's vocabulary").
 // :param signature => [0.1, 0.8, 0.3, 0.2, 0.1, 0.5, 0.1, 0.0, 0.0, 0.0, 0.8]
 // :param measured => [0, 1, 2, 3, 4, 5, 6, 9, 10]
-// :param dims => 11
 // :param min_shared => 3
 // :param k => 20
 // :param namespaces => ['demo']
@@ -27,6 +28,7 @@
 // :param transforms => ['unroll', 'vectorize']
 // :param verified_only => false
 // :param source_scales => {cpu_cachegrind: [0.04411, 0.1157, 0.04008, 0.04005, 0.08597, 0.1858, 0.03638, 1.0, 1.0, 0.05575, 1.0], cpu_timing: [0.04411, 0.1157, 0.04008, 0.04005, 0.08597, 0.1858, 0.03638, 1.0, 1.0, 0.05575, 1.0], nvidia_ncu: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], nvidia_timing: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], nvidia_static: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], kernelbench_timing: [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]}
+// :param source_units => {cpu_cachegrind: 1.0, cpu_timing: 1.0, nvidia_ncu: 0.30151134457776363, nvidia_timing: 0.30151134457776363, nvidia_static: 0.30151134457776363, kernelbench_timing: 0.30151134457776363}
 // The (namespace, explored, signature_complete) index (schema 0013) holds states only, by completeness:
 // a large namespace's few incomplete states are read without reading its complete ones, and no child
 // measurement is ever read.
@@ -43,7 +45,7 @@ WHERE size(own) >= $min_shared AND all(i IN own WHERE i IN $measured)
 WITH m, size(own) AS shared,
      reduce(d2 = 0.0, i IN own |
             d2 + ((m.signature[i] - $signature[i]) / coalesce($source_scales[m.counter_source][i], 1.0)) ^ 2) AS d2
-WITH m, 1.0 / (1.0 + d2 * $dims / shared) AS score
+WITH m, 1.0 / (1.0 + d2 / (shared * coalesce($source_units[m.counter_source], sqrt(1.0 / size($signature))) ^ 2)) AS score
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score,
        1 + coalesce(m.merged_count, 0) AS slots
 ORDER BY score DESC, measurement_id

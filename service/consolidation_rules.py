@@ -16,9 +16,9 @@ so every rule is unit-tested on plain values. docs/retrieval.md ("Consolidation"
   Different children under the same transform name (an LLM writes new source every time) are not
   a contradiction when their outcomes differ: they are different kernels.
 - Re-measurements: states of the same kernel, target, counter source and versions that measured the
-  same signature dimensions and whose signatures lie within `MERGE_RADIUS_SQ` of each other (squared
-  distance over those dimensions, renormalised as retrieval's) measured the same thing and are merged
-  into one.
+  same signature dimensions and whose signatures lie within `MERGE_RADIUS_SQ` of each other (raw
+  squared distance over those dimensions, renormalised to the whole signature) measured the same thing
+  and are merged into one.
 - Version weights: a measurement from a superseded evaluator (older than the newest one measuring
   in the namespace) counts `SUPERSEDED_EVALUATOR_WEIGHT`; one whose signature is older than
   `SIGNATURE_VERSION` and could not be re-signed counts `STALE_SIGNATURE_WEIGHT` (its position in
@@ -41,8 +41,9 @@ NOISE_FLOOR = 0.05  # log-scale sd of one attempt's speedup, at least (about 5%)
 NOISE_Z = 3.0  # "beyond noise": this many standard deviations
 IQR_TO_SD = 1.349  # IQR of a normal distribution in standard deviations
 # Re-measurements of one kernel are one state only when their signatures agree within this squared
-# euclidean distance (similarity 1 / (1 + d^2) >= 0.95): timing noise moves a signature by far less,
-# another problem size or a changed environment by more, and those stay states of their own.
+# euclidean distance, raw (for a source at scale 1, similarity >= 0.95): timing noise moves a
+# signature by far less, another problem size or a changed environment by more, and those stay
+# states of their own.
 MERGE_RADIUS_SQ = 0.05
 SUPERSEDED_EVALUATOR_WEIGHT = 0.25
 STALE_SIGNATURE_WEIGHT = 0.5
@@ -217,9 +218,10 @@ def same_state(
 
     Signature version 2 masks what was not measured (`signature_dims`: the measured dimensions; the
     stored vector holds 0.0 elsewhere). Two states are the same only if they measured the same
-    dimensions, and their squared distance over those is renormalised to the whole signature
-    (x len / measured), as retrieval's is (core/signature.py masked_similarity). Without dims (both
-    None) every dimension counts."""
+    dimensions, and their raw squared distance over those is renormalised to the whole signature
+    (x len / measured): a noise threshold in raw units, not retrieval's similarity (core/signature.py
+    masked_similarity scales CPU dimensions and has a unit per source). Without dims (both None) every
+    dimension counts."""
     if a is None or b is None or len(a) != len(b):
         return False
     if dims_a is None and dims_b is None:

@@ -25,8 +25,8 @@ from kernelgraph.core.models import (
 from kernelgraph.core.ncu import dimension_reads
 from kernelgraph.core.signature import (
     MIN_SHARED_DIMENSIONS,
-    SIGNATURE_DIM,
     SOURCE_SCALES_PARAM,
+    SOURCE_UNITS_PARAM,
     Signature,
     compute_signature,
     index_searches,
@@ -182,9 +182,10 @@ class Retrieval:
         if not measured:
             return []
         exact = {
-            "signature": list(signature.vector), "measured": measured, "dims": SIGNATURE_DIM,
+            "signature": list(signature.vector), "measured": measured,
             "min_shared": min(len(measured), MIN_SHARED_DIMENSIONS), "k": req.k, "namespaces": namespaces,
-            "exclude_tasks": req.excluded_tasks, "source_scales": SOURCE_SCALES_PARAM, **_vocabulary(req),
+            "exclude_tasks": req.excluded_tasks, "source_scales": SOURCE_SCALES_PARAM,
+            "source_units": SOURCE_UNITS_PARAM, **_vocabulary(req),
         }  # fmt: skip
         if self._small(reader, namespaces):
             return reader.read("nearest_states_by_signature_exact", **exact, complete=[True, False])

@@ -312,15 +312,15 @@ def _query_signatures(rng: random.Random, count: int) -> list[list[float | None]
 
 def search_params(signature: Sequence[float | None], k: int, fetch_k: int, namespace: str) -> dict[str, Any]:
     """The parameters of the exact and the index query for one signature, as the service builds them."""
-    from kernelgraph.core.signature import MIN_SHARED_DIMENSIONS, SOURCE_SCALES_PARAM
+    from kernelgraph.core.signature import MIN_SHARED_DIMENSIONS, SOURCE_SCALES_PARAM, SOURCE_UNITS_PARAM
 
     query = signature_from_values(signature)
     measured = list(query.measured)
     common = {"k": k, "namespaces": [namespace], "exclude_tasks": [], "transforms": None, "verified_only": False}  # fmt: skip
     return {
-        "exact": {**common, "signature": list(query.vector), "measured": measured, "dims": SIGNATURE_DIM,
+        "exact": {**common, "signature": list(query.vector), "measured": measured,
                   "min_shared": min(len(measured), MIN_SHARED_DIMENSIONS), "complete": [True, False],
-                  "source_scales": SOURCE_SCALES_PARAM},
+                  "source_scales": SOURCE_SCALES_PARAM, "source_units": SOURCE_UNITS_PARAM},
         "index": {**common, "searches": [s.as_param() for s in index_searches(query)], "fetch_k": fetch_k},
     }  # fmt: skip
 

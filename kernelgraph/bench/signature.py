@@ -9,6 +9,7 @@ at another instance point at a source whose best config scores well here more of
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -34,13 +35,18 @@ from kernelgraph.bench.landscapes import (
     read_landscape,
 )
 from kernelgraph.core.signature import (
+    CPU_DIMENSIONS_KEPT,
     CPU_TIME_SHARE,
     DIMENSION_NAMES,
     SIGNATURE_DIM,
     THREAD_SHARE,
     CounterSource,
+    Signature,
     TargetPeaks,
     dimension_values,
+    masked_distance,
+    signature_from_values,
+    similarity,
 )
 
 # The drop rule (docs/counter-signature.md, "The drop rule"): written before any report was read.
@@ -301,12 +307,65 @@ def _distance(
     names: Sequence[str],
     scales: Mapping[str, float] | None = None,
 ) -> float | None:
+    # Ranks candidate sources only (the nearest wins), over candidate readings that are no signature
+    # dimension (the thread share): no similarity, so the similarity's unit does not enter.
     shared = [n for n in names if q[n] is not None and s[n] is not None]
     if not shared:
         return None
     scale = {n: 1.0 if scales is None else scales[n] for n in shared}
     d2 = sum(((float(q[n] or 0) - float(s[n] or 0)) / scale[n]) ** 2 for n in shared)
     return d2 * SIGNATURE_DIM / len(shared)
+
+
+# How a stored development state relates to the query state, in `similarity_by_relation`.
+RELATIONS = ("re-measurement", "same instance", "other instance", "other task")
+
+
+def similarity_by_relation(report: Mapping[str, Any], unit: float) -> dict[str, dict[str, float]]:
+    """The similarity between a saved report's development states at similarity unit `unit`
+    (core/signature.py `similarity_unit`), by relation (`RELATIONS`): each state's first measurement is
+    the query and every state's second a stored `cpu_cachegrind` state (as `usefulness` pairs them),
+    scored as the service scores them (`masked_distance`, `similarity`: the frozen scales, signature 4's
+    dimensions). Per relation: the number of (query, state) pairs and the median and quartiles."""
+    from kernelgraph.agent.tasks import get_task
+
+    # A pair names its instance, not its task; the tasks' config spaces differ in their parameters.
+    task_of = {frozenset(get_task(name).baseline_config): name for name in report["development_tasks"]}
+    states = [
+        (task_of[frozenset(json.loads(p["config"]))], p["instance"],
+         _as_signature(p["first"]), _as_signature(p["second"]))
+        for p in report["pairs"]
+    ]  # fmt: skip
+    found: dict[str, list[float]] = {relation: [] for relation in RELATIONS}
+    for i, (task, instance, query, _) in enumerate(states):
+        for j, (other_task, other_instance, _, stored) in enumerate(states):
+            distance = masked_distance(query, stored)
+            if distance is None:
+                continue
+            if i == j:
+                relation = "re-measurement"
+            elif other_task != task:
+                relation = "other task"
+            else:
+                relation = "same instance" if other_instance == instance else "other instance"
+            found[relation].append(similarity(*distance, unit))
+    out: dict[str, dict[str, float]] = {}
+    for relation, values in found.items():
+        if values:
+            q1, median, q3 = np.percentile(values, [25, 50, 75])
+            out[relation] = {"pairs": len(values), "median": float(median), "q1": float(q1), "q3": float(q3)}
+    return out
+
+
+def _as_signature(values: Mapping[str, float | None]) -> Signature:
+    """A report's candidate values as the `cpu_cachegrind` signature signature 4 stores (the thread
+    share read as parallel_efficiency)."""
+    reading = {"parallel_efficiency": THREAD_SHARE}
+    kept = set(CPU_DIMENSIONS_KEPT)
+    return signature_from_values(
+        [values[reading.get(name, name)] if name in kept else None for name in DIMENSION_NAMES],
+        CounterSource.CPU_CACHEGRIND,
+    )
 
 
 def run_signature_bench(

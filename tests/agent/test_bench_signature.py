@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelgraph.agent.tasks import get_task
+from kernelgraph.bench.landscapes import config_key
 from kernelgraph.bench.signature import (
     CANDIDATES,
     SCALE_FLOOR,
@@ -20,12 +22,15 @@ from kernelgraph.bench.signature import (
     dimension_scales,
     dimension_stats,
     distance_shares,
+    similarity_by_relation,
 )
 from kernelgraph.core.signature import (
     CPU_DIMENSION_SCALES,
     CPU_DIMENSIONS_KEPT,
+    CPU_SIMILARITY_UNIT,
     SIGNATURE_DIM,
     THREAD_SHARE,
+    UNJUDGED_SIMILARITY_UNIT,
 )
 
 SCALES_REPORT = "signature-20261202T145436Z.json"  # the report core/signature.py names
@@ -103,6 +108,30 @@ def test_the_report_distance_divides_each_dimension_by_its_scale() -> None:
     raw = (0.1**2 + 0.2**2) * SIGNATURE_DIM / 2
     assert _distance(q, s, names) == pytest.approx(raw)
     assert _distance(q, s, names, scales) == pytest.approx((2.0**2 + 0.5**2) * SIGNATURE_DIM / 2)
+
+
+def test_the_similarity_table_groups_states_by_relation_and_scores_them_as_the_service() -> None:
+    """Three layernorm states (two configs at one instance, one at another) and one rmsnorm state; one
+    of them one spread away from the others on every kept dimension: 0.5 in the CPU sources' unit."""
+    reading = {THREAD_SHARE: "parallel_efficiency"}
+    near = {name: 0.5 for name in CANDIDATES}
+    away = {n: 0.5 + CPU_DIMENSION_SCALES.get(reading.get(n, n), 0.0) for n in CANDIDATES}
+    layernorm, rmsnorm = get_task("layernorm").baseline_config, get_task("rmsnorm").baseline_config
+    states = [("16x512", layernorm, near), ("16x512", {**layernorm, "unroll": 4}, away),
+              ("256x1024", layernorm, near), ("16x512", rmsnorm, near)]  # fmt: skip
+    report = {
+        "development_tasks": ["layernorm", "rmsnorm"],
+        "pairs": [{"instance": i, "config": config_key(c), "first": v, "second": v} for i, c, v in states],
+    }
+    spread = similarity_by_relation(report, CPU_SIMILARITY_UNIT)
+    assert {r: f["pairs"] for r, f in spread.items()} == {
+        "re-measurement": 4, "same instance": 2, "other instance": 4, "other task": 6,
+    }  # fmt: skip
+    assert spread["re-measurement"]["median"] == 1.0
+    assert spread["same instance"]["median"] == pytest.approx(0.5)
+    assert spread["other instance"]["median"] == pytest.approx(0.75)  # 1, 1, 0.5, 0.5
+    before = similarity_by_relation(report, UNJUDGED_SIMILARITY_UNIT)
+    assert before["same instance"]["median"] == pytest.approx(1 / (1 + SIGNATURE_DIM))
 
 
 def test_the_frozen_scales_and_dimension_set_are_the_reports() -> None:

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from kernelgraph.core.signature import SOURCE_SCALES_PARAM, source_dimensions, source_property
+from kernelgraph.core.signature import (
+    SOURCE_SCALES_PARAM,
+    SOURCE_UNITS_PARAM,
+    source_dimensions,
+    source_property,
+)
 from kernelgraph.service import migrate
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
@@ -111,9 +116,10 @@ def test_neighbour_queries_read_states_not_children(store: GraphStore, namespace
     assert len(stored) == 15 and sum(explored for explored, _ in stored.values()) == 2
     signature = factories.masked(0.5)
     measured = [i for i, v in enumerate(signature) if v is not None]
-    exact = {"signature": [v or 0.0 for v in signature], "measured": measured, "dims": len(signature),
+    exact = {"signature": [v or 0.0 for v in signature], "measured": measured,
              "min_shared": 3, "k": 10, "namespaces": [namespace], "exclude_tasks": [], "complete": [True, False],
-             "transforms": None, "verified_only": False, "source_scales": SOURCE_SCALES_PARAM}  # fmt: skip
+             "transforms": None, "verified_only": False, "source_scales": SOURCE_SCALES_PARAM,
+             "source_units": SOURCE_UNITS_PARAM}  # fmt: skip
     assert _seek_rows(store, "nearest_states_by_signature_exact", exact) == 2
     # A large namespace scores only its incomplete states exactly: it reads those, not every state.
     assert _seek_rows(store, "nearest_states_by_signature_exact", {**exact, "complete": [False]}) == 1

@@ -15,6 +15,7 @@ from kernelgraph.core.signature import (
     SIGNATURE_VERSION,
     SOURCE_DIMENSIONS,
     SOURCE_SCALES_PARAM,
+    SOURCE_UNITS_PARAM,
     CounterSource,
     Signature,
     TargetPeaks,
@@ -22,6 +23,7 @@ from kernelgraph.core.signature import (
     index_searches,
     masked_similarity,
     signature_from_values,
+    similarity_unit,
     source_dimensions,
     source_scales,
 )
@@ -33,6 +35,10 @@ GPU = TargetPeaks(kind="cuda", peak_gflops=67_000.0, peak_gbps=3_350.0)
 CACHEGRIND = {"time_ns": 2e6, "flops": 4e6, "bytes": 3.2e7, "instructions": 9e6, "d1_miss_rate": 0.2,
               "ll_miss_rate": 0.9, "ll_miss_bytes": 3.0e7, "cpu_utilization": 0.93, "threads": 2,
               "cores": 2, "counter_scale": 1.0}  # fmt: skip
+# What Nsight Compute gives for one GPU run (core/signature.py NCU_METRICS, as KernelGraph names them).
+GPU_NCU = {"time_ns": 1e5, "flops": 1e9, "bytes": 1e8, "sm_throughput_pct": 40.0, "dram_throughput_pct": 60.0,
+           "l1_hit_rate_pct": 50.0, "l2_hit_rate_pct": 70.0, "achieved_occupancy_pct": 45.0,
+           "registers_per_thread": 64, "spill_bytes": 0}  # fmt: skip
 
 
 def test_signature_version_is_4() -> None:
@@ -164,7 +170,8 @@ def test_index_searches_cover_exactly_the_sources_a_query_can_place() -> None:
     assert timing.vector == tuple(
         full.vector[i] / scale[i] for i in source_dimensions(CounterSource.CPU_TIMING)
     )
-    assert timing.scale == pytest.approx(SIGNATURE_DIM / len(SOURCE_DIMENSIONS[CounterSource.CPU_TIMING]))
+    # The CPU sources' unit is 1 scaled unit: the index's squared distance is divided by the shared count.
+    assert timing.d2_factor == pytest.approx(1 / len(SOURCE_DIMENSIONS[CounterSource.CPU_TIMING]))
 
 
 def test_a_signature_given_with_a_dimension_its_source_does_not_measure_is_rejected() -> None:
@@ -244,35 +251,57 @@ def test_the_distance_is_taken_over_values_scaled_by_the_stored_states_source() 
     d2 = sum(((query.vector[i] - state.vector[i]) / scale[i]) ** 2 for i in state.measured)
     raw = sum((query.vector[i] - state.vector[i]) ** 2 for i in state.measured)
     assert d2 != pytest.approx(raw)
-    renormalise = SIGNATURE_DIM / len(state.measured)
-    assert masked_similarity(query, state) == pytest.approx(1 / (1 + d2 * renormalise))
-    # The same values stored as a signature without a source (a client's list) are compared unscaled.
+    assert masked_similarity(query, state) == pytest.approx(1 / (1 + d2 / len(state.measured)))
+    # The same values stored as a signature without a source (a client's list) are compared unscaled,
+    # in the unit of the sources nothing judged.
     unsourced = signature_from_values(state.values)
-    assert masked_similarity(query, unsourced) == pytest.approx(1 / (1 + raw * renormalise))
-    # An NVIDIA state keeps scale 1.
-    gpu = {"time_ns": 1e5, "flops": 1e9, "bytes": 1e8, "sm_throughput_pct": 40.0, "dram_throughput_pct": 60.0,
-           "l1_hit_rate_pct": 50.0, "l2_hit_rate_pct": 70.0, "achieved_occupancy_pct": 45.0,
-           "registers_per_thread": 64, "spill_bytes": 0}  # fmt: skip
-    a = compute_signature(CounterSource.NVIDIA_NCU, gpu, GPU)
-    b = compute_signature(CounterSource.NVIDIA_NCU, {**gpu, "l2_hit_rate_pct": 80.0}, GPU)
-    gpu_raw = sum((a.vector[i] - b.vector[i]) ** 2 for i in b.measured)
-    assert masked_similarity(a, b) == pytest.approx(1 / (1 + gpu_raw * SIGNATURE_DIM / len(b.measured)))
+    assert masked_similarity(query, unsourced) == pytest.approx(
+        1 / (1 + raw * SIGNATURE_DIM / len(state.measured))
+    )
+    # An NVIDIA state keeps scale 1 (and its unit: the next test but one).
 
 
 def test_the_index_sees_the_vector_masked_similarity_scores() -> None:
     """One definition: the per-source vector a state is indexed by and the query projected for that index
-    give, by the index's euclidean score 1 / (1 + d^2) and the search's renormalising scale (as
-    cypher/nearest_states_by_signature.cypher converts it), exactly `masked_similarity`."""
+    give, by the index's euclidean score 1 / (1 + d^2) and the search's factor into the similarity's
+    units (as cypher/nearest_states_by_signature.cypher converts it), exactly `masked_similarity`."""
     query = compute_signature(CounterSource.CPU_CACHEGRIND, CACHEGRIND, CPU)
-    for source, counters in (
-        (CounterSource.CPU_CACHEGRIND, {**CACHEGRIND, "time_ns": 5e6, "ll_miss_bytes": 1e6, "threads": 1}),
-        (CounterSource.CPU_TIMING, {**CACHEGRIND, "time_ns": 9e5}),
-    ):
-        state = compute_signature(source, counters, CPU)
+    gpu_query = compute_signature(CounterSource.NVIDIA_NCU, GPU_NCU, GPU)
+    for near, source, counters, peaks in (
+        (query, CounterSource.CPU_CACHEGRIND, {**CACHEGRIND, "time_ns": 5e6, "ll_miss_bytes": 1e6, "threads": 1}, CPU),
+        (query, CounterSource.CPU_TIMING, {**CACHEGRIND, "time_ns": 9e5}, CPU),
+        (gpu_query, CounterSource.NVIDIA_NCU, {**GPU_NCU, "l2_hit_rate_pct": 80.0, "spill_bytes": 64}, GPU),
+    ):  # fmt: skip
+        state = compute_signature(source, counters, peaks)
         assert state.complete and state.source_vector is not None
-        search = next(s for s in index_searches(query) if s.source == source)
+        search = next(s for s in index_searches(near) if s.source == source)
         d2 = sum((q - v) ** 2 for q, v in zip(search.vector, state.source_vector, strict=True))
         index_score = 1.0 / (1.0 + d2)
-        converted = 1.0 / (1.0 + (1.0 / index_score - 1.0) * search.scale)
-        assert converted == pytest.approx(masked_similarity(query, state))
-        assert masked_similarity(query, state) != 1.0
+        converted = 1.0 / (1.0 + (1.0 / index_score - 1.0) * search.d2_factor)
+        assert converted == pytest.approx(masked_similarity(near, state))
+        assert masked_similarity(near, state) != 1.0
+
+
+def test_a_cpu_state_one_spread_away_scores_one_half_and_the_unjudged_sources_are_unchanged() -> None:
+    """The similarity's unit (docs/counter-signature.md): a CPU state one spread (its scale) away on every
+    shared dimension has similarity 0.5, whatever the number of dimensions; a state of a source nothing
+    judged scores 1 / (1 + d^2 x SIGNATURE_DIM / n), as before the unit was chosen."""
+    for source in (CounterSource.CPU_CACHEGRIND, CounterSource.CPU_TIMING):
+        dims, scale = source_dimensions(source), source_scales(source)
+        query = signature_from_values([0.5 if i in dims else None for i in range(SIGNATURE_DIM)], source)
+        away = signature_from_values(
+            [0.5 + scale[i] if i in dims else None for i in range(SIGNATURE_DIM)], source
+        )
+        assert masked_similarity(query, away) == pytest.approx(0.5)
+        half = signature_from_values(
+            [0.5 + scale[i] / 2 if i in dims else None for i in range(SIGNATURE_DIM)], source
+        )
+        assert masked_similarity(query, half) == pytest.approx(0.8)  # 1 / (1 + 1/4)
+    a = compute_signature(CounterSource.NVIDIA_NCU, GPU_NCU, GPU)
+    b = compute_signature(CounterSource.NVIDIA_NCU, {**GPU_NCU, "l2_hit_rate_pct": 80.0}, GPU)
+    d2 = sum((a.vector[i] - b.vector[i]) ** 2 for i in b.measured)  # unscaled: scale 1
+    assert d2 > 0 and masked_similarity(a, b) == pytest.approx(1 / (1 + d2 * SIGNATURE_DIM / len(b.measured)))
+    for source in (CounterSource.NVIDIA_NCU, CounterSource.NVIDIA_TIMING, CounterSource.NVIDIA_STATIC,
+                   CounterSource.KERNELBENCH_TIMING, None):  # fmt: skip
+        assert similarity_unit(source) ** 2 == pytest.approx(1 / SIGNATURE_DIM)
+    assert {s.value: similarity_unit(s) for s in CounterSource} == SOURCE_UNITS_PARAM
