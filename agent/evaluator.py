@@ -39,7 +39,10 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    loaded: agent/backends/isolated.py call_overhead) is taken off every timed call.
 # 5: the overhead is taken off by the clock a call's time came from: a parallel kernel's wall time
 #    loses the latencies a parallel stand-in measured, not only the CPU cost a serial one did.
-EVALUATOR_VERSION = 5
+# 6: the in-process protocol (the study's landscapes, the cost bench, the red-team controls) lays a
+#    kernel's arrays out as the isolated one does (agent/backends/_child.py staggered_offsets): numpy's
+#    allocations put an input and an output element of one index a multiple of 4 KiB apart.
+EVALUATOR_VERSION = 6
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from kernelgraph.agent.backends._child import enough_trials, variant_factors, write_variant
+from kernelgraph.agent.backends._child import enough_trials, staggered_offsets, variant_factors, write_variant
 from kernelgraph.agent.backends.bubblewrap import (
     Mount,
     kill_tree,
@@ -88,12 +88,6 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 # CPU time the process used beyond what its live threads account for (threads that ran and exited
 # within calls, where no per-thread reading sees them): tolerated up to this share plus 3 ticks.
 HIDDEN_CPU_SHARE = 0.1
-_ALIGN = 64
-# Between two arrays of the shared buffers: with arrays of power-of-two sizes at aligned offsets, an
-# input and an output element of one index sit a power of two apart, so they compete for the same
-# cache sets and alias in the load/store unit: stencil2d's baseline ran 36.6 ms a call here against
-# 25.8 in numpy's separate allocations, and 25.2 once staggered by this (not a power of two).
-STAGGER_BYTES = 4096 + 5 * 64
 # The defences against the stop-25 adversary (docs/sandbox.md, "Second adversary, longer"); off only
 # in the red-team controls that show what each stops. A call's clock ends when the kernel's process is
 # stopped, not when it answers (the kernel can write the done FIFO itself, early, and work on until
@@ -233,16 +227,13 @@ class KernelServer:
         self, artifact: str, base: Arrays, specs: Sequence[OutputSpec], sizes: Sequence[int],
         limits: SandboxLimits, work: Path,
     ) -> None:  # fmt: skip
-        layout, offset = [], 0
-        for shape, dtype in [(a.shape, a.dtype) for a in base.values()] + [
-            (s.shape, np.dtype(s.dtype)) for s in specs
-        ]:
-            layout.append((offset, tuple(int(d) for d in shape), np.dtype(dtype).str))
-            offset += (
-                -(-int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize // _ALIGN) * _ALIGN
-                + STAGGER_BYTES
-            )
-        self.size = max(offset, _ALIGN)
+        arrays = [(tuple(int(d) for d in a.shape), a.dtype.str) for a in base.values()] + [
+            (tuple(int(d) for d in s.shape), np.dtype(s.dtype).str) for s in specs
+        ]
+        offsets, self.size = staggered_offsets(
+            [int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize for shape, dtype in arrays]
+        )
+        layout = [(offset, shape, dtype) for offset, (shape, dtype) in zip(offsets, arrays, strict=True)]
         self.work = work
         shared = work / "shared.bin"
         self._fd = os.open(shared, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
