@@ -633,10 +633,11 @@ def test_work_in_threads_that_end_within_a_call_is_charged_to_it(
     monkeypatch.setattr(isolated, "WALL_CAPPED_CLOCK", False)  # stop 25's per-thread critical path ...
     monkeypatch.setattr(isolated, "CHARGE_ENDED_THREADS", False)  # ... without the ended threads' charge
     control = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
-    # seen: 1.16-1.39 and kept on quiet hosts; 1.07-1.10, not always proven, on one after a long run
-    # (the per-call thread's start costs the main thread more there): it gains where the defence holds it.
+    # The undefended clock charges less for the same calls: seen 1.16-1.39 and kept on quiet hosts,
+    # 0.97-1.10 against 0.77-0.98 defended after a long run (the per-call thread's start then costs
+    # the main thread more, for both clocks alike); what holds on every host is the gap.
     assert control.outcome in {Outcome.KEPT, Outcome.DISCARDED}, control.reason
-    assert control.speedup is not None and control.speedup > max(1.05, (verdict.speedup or 0) + 0.05), (
+    assert control.speedup is not None and control.speedup > (verdict.speedup or 0) + 0.05, (
         control.speedup,
         verdict.speedup,
     )
