@@ -12,6 +12,23 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+
+def progress_bar(console: Console | None = None, *, remaining: bool = True) -> Progress:
+    """The benchmarks' progress bar: what is running, done of total, time taken (and, with `remaining`,
+    the time left). Kept on screen when done."""
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    return Progress(
+        *columns, *([TimeRemainingColumn()] if remaining else []), console=console, transient=False
+    )
 
 
 def timestamp() -> str:

@@ -36,12 +36,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
     Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 
 from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, scratch_dir
@@ -51,6 +46,7 @@ from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 from kernelgraph.agent.targets import Target, get_target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.agent.tasks.base import Task
+from kernelgraph.bench.reports import progress_bar
 from kernelgraph.bench.stats import bootstrap_indices
 
 MODES = {"sandboxed": True, "unsandboxed": False}
@@ -230,9 +226,7 @@ def run_protocol_bench(
 
     target = get_target(target_name)
     timing = replace(BENCH_TIMING, min_trials=trials, max_trials=trials)
-    bar = progress or Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                               TimeElapsedColumn(), TimeRemainingColumn(), transient=False,
-                               console=Console(stderr=True))  # fmt: skip
+    bar = progress or progress_bar(Console(stderr=True))
     report: dict[str, Any] = {
         "bench": "sandbox-protocols", "host": platform.node(), "cpus": os.cpu_count(),
         "target": target.name, "repeats": repeats, "timing_plan": {"warmup": timing.warmup, "trials": trials},

@@ -40,9 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kernelgraph.bench.reports import publish, report_error, run_context
+from kernelgraph.bench.reports import progress_bar, publish, report_error, run_context
 from kernelgraph.bench.stats import percentiles
 from kernelgraph.core.models import MAX_BATCH, RetrieveRequest
 from kernelgraph.core.settings import Settings
@@ -396,11 +395,6 @@ def _retrieval_ms(knowledge: Any, namespace: str, signatures: Sequence[list[floa
     return latencies
 
 
-def _progress(console: Console) -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, transient=False)  # fmt: skip
-
-
 def run_service_bench(
     settings: Settings, options: BenchOptions, console: Console | None = None
 ) -> dict[str, Any]:
@@ -430,7 +424,7 @@ def run_service_bench(
         if options.warm_up:
             result["warmup"] = _warm_up(knowledge, f"{namespace}-warmup", options, console)
 
-        with _progress(console) as progress:
+        with progress_bar(console, remaining=False) as progress:
             task = progress.add_task("generating", total=options.measurements)
             data = generate(options, on_state=lambda done: progress.update(task, completed=done))
             progress.update(task, completed=data.measurements)

@@ -15,14 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.bench.landscapes import (
@@ -33,6 +25,7 @@ from kernelgraph.bench.landscapes import (
     read_states,
     states_path,
 )
+from kernelgraph.bench.reports import progress_bar
 from kernelgraph.bench.study import measurement, planner
 from kernelgraph.bench.study.protocol_v3 import LABELS, VERSION
 from kernelgraph.bench.study.targets import StudyTarget
@@ -137,8 +130,7 @@ def measure_plan(
     for line in planner.plan_lines(plan):
         say(line)
     say(remaining_line(plan, landscapes, measured))
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   TimeRemainingColumn(), console=console)  # fmt: skip
+    bar = progress_bar(console)
     with bar:
         overall = bar.add_task("landscapes", total=len(landscapes))
         current = bar.add_task("", total=None)
