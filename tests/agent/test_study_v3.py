@@ -290,10 +290,22 @@ def test_quick_v3_runs_end_to_end_on_planted_landscapes(cli_on_test_neo4j: None,
     counters = [e for e in log if e["arm"] == "counters" and e["seed"] == 0 and e["instance"] == "2097152"]
     assert max(e["step"] for e in counters) >= 4  # one retrieval per step
     assert len({json.dumps(e["signature"]) for e in counters}) > 1  # re-keyed as the best config changed
+    # The room report's label arm retrieves the development task's other instances (in its graph).
+    development_label = [e for e in log if e["arm"] == "label" and e["split"] == "development"]
+    assert development_label and all(e["neighbours"] for e in development_label)
+    # After the development set chose k, every arm retrieves at most k states (only the choice itself,
+    # on the counters arm, tried the others).
+    chosen = summary["neighbours"]["chosen"]
+    assert all(v["max"] <= chosen for arm, v in summary["evidence_states"].items()
+               if arm in ("label", "global", "text", "learned"))  # fmt: skip
+    # The declared test is judged on each split, crosswise and against the mean of A and B.
+    assert set(summary["success"]) == {"crosswise", "vs_mean_of_a_and_b"}
+    for judged in summary["success"].values():
+        assert set(judged["instance"]["leads"]) == {"counters", "learned"}
     nt = summary["next_target"]
     assert len(nt["held_out"]) == 4 and nt["most_others"] == 3
-    # Each held-out target's runs retrieve the same instance's states at the other targets only, and
-    # more targets bring more of them (all at weight 1).
+    # Each held-out target's runs retrieve the same task's states at the other targets only, and more
+    # targets bring more of them.
     entries = [e for e in log if e["arm"] == "next-target" and e["step"] == 1]
     assert {e["others"] for e in entries} == {1, 2, 3}
     for held in nt["held_out"]:

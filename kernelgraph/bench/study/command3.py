@@ -124,7 +124,9 @@ def run_v3(
     with log_path.open("w") as log_file:
 
         def log(entry: dict[str, Any]) -> None:
-            retrievals.append({"arm": entry["arm"], "step": entry["step"]})
+            retrievals.append(
+                {"arm": entry["arm"], "step": entry["step"], "states": len(entry["neighbours"])}
+            )
             log_file.write(json.dumps(entry) + "\n")
 
         labelled = run3.labelled_dev_states(settings, tasks, lands, states, primary)
@@ -132,24 +134,37 @@ def run_v3(
         say(
             f"learned key on {len(labelled)} development states: {dict(zip(learned.dimensions, learned.weights, strict=True))}"
         )
-        exp = run3.Experiment(knowledge, namespace, settings, tasks, lands, states, primary, log)
         report: dict[str, Any] = {"version": 3, "quick": quick, "stage": stage, "protocol": settings.to_json(),
                                   "plan": plan, "learned_key": learned.to_json()}  # fmt: skip
         if quick or stage == "development":
+            # The development set's experience is in this graph too: its label arm retrieves its other
+            # instances, and the ceiling may pick one of them.
+            dev_exp = run3.Experiment(knowledge, f"{namespace}-dev", settings, tasks, lands, states, primary, log,
+                                      (*settings.dev_tasks, *settings.eval_tasks))  # fmt: skip
             report["neighbours"] = run3.choose_neighbours(
-                exp, settings, lands, learned, settings.neighbour_choices
+                dev_exp, settings, lands, learned, settings.neighbour_choices
             )
             say(
                 f"development set chooses k = {report['neighbours']['chosen']} ({report['neighbours']['fraction_by_k']})"
             )
-            report["room"] = run3.room_report(exp, settings, lands, learned)
+            dev_exp.settings = replace(
+                settings, neighbours=report["neighbours"]["chosen"]
+            )  # the room at the k chosen
+            report["room"] = run3.room_report(dev_exp, dev_exp.settings, lands, learned)
             for name, w in report["room"]["workloads"].items():
                 say(f"room {name}: label {w['label']:.3f}, ceiling {w['ceiling']:.3f}, denoised oracle "
                     f"{w['denoised_oracle']:.3f}: room {w['room']:+.3f} ({'has room' if w['has_room'] else 'no room'})")  # fmt: skip
         if quick or stage == "evaluation":
             splits = ("instance",) if quick else ("instance", "family")
+            if quick:
+                settings = replace(settings, neighbours=report["neighbours"]["chosen"])
+            exp = run3.Experiment(
+                knowledge, namespace, settings, tasks, lands, states, primary, log, settings.eval_tasks
+            )
             evaluated = run3.evaluation(exp, settings, lands, learned, splits)
             report["summary"] = evaluated["summary"]
+            report["summary_vs_mean"] = evaluated["summary_vs_mean"]
+            report["success"] = evaluated["success"]
             report["next_target"] = run3.next_target(
                 knowledge, f"{namespace}-next", settings, tasks, lands, targets, log
             )
@@ -157,7 +172,17 @@ def run_v3(
                 report["next_target"], results / f"study-v3{'-quick' if quick else ''}-next-target.png"
             )
     report["retrievals"] = len(retrievals)
+    report["evidence_states"] = evidence_volume(retrievals)
     report["retrieval_log"] = str(log_path)
     report["wall_s"] = time.monotonic() - started
     report["path"] = str(save_report(report, results, "study-v3-quick" if quick else f"study-v3-{stage}"))
     return report
+
+
+def evidence_volume(retrievals: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per arm, the evidence states its retrievals got (k at most: fewer where the pool is smaller)."""
+    by_arm: dict[str, list[int]] = {}
+    for r in retrievals:
+        by_arm.setdefault(r["arm"], []).append(r["states"])
+    return {arm: {"retrievals": len(n), "mean": sum(n) / len(n), "min": min(n), "max": max(n)}
+            for arm, n in sorted(by_arm.items())}  # fmt: skip

@@ -5,6 +5,7 @@ experiment. docs/study-v3.md declares the protocol."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections import defaultdict
@@ -135,12 +136,15 @@ def bandit_run(
 
 
 class Experiment:
-    """The graph one run of v3 reads: a namespace per searched landscape, holding the evaluation tasks'
-    experience at the primary target, and what retrieval needs to know about its states."""
+    """The graph one run of v3 reads: a namespace per searched landscape, holding the experience of
+    `graph_tasks` at the primary target (the evaluation tasks'; in the development stage the
+    development set's too, so that its label arm has its other instances to retrieve), and what
+    retrieval needs to know about its states."""
 
     def __init__(
         self, knowledge: Any, namespace: str, settings: V3Settings, tasks: Mapping[str, Task], lands: Lands,
         states: Mapping[tuple[str, str, str], State], target: StudyTarget, log: Log | None,
+        graph_tasks: Sequence[str],
     ) -> None:  # fmt: skip
         from kernelgraph.service.inprocess import InProcessClient
 
@@ -152,24 +156,34 @@ class Experiment:
             log,
         )
         self.states, self.peaks = states, peaks_of(target)
+        self.graph_tasks = tuple(graph_tasks)
         self.namespaces: dict[str, str] = {}
         self.vectors: dict[str, dict[str, dict[str, float]]] = {}
         self.caches: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
-        instances = [(t, i.name) for t in settings.eval_tasks for i in tasks[t].instances]
+        instances = [(t, i.name) for t in self.graph_tasks for i in tasks[t].instances]
         for searched in {s for s, _ in settings.replicates}:
             space = f"{namespace}-{searched.lower()}"
             client = InProcessClient(knowledge, space)
             lands_here = lands[target.name][searched]
             runs = experience_runs(lands_here, instances, target.target)
-            parents = record_experience(client, runs, {t: tasks[t] for t in settings.eval_tasks}, states,
+            # The counter landscape profiled what ran correctly on A: a parent that only B timed is
+            # recorded with its time alone (no counter state, so no counter retrieval finds it).
+            recorded = {
+                key: value for t in self.graph_tasks for key, value in timing_states(lands_here[t]).items()
+            }
+            recorded.update(states)
+            parents = record_experience(client, runs, {t: tasks[t] for t in self.graph_tasks}, recorded,
                                         target.target, space)  # fmt: skip
             knowledge.embed_pending([space])
             self.namespaces[searched] = space
             self.vectors[searched] = {}
             for m, (label, key) in parents.items():
                 task_name, instance = label.split(":", 1)
-                state = states[(task_name, instance, key)]
-                self.vectors[searched][m] = signature_vector(state.counter_source, state.counters, self.peaks)
+                state = states.get((task_name, instance, key))
+                if state is not None:
+                    self.vectors[searched][m] = signature_vector(
+                        state.counter_source, state.counters, self.peaks
+                    )
 
     def client(
         self, arm: Arm, unit: Unit, scope: RetrievalScope, learned: LearnedKey | None, seed: int
@@ -201,15 +215,21 @@ class Experiment:
         labels: Sequence[str] | None = None, k: int | None = None,
     ) -> list[Score]:  # fmt: skip
         """The config reached after each attempt, scored on the other landscape."""
-        land = lands[self.target.name][unit.searched][unit.task]
         scored = lands[self.target.name][unit.scored][unit.task]
+        return [score(scored, unit.instance, key) for key in self.trajectory(arm, unit, seed, lands, budget, learned, labels, k)]  # fmt: skip
+
+    def trajectory(
+        self, arm: Arm, unit: Unit, seed: int, lands: Lands, budget: int, learned: LearnedKey | None,
+        labels: Sequence[str] | None = None, k: int | None = None,
+    ) -> list[str]:  # fmt: skip
+        """The config reached after each attempt, searching the unit's landscape."""
+        land = lands[self.target.name][unit.searched][unit.task]
         # Each k its own cache: a cached response holds the k states it was cut to.
         client = self.client(arm, unit, self.scope(unit, labels, k), learned, seed)
         if client is not None and k is not None:
             client.cache = self.caches[(unit.searched, f"{arm.name}@k{k}")]
         state_of = state_lookup(self.states, unit.task, unit.instance)
-        run = bandit_run(arm, unit, seed, land, self.target, budget, client, state_of)
-        return [score(scored, unit.instance, key) for key in run.trajectory]
+        return list(bandit_run(arm, unit, seed, land, self.target, budget, client, state_of).trajectory)
 
 
 def labelled_dev_states(
@@ -261,15 +281,17 @@ def room_report(
     scored on the scored landscape); a workload has room when ceiling - label >= ROOM_MARGIN."""
     k = settings.primary_k
     label_arm = next(a for a in settings.arms if a.name == "label")
-    sources = [label_of(t, i.name) for t in settings.eval_tasks for i in exp.tasks[t].instances]
+    # Every instance whose experience is in the graph but the unit's own.
+    sources = [label_of(t, i.name) for t in exp.graph_tasks for i in exp.tasks[t].instances]
     per_task: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     units = []
     for unit in dev_units(settings, exp.tasks):
         label_score = float(
             np.mean([exp.run_arm(label_arm, unit, s, lands, k, learned)[k - 1] for s in settings.seeds])
         )
+        own = label_of(unit.task, unit.instance)  # never a source: it would be the bandit without evidence
         by_source = {src: float(np.mean([exp.run_arm(label_arm, unit, s, lands, k, learned, [src])[k - 1]
-                                          for s in settings.seeds])) for src in sources}  # fmt: skip
+                                          for s in settings.seeds])) for src in sources if src != own}  # fmt: skip
         best_source = max(by_source, key=lambda x: by_source[x])
         a, b = (lands[exp.target.name][x][unit.task] for x in (unit.searched, unit.scored))
         times = mean_times(a, b)
@@ -316,34 +338,67 @@ def evaluation(
     exp: Experiment, settings: V3Settings, lands: Lands, learned: LearnedKey | None, splits: Sequence[str]
 ) -> dict[str, Any]:
     """Every arm on every evaluation unit, per-step retrieval at equal evidence volume; the v2
-    statistics (statistics.summarize) plus the learned key's paired comparisons."""
+    statistics (statistics.summarize) plus the learned key's paired comparisons, each run scored
+    crosswise (on the landscape it did not search) and against the mean of A and B; the declared
+    success judged on both (`success`)."""
     rows: list[dict[str, Any]] = []
+    rows_vs_mean: list[dict[str, Any]] = []
     budget = max(settings.budgets)
+    denoised = {task: denoised_landscape(lands[exp.target.name]["A"][task], lands[exp.target.name]["B"][task])
+                for task in settings.eval_tasks}  # fmt: skip
     for searched, scored in settings.replicates:
         for split in splits:
             for task in settings.eval_tasks:
+                on_scored = lands[exp.target.name][scored][task]
                 for inst in exp.tasks[task].instances:
                     unit = Unit(split, searched, scored, task, inst.name)
                     for arm in settings.arms:
                         for seed in settings.seeds:
-                            scores = exp.scored_run(arm, unit, seed, lands, budget, learned)
-                            rows.append({"split": split, "searched": searched, "scored": scored, "task": task,
-                                         "instance": inst.name, "arm": arm.name, "seed": seed,
-                                         "curve": [x.fraction for x in scores],
-                                         "speedups": [x.speedup for x in scores]})  # fmt: skip
+                            keys = exp.trajectory(arm, unit, seed, lands, budget, learned)
+                            row = {"split": split, "searched": searched, "scored": scored, "task": task,
+                                   "instance": inst.name, "arm": arm.name, "seed": seed}  # fmt: skip
+                            for into, landscape in ((rows, on_scored), (rows_vs_mean, denoised[task])):
+                                scores = [score(landscape, inst.name, key) for key in keys]
+                                into.append(row | {"curve": [x.fraction for x in scores],
+                                                   "speedups": [x.speedup for x in scores]})  # fmt: skip
     plan = StudyPlan(eval_tasks=settings.eval_tasks, dev_tasks=(), budgets=settings.budgets, seeds=settings.seeds,
                      arms=settings.arms, splits=tuple(splits), replicates=settings.replicates)  # fmt: skip
-    summary = summarize(rows, plan)
-    for data in summary.values():
-        means = data["instance_means"]
+    summaries = {"crosswise": summarize(rows, plan), "vs_mean_of_a_and_b": summarize(rows_vs_mean, plan)}
+    for summary in summaries.values():
+        for data in summary.values():
+            means = data["instance_means"]
+            for lead in LEADS:
+                for control in ("text", "label", "global", "counters"):
+                    if lead != control and lead in means and control in means:
+                        for k in settings.budgets:
+                            data["comparisons"][f"{lead}@{k} vs {control}@{k}"] = paired(
+                                means[lead][str(k)], means[control][str(k)]
+                            )
+    return {"summary": summaries["crosswise"], "summary_vs_mean": summaries["vs_mean_of_a_and_b"],
+            "success": {name: success(summary, settings.primary_k) for name, summary in summaries.items()},
+            "rows": rows}  # fmt: skip
+
+
+SUCCESS_CONTROLS = ("text", "label", "global")  # docs/study-v3.md "Test and success"
+
+
+def success(summary: Mapping[str, Any], k: int) -> dict[str, Any]:
+    """The declared test, per split: a lead (counters or learned) at K=k beats text, label and the
+    global prior with the lower end of each paired ratio's 95% CI above 1."""
+    out: dict[str, Any] = {}
+    for split, data in summary.items():
+        leads = {}
         for lead in LEADS:
-            for control in ("text", "label", "global", "counters"):
-                if lead != control and lead in means and control in means:
-                    for k in settings.budgets:
-                        data["comparisons"][f"{lead}@{k} vs {control}@{k}"] = paired(
-                            means[lead][str(k)], means[control][str(k)]
-                        )
-    return {"summary": summary, "rows": rows}
+            lows = {c: data["comparisons"].get(f"{lead}@{k} vs {c}@{k}", {}).get("ci", [math.nan])[0]
+                    for c in SUCCESS_CONTROLS}  # fmt: skip
+            leads[lead] = {"ci_low": lows, "met": all(low > 1.0 for low in lows.values())}
+        out[split] = {"leads": leads, "met": any(v["met"] for v in leads.values())}
+    return out
+
+
+def denoised_landscape(a: Landscape, b: Landscape) -> Landscape:
+    """A's landscape with each time the geometric mean of A's and B's (where both timed the point)."""
+    return dataclasses.replace(a, label=f"{a.label}+{b.label}", times=mean_times(a, b))
 
 
 def target_label(task: str, instance: str, target: str) -> str:
@@ -360,9 +415,9 @@ def next_target(
     targets: Sequence[StudyTarget], log: Log | None,
 ) -> dict[str, Any]:  # fmt: skip
     """Each target held out in turn: attempts to reach 90% of its oracle (searched on A, scored on B)
-    with experience from 0..3 of the other targets (label retrieval: the same task instance's states
-    recorded there, all of them at weight 1), the subsets nested and drawn by seed so the conditions
-    are paired; never = budget + 1."""
+    with experience from 0..3 of the other targets (label retrieval: every state of the same task
+    recorded there, each weighed as the service weighs another target's evidence), the subsets nested
+    and drawn by seed so the conditions are paired; never = budget + 1."""
     from kernelgraph.service.inprocess import InProcessClient
 
     client = InProcessClient(knowledge, namespace)
@@ -391,7 +446,8 @@ def next_target(
                     stable_seed("next-target", held.name, task_name, inst, str(seed))
                 ).sample(others, len(others))
                 for n in range(most + 1):
-                    labels = [target_label(task_name, inst, g.name) for g in order[:n]]
+                    labels = [target_label(task_name, i.name, g.name) for g in order[:n]
+                              for i in tasks[task_name].instances]  # fmt: skip
                     scope = RetrievalScope([], labels, None)  # all their states: more targets, more evidence
                     evidence: Any = StepRetrieval(knowledge, namespace, "next-target", RetrievalMode.LABEL, scope, log=log,
                                                   context={"held_out": held.name, "others": n, "task": task_name,
