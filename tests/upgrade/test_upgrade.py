@@ -1,5 +1,8 @@
 """Users keep their graphs across releases: a graph written by an earlier release, loaded from its dump
-and upgraded with `schema apply`, answers retrieve, lineage and transfer as that release did.
+and upgraded with `schema apply`, answers retrieve, lineage and transfer as that release did. Then, on
+the same server, consolidated: nothing a user can ask about is lost, a second run changes nothing,
+retrieval still recommends what the release recommended, and the targets' similarity is measured
+(schema 0017). One server per release serves both (a start costs 25-45 s on a loaded CI machine).
 
 Each folder under tests/fixtures/graphs/ was written by scripts/upgrade_fixture.py from the release it
 names (answers.json says which commit)."""
@@ -29,6 +32,7 @@ from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.neo4j_local import LocalNeo4j
 from kernelgraph.service.recording import YARDSTICK_PROPERTIES
 from kernelgraph.service.store import GraphStore, open_driver
+from kernelgraph.service.target_similarity import OTHER_TARGET_WEIGHT, cross_target_weight
 from kernelgraph.service.targets import peaks_of
 from tests import factories
 from tests.upgrade.questions import ask, exact_text_search, older_signature, same_answer, same_transforms
@@ -256,3 +260,112 @@ def test_upgraded_measurements_gain_no_invented_yardsticks_and_new_ones_carry_th
         "RETURN count(m) AS n", {"ns": namespace}, write=False,
     )  # fmt: skip
     assert fast[0]["n"] == 1
+
+
+# What consolidation adds (contradictions, and the rollups of merged states: schema 0010) is not counted.
+COUNT = (
+    "MATCH (n) WHERE NOT n:Contradiction AND NOT n:EvidenceRollup "
+    "RETURN labels(n)[0] AS label, count(*) AS n ORDER BY label"
+)
+
+SIMILARITIES = (
+    "MATCH (a:HardwareTarget)-[s:TRANSFERS_LIKE]->(b:HardwareTarget) WHERE a.namespace IN $spaces "
+    "RETURN a.namespace AS ns, a.name AS a, b.name AS b, s.rank_correlation AS rho, s.pairs AS pairs, "
+    "s.measured_at IS NOT NULL AS dated"
+)
+
+
+@dataclass
+class Consolidated:
+    knowledge: KnowledgeService
+    recorded: dict[str, Any]
+    counts_before: list[dict[str, Any]]
+    evidence_before: dict[str, list[dict[str, Any]]]
+    reports: list[Any]
+    similarities_before: int  # TRANSFERS_LIKE relationships after the upgrade, before consolidating
+    spaces: list[str]
+
+
+@pytest.fixture(scope="module")
+def consolidated(upgraded: Upgraded) -> Consolidated:
+    """The release's upgraded graph (after every test above: they read it as the upgrade left it),
+    consolidated twice per namespace."""
+    knowledge, store = upgraded.knowledge, upgraded.knowledge.store
+    _, counts = store.run_text(COUNT, {}, write=False)
+    spaces = sorted({q["namespace"] for q in upgraded.recorded["questions"]})
+    _, keys = store.run_text(
+        "MATCH (a:Attempt) WHERE a.namespace IN $spaces RETURN a.namespace AS ns, collect(a.attempt_key) AS keys",
+        {"spaces": spaces}, write=False,
+    )  # fmt: skip
+    evidence = {row["ns"]: knowledge.evidence([row["ns"]], sorted(row["keys"])) for row in keys}
+    _, similarities = store.run_text(SIMILARITIES, {"spaces": spaces}, write=False)
+    reports = [(knowledge.consolidate(ns), knowledge.consolidate(ns)) for ns in spaces]
+    return Consolidated(knowledge, upgraded.recorded, counts, evidence, reports, len(similarities), spaces)
+
+
+def test_a_second_consolidation_of_an_upgraded_graph_changes_nothing(consolidated: Consolidated) -> None:
+    assert consolidated.reports
+    for first, second in consolidated.reports:
+        assert first.states > 0
+        assert second.changes == 0, second
+
+
+def test_nothing_a_user_can_ask_about_is_lost(consolidated: Consolidated) -> None:
+    knowledge = consolidated.knowledge
+    _, counts = knowledge.store.run_text(COUNT, {}, write=False)
+    assert counts == consolidated.counts_before  # every node kept
+    for namespace, before in consolidated.evidence_before.items():
+        assert knowledge.evidence([namespace], sorted(e["attempt_key"] for e in before)) == before
+    for question in consolidated.recorded["questions"]:
+        if question["call"] in ("lineage", "transfer"):
+            assert same_answer(question["answer"], ask(knowledge, question)), question
+
+
+def test_retrieval_still_recommends_what_the_release_recommended(consolidated: Consolidated) -> None:
+    """Merging re-measurements reads the same evidence at the state's similarity: scores may move a
+    little, the recommendations (the top transform and the set ranked) do not."""
+    asked = 0
+    for question in consolidated.recorded["questions"]:
+        if question["call"] != "retrieve" or not question["answer"] or older_signature(question):
+            continue
+        asked += 1
+        answer = ask(consolidated.knowledge, question)
+        assert answer, question["request"]
+        assert answer[0]["transform"] == question["answer"][0]["transform"], (question["request"], answer)
+        assert {t["transform"] for t in answer} == {t["transform"] for t in question["answer"]}
+    assert asked, "the fixture must hold retrieval questions this release can still ask"
+
+
+def test_consolidation_stores_the_transfer_matrix_as_target_similarity(consolidated: Consolidated) -> None:
+    """The upgraded graph has no measured similarity; consolidation stores the transfer matrix's rank
+    correlation of every pair of targets resting on 3 or more effects, and retrieval weighs by it (the
+    prior where none is measured)."""
+    assert consolidated.similarities_before == 0
+    knowledge = consolidated.knowledge
+    _, rows = knowledge.store.run_text(SIMILARITIES, {"spaces": consolidated.spaces}, write=False)
+    stored = {(r["ns"], r["a"], r["b"]): (r["rho"], r["pairs"]) for r in rows if r["dated"]}
+    assert len(stored) == len(rows)
+    expected = {
+        (ns, c.source, c.destination): (c.rank_correlation, c.pairs)
+        for ns in consolidated.spaces
+        for c in knowledge.transfer_matrix([ns], resamples=0).cells
+        if c.source < c.destination and c.rank_correlation is not None and c.pairs >= 3
+    }
+    # The fixtures' targets share fewer than 3 effects per pair: none is measured, all weigh the prior
+    # (tests/service/test_target_similarity.py covers measured weights).
+    assert stored.keys() == expected.keys()
+    for pair, (rho, pairs) in expected.items():
+        assert stored[pair] == (pytest.approx(rho), pairs)
+    asked = 0
+    for question in consolidated.recorded["questions"]:
+        if question["call"] != "retrieve":
+            continue
+        ns, target = question["namespace"], question["request"]["target"]
+        for weight in knowledge.retrieve([ns], {"mode": "global", "target": target}).target_weights:
+            measured = stored.get((ns, *sorted((target, weight.target))))
+            assert weight.basis == ("measured" if measured else "prior"), (ns, target, weight)
+            assert weight.weight == pytest.approx(
+                cross_target_weight(*measured) if measured else OTHER_TARGET_WEIGHT
+            )
+            asked += 1
+    assert asked, "the fixtures hold retrievals with other targets"
