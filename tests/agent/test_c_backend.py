@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+from kernelgraph.agent.backends import admission
 from kernelgraph.agent.backends.base import Backend
 from kernelgraph.agent.backends.bubblewrap import Sandbox
 from kernelgraph.agent.backends.c import CBackend, parse_diagnostics
@@ -191,3 +194,53 @@ def test_matmul_best_config_beats_naive_by_2x(c_cache: Path) -> None:
     assert result.parent_median_ns is not None
     speedup = result.parent_median_ns / result.median_ns
     assert speedup > 2.0, f"best matmul only {speedup:.2f}x over naive"
+
+
+# A correct sum that also reads one byte of a 64 KiB constant table (zero there) at index K, through
+# a function the optimizer cannot see into: the RIP-relative displacement of &table[K] is the table's
+# distance plus K, so K sets its two low bytes.
+_TABLE_SOURCE = """
+static const char table[65536] = {1};
+
+__attribute__((noipa)) static char at(const char* p) { return *p; }
+
+void kernel(const float* x, float* out, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += x[i];
+    out[0] = (float)(s + at(&table[%d]));
+}
+"""
+
+
+def _plain_link(directory: Path, source: str, flags: list[str]) -> Path:
+    """The build script's compile and link, unconfined (the test's own source), without admission."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "kernel.c").write_text(source)
+    compile_flags = [f for f in flags if f != "-shared"]
+    subprocess.run(["gcc", *compile_flags, "-c", "kernel.c", "-o", "kernel.o"], cwd=directory, check=True)
+    subprocess.run(
+        ["gcc", "-shared", "-fopenmp", "kernel.o", "-o", "kernel.so", "-lm"], cwd=directory, check=True
+    )
+    return directory / "kernel.so"
+
+
+def test_a_syscall_encoding_the_links_layout_made_is_linked_away(
+    backend: CBackend, cpu_target: Target, tmp_path: Path
+) -> None:
+    """A displacement of 0x1050f from the code to its constants holds the bytes of `syscall` (0f 05):
+    no asm and no constant of the code does (an honest layernorm hit this at -march=native). Admission
+    links the object again behind LAYOUT_PAD and admits that link, which is what runs."""
+    task = get_task("reduction")
+    flags = backend.compile_flags(cpu_target)
+    probe = _plain_link(tmp_path / "probe", _TABLE_SOURCE % 0, flags)
+    listing = subprocess.run(["objdump", "-d", str(probe)], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"\s(-?0x[0-9a-f]+)\(%rip\).*<table>", listing)
+    assert found, "the probe reads the table RIP-relative"
+    k = (0x50F - int(found[1], 16)) % 0x10000
+    source = _TABLE_SOURCE % k
+    plain = _plain_link(tmp_path / "plain", source, flags)
+    assert "syscall" in admission.describe(admission.scan_encodings(plain.read_bytes()))  # the hit is real
+    built = backend.compile(task, source, cpu_target)
+    assert built.ok and built.artifact, built.diagnosis
+    assert admission.scan_encodings(Path(built.artifact).read_bytes()) == []  # what runs holds none
+    assert backend.check(task, source, cpu_target).outcome == Outcome.KEPT
