@@ -104,6 +104,15 @@ CHARGE_ENDED_THREADS = True
 # Per-thread readings taken while the kernel runs cannot replace it: another process's CPU-time
 # readings of a running thread lag by up to a scheduler tick.
 WALL_CAPPED_CLOCK = True
+# The stop-29 adversary: when call k read the base inputs scaled by the window `factors[k : k + size]`,
+# two calls revealed every later call's inputs (a_k[p] = b[p] f[k + p], so a_1[p] / a_0[p] = f[p + 1] /
+# f[p]), and a kernel could compute them all in an untimed warm-up call and serve each timed one from
+# that table, kept in memory no symbol rule sees (results/redteam-stop29). Each call of each input
+# array now starts its window at an offset drawn by this process, from VARIANT_OFFSETS of them:
+# serving a call from memory would take the outputs of every offset, VARIANT_OFFSETS times the work.
+# Off only in the red-team control (the window then starts at the call's number again).
+RANDOM_VARIANT_OFFSETS = True
+VARIANT_OFFSETS = 1 << 16
 
 
 class ProtocolError(Exception):
@@ -545,8 +554,12 @@ class CallChecker:
         self.expected = {n: np.empty_like(a) for n, a in self.base.items()}
 
     def variant(self, factors: np.ndarray, call: int) -> None:
+        """The inputs of call `call`: each array's base scaled by a window of `factors` that starts at
+        an offset this process draws (`RANDOM_VARIANT_OFFSETS`), so no call's inputs follow from the
+        earlier ones."""
         for name, array in self.base.items():
-            write_variant(array, factors, call, self.expected[name])
+            offset = self.draw.randrange(VARIANT_OFFSETS) if RANDOM_VARIANT_OFFSETS else call
+            write_variant(array, factors, offset, self.expected[name])
 
     def write(self, server: KernelServer) -> None:
         """Just before the server's own call, so that each kernel starts from the cache state this
@@ -719,7 +732,9 @@ def _run(
     base = input_sets[0]
     checker = CallChecker(task, base, specs, row_reference(task), draw)
     calls = plan.warmup + plan.max_trials
-    factors = variant_factors(max(a.size for a in base.values()), calls, draw.randrange(1 << 31))
+    factors = variant_factors(
+        max(a.size for a in base.values()), max(VARIANT_OFFSETS, calls), draw.randrange(1 << 31)
+    )
     checker.variant(factors, 0)
     overhead = call_overhead(servers, deadline, checker.write)
     for server in servers:

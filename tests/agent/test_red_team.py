@@ -975,3 +975,28 @@ def test_threads_taking_turns_on_serial_work_are_charged_all_of_it(
     control = evaluate(task, backend, _no_peaks(cpu_target), relay, baseline)
     assert control.outcome == Outcome.KEPT, control.reason
     assert control.speedup is not None and control.speedup > 1.5, control.speedup
+
+
+def test_a_kernel_cannot_predict_the_inputs_of_the_calls_to_come(
+    tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the stop-29 adversary (results/redteam-stop29): when call k's inputs were the base
+    scaled by `factors[k : k + size]`, calls 0 and 1 gave away every later call's inputs; the kernel
+    computed the outputs of the next 64 calls in the untimed warm-up call 1 (its table's address kept
+    in the stagger gap between two shared arrays, where no symbol rule looks) and served each timed
+    call from it, every output right. With each array's window at an offset the evaluator draws, the
+    prediction never matches and the kernel is its honest loop; the control, with the window at the
+    call's number, is kept with a fake speedup."""
+    plan = TimingPlan(warmup=3, min_trials=10, max_trials=20, budget_s=8.0, protocol=ISOLATED)
+    backend = CBackend(cache_dir=tmp_path_factory.mktemp("rt-predict"), check_timeout_s=10.0,
+                       memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
+    task = get_task("matvec")
+    source, honest = (RED_TEAM / "predict_variants.c").read_text(), task.source("c", task.baseline_config)
+    verdict = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
+    assert verdict.outcome == Outcome.DISCARDED and (verdict.speedup or 0) < 1.1, (
+        verdict.outcome,
+        verdict.speedup,
+    )
+    monkeypatch.setattr(isolated, "RANDOM_VARIANT_OFFSETS", False)
+    control = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
+    assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 2.0, (control.outcome, control.reason)

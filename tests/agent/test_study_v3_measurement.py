@@ -23,7 +23,7 @@ from kernelgraph.bench.study import measurement, plan_measurement, planner, run3
 from kernelgraph.bench.study.planted import planted_target
 from kernelgraph.bench.study.protocol_v3 import LABELS
 from kernelgraph.bench.study.targets import study_target
-from kernelgraph.bench.study.versions import LandscapeVersionError, check_versions
+from kernelgraph.bench.study.versions import SAME_LANDSCAPE_MEASUREMENT, LandscapeVersionError, check_versions
 from kernelgraph.cli import app
 from kernelgraph.core.signature import SIGNATURE_VERSION, CounterSource
 
@@ -64,8 +64,12 @@ def _rewrite(path: Path, change: Any) -> None:
                             for n, r in enumerate(rows)))  # fmt: skip
 
 
+# An evaluator that measured landscapes otherwise than the running code (versions.SAME_LANDSCAPE_MEASUREMENT).
+OLDER_EVALUATOR = min(SAME_LANDSCAPE_MEASUREMENT) - 1
+
+
 def _older(n: int, row: dict[str, Any]) -> dict[str, Any]:
-    return row | {"evaluator_version": EVALUATOR_VERSION - 1}
+    return row | {"evaluator_version": OLDER_EVALUATOR}
 
 
 def test_every_point_records_the_running_versions_and_a_matching_file_resumes_and_loads(
@@ -104,7 +108,7 @@ def test_a_landscape_of_another_evaluator_version_is_refused_on_resume_and_on_lo
     _rewrite(path, _older)
     before = path.read_text()
     timer = SourceTimer()
-    with pytest.raises(LandscapeVersionError, match=rf"{path}.*evaluator {EVALUATOR_VERSION - 1}, signature "
+    with pytest.raises(LandscapeVersionError, match=rf"{path}.*evaluator {OLDER_EVALUATOR}, signature "
                        rf"{SIGNATURE_VERSION} \(6 points\).*running code is evaluator {EVALUATOR_VERSION}"):  # fmt: skip
         measurement.measure_timing(task, target, tmp_path, "A", timer, sensors=QUIET, configs=space(task)[:3])
     assert timer.profiled == 0 and path.read_text() == before  # nothing appended, nothing trimmed
@@ -112,6 +116,21 @@ def test_a_landscape_of_another_evaluator_version_is_refused_on_resume_and_on_lo
         run3.load_lands(tmp_path, [target.name], {"reduction": task}, ("A",), ())
     with pytest.raises(LandscapeVersionError, match=str(path)):  # the counter landscape reads landscape A
         measurement.measure_counter_landscape(task, target, tmp_path, timer, sensors=QUIET)
+
+
+def test_a_landscape_of_an_evaluator_that_measures_landscapes_alike_is_read(tmp_path: Path) -> None:
+    """Evaluator 7 changed only the isolated protocol: the study's version-6 landscapes (timed in-process)
+    are read, resumed and mixed with 7's points as the running code's; any other version is refused."""
+    task, target = get_task("reduction"), _target()
+    path = measurement.measure_timing(task, target, tmp_path, "A", SourceTimer(), sensors=QUIET,
+                                      configs=space(task)[:2])  # fmt: skip
+    alike = sorted(SAME_LANDSCAPE_MEASUREMENT - {EVALUATOR_VERSION}) or [EVALUATOR_VERSION]
+    _rewrite(path, lambda n, row: row | {"evaluator_version": alike[0]} if n % 2 else row)
+    timer = SourceTimer()
+    measurement.measure_timing(task, target, tmp_path, "A", timer, sensors=QUIET, configs=space(task)[:3])
+    assert timer.profiled > 0  # resumed past the mixed points
+    lands = run3.load_lands(tmp_path, [target.name], {"reduction": task}, ("A",), ())
+    assert len(lands[target.name]["A"]["reduction"].points) == 3 * len(task.instances)
 
 
 def test_a_file_mixing_versions_or_without_them_is_refused(tmp_path: Path) -> None:
@@ -258,6 +277,4 @@ def test_the_command_refuses_a_landscape_of_other_versions_with_exit_2(
                                       "--landscapes", str(landscapes), "--results-dir", str(results)])  # fmt: skip
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
-    assert (
-        f"error: {path} was measured with other versions: evaluator {EVALUATOR_VERSION - 1}" in result.output
-    )
+    assert f"error: {path} was measured with other versions: evaluator {OLDER_EVALUATOR}" in result.output

@@ -28,6 +28,20 @@ class LandscapeVersionError(ValueError):
     """A landscape file measured (in whole or in part) by code of other versions than the running code's."""
 
 
+# Evaluator versions whose in-process protocol (the one the landscapes are timed with: LANDSCAPE_TIMING)
+# measures a kernel as the running code's does. Version 7 changed only the isolated protocol (each
+# call's inputs at an offset the evaluator draws) and what the plausibility checks read, which for the
+# in-process protocol was already the charged time (agent/evaluator.py): a landscape point of 6 is one
+# of 7. A version is added here only with that argument written beside it.
+SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7})
+
+
+def _as_running(evaluator: int | None) -> int | None:
+    """A point's evaluator version, read as the running code's where the two measure landscapes alike."""
+    same = EVALUATOR_VERSION in SAME_LANDSCAPE_MEASUREMENT and evaluator in SAME_LANDSCAPE_MEASUREMENT
+    return EVALUATOR_VERSION if same else evaluator
+
+
 def recorded_versions() -> dict[str, int]:
     """The fields every point the study writes carries: the running code's versions."""
     return {"evaluator_version": EVALUATOR_VERSION, "signature_version": SIGNATURE_VERSION}
@@ -42,7 +56,7 @@ def check_versions(path: Path, points: Iterable[Versioned]) -> None:
     """Refuse (LandscapeVersionError naming `path`) a loaded set of points that mix versions or differ
     from the running code's; a point without the fields counts as version unknown. No points: nothing
     to refuse (a file about to be started)."""
-    found = Counter((p.evaluator_version, p.signature_version) for p in points)
+    found = Counter((_as_running(p.evaluator_version), p.signature_version) for p in points)
     running = (EVALUATOR_VERSION, SIGNATURE_VERSION)
     if not found or set(found) == {running}:
         return
