@@ -984,14 +984,17 @@ def test_a_kernel_cannot_predict_the_inputs_of_the_calls_to_come(
     scaled by `factors[k : k + size]`, calls 0 and 1 gave away every later call's inputs; the kernel
     computed the outputs of the next 64 calls in the untimed warm-up call 1 (its table's address kept
     in the stagger gap between two shared arrays, where no symbol rule looks) and served each timed
-    call from it, every output right. With each array's window at an offset the evaluator draws, the
-    prediction never matches and the kernel is its honest loop; the control, with the window at the
-    call's number, is kept with a fake speedup."""
+    call from it, every output right. Its parent is the same kernel serving nothing from the table.
+    With each array's window at an offset the evaluator draws, the prediction never matches and the
+    kernel is its parent's loop; the control, with the window at the call's number, is kept with a
+    fake speedup."""
     plan = TimingPlan(warmup=3, min_trials=10, max_trials=20, budget_s=8.0, protocol=ISOLATED)
     backend = CBackend(cache_dir=tmp_path_factory.mktemp("rt-predict"), check_timeout_s=10.0,
                        memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
     task = get_task("matvec")
-    source, honest = (RED_TEAM / "predict_variants.c").read_text(), task.source("c", task.baseline_config)
+    source = (RED_TEAM / "predict_variants.c").read_text()
+    honest = source.replace("#define KG_AHEAD 64", "#define KG_AHEAD 0")  # its own loop, never served
+    assert honest != source
     verdict = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
     assert verdict.outcome == Outcome.DISCARDED and (verdict.speedup or 0) < 1.1, (
         verdict.outcome,
