@@ -23,7 +23,9 @@ import re
 import struct
 from dataclasses import dataclass
 
-ADMISSION_VERSION = 3  # 3: a forbidden sequence the link's layout made is linked away (LAYOUT_PAD)
+ADMISSION_VERSION = (
+    4  # 3: a forbidden sequence the link's layout made is linked away (LAYOUT_PAD); 4: no executable stack
+)
 
 _MATH = [
     "sin",
@@ -119,15 +121,19 @@ FORBIDDEN_ENCODINGS: dict[bytes, str] = {
 # A forbidden sequence can also be the linker's doing: a RIP-relative displacement from the code to
 # its constants of 0x50f is the bytes 0f 05 (an honest layernorm, unrolled 8 times at -march=native,
 # loads a float at 0x50f(%rip)). An object whose only rejections are such hits is linked once more
-# behind this padding (its code 48 bytes later, its constants about 4 KiB later: every displacement
-# from the code to anything outside it changes in its low byte, those to its constants in the two low
+# behind this padding (its code, hot and cold, 48 bytes later, its constants about 4 KiB later: a
+# displacement from the code to the PLT changes in its low byte, one to its constants in the two low
 # bytes), and the padded link is admitted, and is what runs, if its scan is clean. Bytes the code
-# itself holds (an immediate, an instruction, a jump within it) move with it and are found again.
+# itself holds (an immediate, an instruction, a jump within it) move with it and are found again. The
+# pad says its stack is not executable (an assembled object that does not is linked with one that is).
 LAYOUT_PAD = """\
 .section .rodata
 .zero 4240
 .text
 .zero 48
+.section .text.unlikely,"ax",@progbits
+.zero 48
+.section .note.GNU-stack,"",@progbits
 """
 # Sections whose code the loader runs before (or after) any call of `kernel`.
 LOAD_TIME_SECTIONS = (".init_array", ".fini_array", ".ctors", ".dtors", ".preinit_array", ".init", ".fini")
@@ -186,9 +192,37 @@ def check_object(nm_output: str, kernel_object: bytes, shared_object: bytes) -> 
                 )
                 break
         found += scan_encodings(shared_object)
+        if stack_executable(shared_object):
+            found.append(
+                Rejection(
+                    "asks for an executable stack (a GNU C nested function's trampoline, or an object "
+                    "without a `.note.GNU-stack`): code written at run time could then be run; remove "
+                    "the nested function"
+                )
+            )
     except ValueError as exc:
         found.append(Rejection(f"the built object is not a readable ELF file ({exc})"))
     return found
+
+
+_PT_GNU_STACK, _PF_X = 0x6474E551, 0x1
+
+
+def stack_executable(data: bytes) -> bool:
+    """Whether a 64-bit little-endian ELF object's PT_GNU_STACK asks for an executable stack (no such
+    header: the loader's default on x86-64, executable)."""
+    if data[:6] != b"\x7fELF\x02\x01":
+        raise ValueError("not a 64-bit little-endian ELF")
+    try:
+        (phoff,) = struct.unpack_from("<Q", data, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+        for k in range(phnum):
+            kind, flags = struct.unpack_from("<II", data, phoff + k * phentsize)
+            if kind == _PT_GNU_STACK:
+                return bool(flags & _PF_X)
+    except struct.error as exc:
+        raise ValueError(f"malformed program headers: {exc}") from None
+    return True
 
 
 def elf_sections(data: bytes) -> list[tuple[str, int, bytes]]:

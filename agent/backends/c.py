@@ -68,8 +68,11 @@ nm kernel.o > nm.txt 2>> compile.log || exit 11
 gcc -shared -fopenmp kernel.o -o kernel.so -lm 2>> compile.log || exit 12
 nm -D --defined-only kernel.so > exports.txt 2>> compile.log || exit 11
 """
-# The same objects linked once more behind admission's LAYOUT_PAD (written as pad.s first).
-_RELINK_SCRIPT = """set -u
+# The same objects linked once more behind admission's LAYOUT_PAD, which the script itself writes.
+_RELINK_SCRIPT = f"""set -u
+rm -f pad.s pad.o kernel.padded.so
+cat > pad.s <<'PAD'
+{admission.LAYOUT_PAD}PAD
 gcc -c pad.s -o pad.o 2>> compile.log || exit 13
 gcc -shared -fopenmp pad.o kernel.o -o kernel.padded.so -lm 2>> compile.log || exit 12
 """
@@ -194,15 +197,16 @@ class CBackend:
                 if _COMPILER_LIMIT_HIT.search(text):
                     diags = (Diagnostic(over_compile_limits("ran out of memory or CPU time")), *diags)
                 return CompileResult(False, diagnostics=diags, log=text)
-            linked = work / "kernel.so"
-            rejections = self._admit(
-                _read(work / "nm.txt"), _read_bytes(work / "kernel.o"), _read_bytes(linked)
+            # Read once: the bytes admitted are the bytes cached and run.
+            nm_output, kernel_object, linked = (
+                _read(work / "nm.txt"),
+                _read_bytes(work / "kernel.o"),
+                _read_bytes(work / "kernel.so"),
             )
+            rejections = self._admit(nm_output, kernel_object, linked)
             if rejections and all(r.encoding for r in rejections) and self._relink_padded(work):
-                linked = work / "kernel.padded.so"  # the layout made them: what runs is the clean link
-                rejections = self._admit(
-                    _read(work / "nm.txt"), _read_bytes(work / "kernel.o"), _read_bytes(linked)
-                )
+                linked = _read_bytes(work / "kernel.padded.so")  # the layout made them: run the clean link
+                rejections = self._admit(nm_output, kernel_object, linked)
             if rejections:
                 return CompileResult(
                     False,
@@ -223,7 +227,7 @@ class CBackend:
             out_dir.mkdir(parents=True, exist_ok=True)
             (out_dir / "kernel.c").write_text(source)
             tmp = out_dir / f"kernel.{id(self)}.so.tmp"
-            tmp.write_bytes(read_untrusted(linked, max_bytes=256 << 20))
+            tmp.write_bytes(linked)
             tmp.replace(artifact)
         return CompileResult(
             True, artifact=str(artifact), diagnostics=parse_diagnostics(log_text), log=log_text
@@ -231,7 +235,6 @@ class CBackend:
 
     def _relink_padded(self, work: Path) -> bool:
         """Link kernel.o again behind admission.LAYOUT_PAD into kernel.padded.so, in the sandbox."""
-        (work / "pad.s").write_text(admission.LAYOUT_PAD)
         done = self.sandbox.run(["/bin/sh", "-c", _RELINK_SCRIPT, "relink"], mounts=[Mount(work, writable=True)],
                                 env={}, cwd=work, limits=COMPILE_LIMITS, timeout_s=COMPILE_TIMEOUT_S)  # fmt: skip
         return not done.timed_out and done.returncode == 0

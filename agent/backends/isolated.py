@@ -552,13 +552,20 @@ class CallChecker:
 
     def __post_init__(self) -> None:
         self.expected = {n: np.empty_like(a) for n, a in self.base.items()}
+        self.used: dict[str, set[int]] = {n: set() for n in self.base}  # offsets each array has had
 
     def variant(self, factors: np.ndarray, call: int) -> None:
         """The inputs of call `call`: each array's base scaled by a window of `factors` that starts at
-        an offset this process draws (`RANDOM_VARIANT_OFFSETS`), so no call's inputs follow from the
-        earlier ones."""
+        an offset this process draws (`RANDOM_VARIANT_OFFSETS`), none twice for one array, so no
+        call's inputs follow from the earlier ones or repeat them."""
         for name, array in self.base.items():
-            offset = self.draw.randrange(VARIANT_OFFSETS) if RANDOM_VARIANT_OFFSETS else call
+            offset, offsets = call, factors.size - array.size + 1
+            if RANDOM_VARIANT_OFFSETS:
+                if len(self.used[name]) >= offsets:  # every one had (a run never calls this often)
+                    self.used[name].clear()
+                while (offset := self.draw.randrange(offsets)) in self.used[name]:
+                    pass
+                self.used[name].add(offset)
             write_variant(array, factors, offset, self.expected[name])
 
     def write(self, server: KernelServer) -> None:

@@ -291,7 +291,15 @@ def study_v3(*, quick: bool, stage: str, landscapes: str, results_dir: str, as_j
             "wall_s",
             "path",
         )
-        print(json.dumps({k: report.get(k) for k in keys} | {"summary": _fractions(report.get("summary"))}))
+        print(
+            json.dumps(
+                {k: report.get(k) for k in keys}
+                | {
+                    "summary": _fractions(report.get("summary")),
+                    "summary_vs_mean": _fractions(report.get("summary_vs_mean")),
+                }
+            )
+        )
         return
     console.print(f"report saved to {report['path']} ({report['wall_s']:.0f} s)")
 

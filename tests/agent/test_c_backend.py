@@ -227,7 +227,8 @@ def _plain_link(directory: Path, source: str, flags: list[str]) -> Path:
 def test_a_syscall_encoding_the_links_layout_made_is_linked_away(
     backend: CBackend, cpu_target: Target, tmp_path: Path
 ) -> None:
-    """A displacement of 0x1050f from the code to its constants holds the bytes of `syscall` (0f 05):
+    """A displacement from the code to its constants whose low bytes are 0x050f holds the bytes of
+    `syscall` (0f 05):
     no asm and no constant of the code does (an honest layernorm hit this at -march=native). Admission
     links the object again behind LAYOUT_PAD and admits that link, which is what runs."""
     task = get_task("reduction")
@@ -237,10 +238,36 @@ def test_a_syscall_encoding_the_links_layout_made_is_linked_away(
     found = re.search(r"\s(-?0x[0-9a-f]+)\(%rip\).*<table>", listing)
     assert found, "the probe reads the table RIP-relative"
     k = (0x50F - int(found[1], 16)) % 0x10000
+    assert k != 0, "table[0] is 1: the sum would be off"
     source = _TABLE_SOURCE % k
     plain = _plain_link(tmp_path / "plain", source, flags)
     assert "syscall" in admission.describe(admission.scan_encodings(plain.read_bytes()))  # the hit is real
     built = backend.compile(task, source, cpu_target)
     assert built.ok and built.artifact, built.diagnosis
     assert admission.scan_encodings(Path(built.artifact).read_bytes()) == []  # what runs holds none
+    assert not admission.stack_executable(Path(built.artifact).read_bytes())  # the pad's stack note
     assert backend.check(task, source, cpu_target).outcome == Outcome.KEPT
+
+
+def test_a_kernel_that_asks_for_an_executable_stack_is_rejected(
+    backend: CBackend, cpu_target: Target
+) -> None:
+    """A GNU C nested function whose address is taken runs through a trampoline gcc writes on the
+    stack, so the object asks for an executable stack, where code written at run time could run."""
+    source = """
+void kernel(const float* x, float* out, int n) {
+    double s = 0.0;
+    void add(float v) { s += v; }
+    void (*volatile step)(float) = add;
+    for (int i = 0; i < n; i++) step(x[i]);
+    out[0] = (float)s;
+}
+"""
+    task = get_task("reduction")
+    rejected = backend.check(task, source, cpu_target)
+    assert rejected.outcome == Outcome.REJECTED and "executable stack" in rejected.reason, rejected.reason
+    # Control: the same sum without the nested function is admitted and right.
+    plain = source.replace("    void add(float v) { s += v; }\n    void (*volatile step)(float) = add;\n", "")
+    assert plain != source
+    plain = plain.replace("step(x[i]);", "s += x[i];")
+    assert backend.check(task, plain, cpu_target).outcome == Outcome.KEPT

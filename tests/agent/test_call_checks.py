@@ -12,9 +12,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from kernelgraph.agent.backends import isolated
 from kernelgraph.agent.backends._child import variant_factors
 from kernelgraph.agent.backends.c import CBackend
-from kernelgraph.agent.backends.isolated import CHECKED_ROWS, CallChecker, row_reference
+from kernelgraph.agent.backends.isolated import CHECKED_ROWS, VARIANT_OFFSETS, CallChecker, row_reference
 from kernelgraph.agent.backends.timing import ISOLATED, TimingPlan
 from kernelgraph.agent.evaluator import output_specs
 from kernelgraph.agent.results import Outcome
@@ -164,3 +165,33 @@ def test_a_real_kernel_botching_a_share_of_the_output_is_judged_incorrect_while_
     profile = timer.profile(task, BOTCHED[name], target, parent_source=task.source("c", task.baseline_config))
     assert profile.outcome == Outcome.INCORRECT, profile.reason
     assert "while timed: timed call" in profile.reason and "outside rtol" in profile.reason, profile.reason
+
+
+def test_no_call_inputs_follow_from_the_earlier_calls_or_repeat_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each array's window of the variant factors starts at an offset the evaluator draws, none twice.
+    With the window at the call's number, a_k[p] = b[p] f[k + p], so calls k and k + 1 predicted call
+    k + 2 (a_{k+2}[p] = a_{k+1}[p] a_{k+1}[p + 1] / a_k[p + 1]): the stop-29 adversary's attack; the
+    control shows the prediction then holds."""
+    task = get_task("matvec")
+    calls = 40
+
+    def run() -> tuple[CallChecker, list[dict[str, np.ndarray]]]:
+        checker, _ = _checker(task)
+        factors = variant_factors(max(a.size for a in checker.base.values()), VARIANT_OFFSETS, 7)
+        seen = []
+        for call in range(calls):
+            checker.variant(factors, call)
+            seen.append({n: a.astype(np.float64).reshape(-1) for n, a in checker.expected.items()})
+        return checker, seen
+
+    def predicted(seen: list[dict[str, np.ndarray]], k: int) -> bool:
+        first, second, third = (seen[k + i]["a"] for i in range(3))
+        return bool(np.allclose(third[:-1], second[:-1] * second[1:] / first[1:], rtol=1e-5))
+
+    checker, seen = run()
+    assert not any(predicted(seen, k) for k in range(calls - 2))
+    for name in checker.base:  # no call's array repeats another's
+        assert len({s[name].tobytes() for s in seen}) == calls
+    monkeypatch.setattr(isolated, "RANDOM_VARIANT_OFFSETS", False)
+    _, control = run()
+    assert all(predicted(control, k) for k in range(calls - 2))

@@ -86,7 +86,7 @@ class Unit:
 
 
 def exclusions(unit: Unit, tasks: Mapping[str, Task]) -> list[str]:
-    if unit.split in ("instance", "development"):  # the development set is never in the graph
+    if unit.split in ("instance", "development"):  # held out: the query's own instance
         return [label_of(unit.task, unit.instance)]
     family = tasks[unit.task].family
     return [label_of(t.name, i.name) for t in tasks.values() if t.family == family for i in t.instances]

@@ -162,6 +162,7 @@ def run_v3(
                 knowledge, namespace, settings, tasks, lands, states, primary, log, settings.eval_tasks
             )
             evaluated = run3.evaluation(exp, settings, lands, learned, splits)
+            report["protocol"] = settings.to_json()  # as the evaluation ran it (k as chosen)
             report["summary"] = evaluated["summary"]
             report["summary_vs_mean"] = evaluated["summary_vs_mean"]
             report["success"] = evaluated["success"]
@@ -180,7 +181,8 @@ def run_v3(
 
 
 def evidence_volume(retrievals: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Per arm, the evidence states its retrievals got (k at most: fewer where the pool is smaller)."""
+    """Per arm, the evidence states its retrievals got (k at most: fewer where the pool is smaller; the
+    counters arm's include the development set's choice of k, which tries every candidate k)."""
     by_arm: dict[str, list[int]] = {}
     for r in retrievals:
         by_arm.setdefault(r["arm"], []).append(r["states"])
