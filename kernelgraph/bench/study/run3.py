@@ -368,7 +368,7 @@ def evaluation(
         for data in summary.values():
             means = data["instance_means"]
             for lead in LEADS:
-                for control in ("text", "label", "global", "counters"):
+                for control in (*SUCCESS_CONTROLS, "counters"):
                     if lead != control and lead in means and control in means:
                         for k in settings.budgets:
                             data["comparisons"][f"{lead}@{k} vs {control}@{k}"] = paired(

@@ -58,14 +58,11 @@ def check_versions(path: Path, points: Iterable[Versioned]) -> None:
     to refuse (a file about to be started)."""
     found = Counter((p.evaluator_version, p.signature_version) for p in points)
     running = (EVALUATOR_VERSION, SIGNATURE_VERSION)
-    if not found or {(_as_running(e), s) for e, s in found} == {running}:
+    read_as = {(_as_running(e), s) for e, s in found}
+    if not found or read_as == {running}:
         return
     seen = "; ".join(f"{_described(v)} ({n} points)" for v, n in sorted(found.items(), key=str))
-    why = (
-        "mixes versions"
-        if len({(_as_running(e), s) for e, s in found}) > 1
-        else "was measured with other versions"
-    )
+    why = "mixes versions" if len(read_as) > 1 else "was measured with other versions"
     raise LandscapeVersionError(
         f"{path} {why}: {seen}; the running code is {_described(running)}. Study v3 neither resumes nor "
         "reads such a landscape (docs/study-v3.md, decision 3): measure it again into a new directory, "
