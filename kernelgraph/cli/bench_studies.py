@@ -119,7 +119,8 @@ def study(
     stage: str = typer.Option(
         "development",
         "--stage",
-        help="v3 only: pilot (plan only), development (measure + room report) or evaluation",
+        help="v3 only: pilot (plan only), development (measure + room report), evaluation, or next-target "
+        "(the next-target experiment alone)",
     ),
 ) -> None:
     """The thesis study v2 on measured landscapes (protocol: docs/results.md); `--version 3`: study
@@ -249,13 +250,18 @@ def study_v3(*, quick: bool, stage: str, landscapes: str, results_dir: str, as_j
 
     from kernelgraph.bench.reports import timestamp
     from kernelgraph.bench.study.command3 import run_v3
+    from kernelgraph.bench.study.protocol_v3 import STAGES
     from kernelgraph.bench.study.versions import LandscapeVersionError
     from kernelgraph.cli.graph import cli_errors, fail, open_store
     from kernelgraph.service.embeddings import MiniLMEmbedder
     from kernelgraph.service.knowledge import KnowledgeService
 
-    if stage not in ("pilot", "development", "evaluation"):
-        raise fail(f"--stage: pilot, development or evaluation (got {stage!r})")
+    if stage not in STAGES:
+        raise fail(f"--stage: {', '.join(STAGES)} (got {stage!r})")
+    if quick and stage == "next-target":
+        raise fail(
+            "--stage next-target runs on measured landscapes; --quick runs it as part of its end-to-end check"
+        )
     console = Console(stderr=as_json)
     directory = Path(landscapes if landscapes != "results/landscapes" else "results/study-v3/landscapes")
     if stage == "pilot" and not quick:  # measures and plans only: no graph needed

@@ -316,3 +316,45 @@ def test_quick_v3_runs_end_to_end_on_planted_landscapes(cli_on_test_neo4j: None,
     assert correlation["cpu-native-2t ~ cpu-x86-64-v2-2t"] == pytest.approx(1.0)  # planted alike
     assert correlation["cpu-native-2t ~ cpu-native-1t"] < 0.99
     assert (tmp_path / "study-v3-quick-next-target.png").exists()
+
+
+def test_the_next_target_stage_runs_alone_where_no_workload_has_room(
+    cli_on_test_neo4j: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The declared amendment: with no room the evaluation runs no arm, and `--stage next-target` runs
+    the next-target experiment alone on the stored landscapes of every planned target."""
+    from dataclasses import replace
+
+    from kernelgraph.bench.study import command3
+    from kernelgraph.bench.study.planted import plant
+
+    targets = command3._targets(command3.QUICK, None, quick=True)
+    plant(tmp_path / "lands", [get_task("reduction")], targets)
+    plan = {"targets": [t.name for t in targets], "eval_tasks": ["reduction"], "dev_tasks": ["layernorm"]}
+    (tmp_path / "study-v3-plan-latest.json").write_text(json.dumps(plan))
+    (tmp_path / "study-v3-development-latest.json").write_text(json.dumps({"room": {"any_room": False}}))
+    original = command3._targets
+    monkeypatch.setattr(command3, "_targets", lambda s, names, quick: original(s, names, quick=True))
+    full = command3.V3Settings  # the protocol's settings, cut to one seed of the quick run's
+    monkeypatch.setattr(
+        command3, "V3Settings", lambda **kw: full(**kw) if kw else replace(command3.QUICK, seeds=(0,))
+    )
+    common = ["bench", "study", "--version", "3", "--json", "--landscapes", str(tmp_path / "lands"),
+              "--results-dir", str(tmp_path)]  # fmt: skip
+
+    evaluation = CliRunner().invoke(app, [*common, "--stage", "evaluation"])
+    assert evaluation.exit_code == 0, evaluation.output
+    assert json.loads(evaluation.stdout.strip().splitlines()[-1])["next_target"] is None  # no room: nothing
+
+    result = CliRunner().invoke(app, [*common, "--stage", "next-target"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["stage"] == "next-target" and summary["summary"] is None  # no arm ran
+    nt = summary["next_target"]
+    assert set(nt["held_out"]) == set(plan["targets"])
+    for entry in nt["held_out"].values():
+        assert set(entry) >= {"0", "1", "2", "3", "ratio_most_vs_none", "met", "met_with_ci"}
+    assert nt["met"] == all(e["met"] for e in nt["held_out"].values())
+    assert summary["evidence_states"]["next-target"]["min"] > 0  # every retrieval found other targets' states
+    assert (tmp_path / "study-v3-next-target.png").exists()
+    assert list(tmp_path.glob("study-v3-next-target-2*.json"))

@@ -103,6 +103,11 @@ def run_v3(
                     f"no {development}: run `bench study --version 3 --stage development` first"
                 )
             decided = json.loads(development.read_text())
+            # Room does not enter the next-target experiment: it retrieves by label, all of a target's states.
+            if stage == "next-target":
+                return next_target_stage(
+                    knowledge, settings, plan, landscape_dir, results, namespace, started
+                )
             if not decided["room"]["any_room"]:
                 say("no workload has room on the development set: v3 runs no evaluation (docs/study-v3.md)")
                 return {
@@ -177,6 +182,38 @@ def run_v3(
     report["retrieval_log"] = str(log_path)
     report["wall_s"] = time.monotonic() - started
     report["path"] = str(save_report(report, results, "study-v3-quick" if quick else f"study-v3-{stage}"))
+    return report
+
+
+def next_target_stage(
+    knowledge: Any, settings: V3Settings, plan: dict[str, Any], landscape_dir: Path, results: Path,
+    namespace: str, started: float,
+) -> dict[str, Any]:  # fmt: skip
+    """The next-target experiment alone, on the stored landscapes of the evaluation tasks at every
+    planned target (docs/study-v3.md, "Amendment: the next-target experiment runs alone")."""
+    targets = _targets(settings, plan["targets"], quick=False)
+    tasks = {n: get_task(n) for n in settings.eval_tasks}
+    lands = run3.load_lands(landscape_dir, [t.name for t in targets], tasks, LABELS, settings.eval_tasks)
+    tasks = {n: lands[targets[0].name]["A"][n].task for n in tasks}  # as the landscapes measured them
+    retrievals: list[dict[str, Any]] = []
+    log_path = results / f"study-v3-next-target-retrievals-{namespace}.jsonl"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("w") as log_file:
+
+        def log(entry: dict[str, Any]) -> None:
+            retrievals.append(
+                {"arm": entry["arm"], "step": entry["step"], "states": len(entry["neighbours"])}
+            )
+            log_file.write(json.dumps(entry) + "\n")
+
+        result = run3.next_target(knowledge, f"{namespace}-next", settings, tasks, lands, targets, log)
+    run3.plot_next_target(result, results / "study-v3-next-target.png")
+    report: dict[str, Any] = {
+        "version": 3, "quick": False, "stage": "next-target", "protocol": settings.to_json(), "plan": plan,
+        "next_target": result, "retrievals": len(retrievals), "evidence_states": evidence_volume(retrievals),
+        "retrieval_log": str(log_path), "wall_s": time.monotonic() - started,
+    }  # fmt: skip
+    report["path"] = str(save_report(report, results, "study-v3-next-target"))
     return report
 
 

@@ -12,6 +12,7 @@ from kernelgraph.bench.study.protocol import Arm
 from kernelgraph.core.models import RetrievalMode
 
 VERSION = 3
+STAGES = ("pilot", "development", "evaluation", "next-target")  # `bench study --version 3 --stage`
 # Candidate evaluation tasks, in the order the plan keeps them (the last is cut first when tasks must go).
 EVAL_TASKS: tuple[str, ...] = (
     "softmax",
