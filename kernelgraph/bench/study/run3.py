@@ -523,8 +523,9 @@ def plot_next_target(result: Mapping[str, Any], path: Path) -> None:
         lows = [entry[str(n)]["mean_attempts"] - entry[str(n)]["ci"][0] for n in ns]
         highs = [entry[str(n)]["ci"][1] - entry[str(n)]["mean_attempts"] for n in ns]
         ax.errorbar(ns, ys, yerr=[lows, highs], marker="o", capsize=3, label=held)
-    ax.axhline(result["budget"] + 1, color="grey", linestyle=":", linewidth=0.8)
-    ax.set_xlabel("other targets' experience")
+    ax.axhline(result["budget"] + 1, color="grey", linestyle=":", linewidth=0.8, label="never (budget + 1)")
+    ax.set_xticks(range(result["most_others"] + 1))
+    ax.set_xlabel("other targets' experience (targets)")
     ax.set_ylabel("attempts to reach 90% of the oracle")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
