@@ -12,7 +12,11 @@
 // Parameters: $searches (list of {index, vector, d2_factor}), $fetch_k, $k, $namespaces, $exclude_tasks,
 //   $transforms, $verified_only.
 // Returns: measurement_id, target, task, score (1 / (1 + d^2 / (shared x unit^2))), slots (1 + the
-//   re-measurements merged into the state), best first.
+//   re-measurements merged into the state), best first, and frontier: the best score a state the indexes
+//   did not return could have (the least score a search returned when it returned all $fetch_k, else 0),
+//   the same on every row. Other namespaces' states take index candidates too, and so does each other
+//   search: the rows are the true nearest only when the k-th scores at least the frontier; the service
+//   fetches more until they do (service/retrieval.py, `search_index`).
 // Within the query's vocabulary ($transforms, null: every transform): a state is a candidate only when it
 // holds evidence aggregate_transforms reads for one of $transforms (not quarantined; verified with
 // $verified_only), before ranking and the limit (docs/retrieval.md, "Within the query's vocabulary").
@@ -24,14 +28,22 @@
 // :param transforms => ['unroll', 'vectorize']
 // :param verified_only => false
 UNWIND $searches AS search
-CALL db.index.vector.queryNodes(search.index, $fetch_k, search.vector) YIELD node AS m, score AS raw
+CALL db.index.vector.queryNodes(search.index, $fetch_k, search.vector) YIELD node, score AS raw
+WITH search, collect({node: node, raw: raw}) AS hits, min(raw) AS least, count(*) AS fetched
+WITH collect({search: search, hits: hits,
+              frontier: CASE WHEN fetched < $fetch_k THEN 0.0
+                             ELSE 1.0 / (1.0 + (1.0 / least - 1.0) * search.d2_factor) END}) AS found
+WITH found, reduce(f = 0.0, s IN found | CASE WHEN s.frontier > f THEN s.frontier ELSE f END) AS frontier
+UNWIND found AS s
+UNWIND s.hits AS hit
+WITH frontier, s.search AS search, hit.node AS m, hit.raw AS raw
 WHERE m.namespace IN $namespaces AND m.explored AND m.merged_into IS NULL AND NOT m.task IN $exclude_tasks
   AND ($transforms IS NULL OR EXISTS {
     MATCH (m)-[:HAS_EVIDENCE|HAS_ROLLUP]->(e)
     WHERE e.transform IN $transforms AND e.quarantined IS NULL AND (NOT $verified_only OR e.verified)
   })
-WITH m, 1.0 / (1.0 + (1.0 / raw - 1.0) * search.d2_factor) AS score
+WITH frontier, m, 1.0 / (1.0 + (1.0 / raw - 1.0) * search.d2_factor) AS score
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score,
-       1 + coalesce(m.merged_count, 0) AS slots
+       1 + coalesce(m.merged_count, 0) AS slots, frontier
 ORDER BY score DESC, measurement_id
 LIMIT $k

@@ -202,25 +202,14 @@ class Retrieval:
         self, reader: Reader, query: str, namespaces: list[str], req: RetrieveRequest, **search: Any
     ) -> list[dict[str, Any]]:
         """The nearest states through a vector index (`query`: the per-source signature indexes or the
-        source-text index), enough to fill k slots.
-
-        An index holds other namespaces' and held-out tasks' states too, and states without evidence
-        in the query's vocabulary; the query filters them out after the index's `fetch_k`, so when
-        they crowd the candidates out of k slots, fetch more (x4, up to MAX_FETCH_K). The over-fetch
-        that sufficed is remembered per query and namespace set, so the next retrieval starts there.
-        """
+        source-text index), fetched until they are the true nearest (`search_index`). The over-fetch that
+        sufficed is remembered per query and namespace set, so the next retrieval starts there."""
         key = (query, *sorted(namespaces))
-        overfetch = self._overfetch.get(key, OVERFETCH)
-        while True:
-            fetch = min(req.k * overfetch, MAX_FETCH_K)
-            rows = reader.read(
-                query, **search, fetch_k=fetch, k=req.k, namespaces=namespaces,
-                exclude_tasks=req.excluded_tasks, **_vocabulary(req),
-            )  # fmt: skip
-            if _slots(rows, req.k) >= req.k or fetch >= MAX_FETCH_K:
-                self._overfetch[key] = overfetch
-                return rows
-            overfetch *= 4
+        rows, self._overfetch[key] = search_index(
+            reader, query, req.k, self._overfetch.get(key, OVERFETCH), namespaces=namespaces,
+            exclude_tasks=req.excluded_tasks, **_vocabulary(req), **search,
+        )  # fmt: skip
+        return rows
 
     def _small(self, reader: Reader, namespaces: list[str]) -> bool:
         """Few enough explored states for exact scoring? A large verdict is kept: nothing is ever deleted."""
@@ -290,6 +279,36 @@ def _within_slots(rows: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
         kept.append(row)
         used += _slots([row], k)
     return kept
+
+
+def search_index(
+    reader: Reader, query: str, k: int, overfetch: int, **params: Any
+) -> tuple[list[dict[str, Any]], int]:
+    """The k nearest states through a vector index query (nearest_states_by_signature or _by_source) and
+    the over-fetch that found them.
+
+    An index holds every namespace's states, held-out tasks' and states without evidence in the
+    query's vocabulary; the query filters them out after the index's `fetch_k`, and with several
+    per-source indexes each search's candidates are cut alike. So the rows are the true nearest only
+    when they fill k slots and the k-th scores at least the query's `frontier` (the best a state no
+    search returned could score); until then fetch more (x4, up to MAX_FETCH_K).
+    """
+    while True:
+        fetch = min(k * overfetch, MAX_FETCH_K)
+        rows = reader.read(query, **params, fetch_k=fetch, k=k)
+        if _complete(rows, k) or fetch >= MAX_FETCH_K:
+            return rows, overfetch
+        overfetch *= 4
+
+
+def _complete(rows: list[dict[str, Any]], k: int) -> bool:
+    """Do `rows` (best first) fill k slots with a k-th score no state beyond the index's candidates beats?"""
+    filled = 0
+    for row in rows:
+        filled += _slots([row], k)
+        if filled >= k:
+            return bool(row["score"] >= row["frontier"])
+    return False
 
 
 def _slots(rows: list[dict[str, Any]], k: int) -> int:
