@@ -29,20 +29,18 @@
 // :param verified_only => false
 UNWIND $searches AS search
 CALL db.index.vector.queryNodes(search.index, $fetch_k, search.vector) YIELD node, score AS raw
-WITH search, collect({node: node, raw: raw}) AS hits, min(raw) AS least, count(*) AS fetched
-WITH collect({search: search, hits: hits,
-              frontier: CASE WHEN fetched < $fetch_k THEN 0.0
-                             ELSE 1.0 / (1.0 + (1.0 / least - 1.0) * search.d2_factor) END}) AS found
+WITH search, node, 1.0 / (1.0 + (1.0 / raw - 1.0) * search.d2_factor) AS score
+WITH search, collect({node: node, score: score}) AS hits, min(score) AS least, count(*) AS fetched
+WITH collect({hits: hits, frontier: CASE WHEN fetched < $fetch_k THEN 0.0 ELSE least END}) AS found
 WITH found, reduce(f = 0.0, s IN found | CASE WHEN s.frontier > f THEN s.frontier ELSE f END) AS frontier
 UNWIND found AS s
 UNWIND s.hits AS hit
-WITH frontier, s.search AS search, hit.node AS m, hit.raw AS raw
+WITH frontier, hit.node AS m, hit.score AS score
 WHERE m.namespace IN $namespaces AND m.explored AND m.merged_into IS NULL AND NOT m.task IN $exclude_tasks
   AND ($transforms IS NULL OR EXISTS {
     MATCH (m)-[:HAS_EVIDENCE|HAS_ROLLUP]->(e)
     WHERE e.transform IN $transforms AND e.quarantined IS NULL AND (NOT $verified_only OR e.verified)
   })
-WITH frontier, m, 1.0 / (1.0 + (1.0 / raw - 1.0) * search.d2_factor) AS score
 RETURN m.measurement_id AS measurement_id, m.target AS target, m.task AS task, score,
        1 + coalesce(m.merged_count, 0) AS slots, frontier
 ORDER BY score DESC, measurement_id

@@ -62,7 +62,7 @@ class Retrieval:
         self.targets = targets
         self.embedder = embedder
         self._large: set[tuple[str, ...]] = set()  # namespace sets past exact-search size
-        self._overfetch: dict[tuple[str, ...], int] = {}  # over-fetch that sufficed, per query and namespaces
+        self._overfetch: dict[tuple[Any, ...], int] = {}  # over-fetch that sufficed (`_nearest_in_index`)
 
     def retrieve(
         self, namespaces: Sequence[str], request: RetrieveRequest | dict[str, Any], reader: Recorder = SERVICE
@@ -203,13 +203,19 @@ class Retrieval:
     ) -> list[dict[str, Any]]:
         """The nearest states through a vector index (`query`: the per-source signature indexes or the
         source-text index), fetched until they are the true nearest (`search_index`). The over-fetch that
-        sufficed is remembered per query and namespace set, so the next retrieval starts there."""
-        key = (query, *sorted(namespaces))
+        sufficed is remembered per query, namespace set and vocabulary (a narrower vocabulary filters more
+        candidates out), so the next such retrieval starts there."""
+        key = (query, tuple(sorted(namespaces)), tuple(sorted(req.transforms or ())), req.verified_only)
         rows, self._overfetch[key] = search_index(
             reader, query, req.k, self._overfetch.get(key, OVERFETCH), namespaces=namespaces,
             exclude_tasks=req.excluded_tasks, **_vocabulary(req), **search,
         )  # fmt: skip
         return rows
+
+    def largest_fetch_k(self, k: int) -> int | None:
+        """The largest `fetch_k` a retrieval of `k` neighbours starts its index searches at now (None before
+        any indexed retrieval): how far the over-fetch has grown."""
+        return min(k * max(self._overfetch.values()), MAX_FETCH_K) if self._overfetch else None
 
     def _small(self, reader: Reader, namespaces: list[str]) -> bool:
         """Few enough explored states for exact scoring? A large verdict is kept: nothing is ever deleted."""
@@ -293,22 +299,27 @@ def search_index(
     when they fill k slots and the k-th scores at least the query's `frontier` (the best a state no
     search returned could score); until then fetch more (x4, up to MAX_FETCH_K).
     """
+    start = overfetch
     while True:
         fetch = min(k * overfetch, MAX_FETCH_K)
         rows = reader.read(query, **params, fetch_k=fetch, k=k)
-        if _complete(rows, k) or fetch >= MAX_FETCH_K:
+        if _complete(rows, k):
             return rows, overfetch
+        if fetch >= MAX_FETCH_K:  # the best there is, but not known to be complete: nothing learnt
+            return rows, start
         overfetch *= 4
 
 
 def _complete(rows: list[dict[str, Any]], k: int) -> bool:
-    """Do `rows` (best first) fill k slots with a k-th score no state beyond the index's candidates beats?"""
-    filled = 0
-    for row in rows:
-        filled += _slots([row], k)
-        if filled >= k:
-            return bool(row["score"] >= row["frontier"])
-    return False
+    """Are `rows` (best first) the true nearest? Yes when every search ran out of candidates (frontier
+    0: the indexes returned all they hold), or when they fill k slots and the k-th scores at least the
+    frontier, which no state beyond the searches' candidates can beat."""
+    if not rows:
+        return False
+    if rows[0]["frontier"] == 0:
+        return True
+    kept = _within_slots(rows, k)
+    return _slots(kept, k) >= k and kept[-1]["score"] >= kept[-1]["frontier"]
 
 
 def _slots(rows: list[dict[str, Any]], k: int) -> int:

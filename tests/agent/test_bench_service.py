@@ -17,7 +17,7 @@ pytestmark = pytest.mark.neo4j
 
 KEYS = {"ingest_attempts_per_s", "retrieve_p50_ms", "retrieve_p95_ms", "recall_at_10", "measurements",
         "retrieve_p99_ms", "http_retrieve_p95_ms", "service_rss_mb", "neo4j_rss_mb", "goals",
-        "single_writes_1_agents", "single_writes_64_agents"}  # fmt: skip
+        "single_writes_1_agents", "single_writes_64_agents", "retrieve_fetch_k", "recall_fetch_k"}  # fmt: skip
 
 
 def test_generate_reaches_the_measurement_count() -> None:
@@ -54,6 +54,8 @@ def test_bench_service_cli_json(
     if "neo4j" in cpu:
         assert cpu["neo4j"] > 0
     assert 0.0 <= data["recall_at_10"] <= 1.0
+    assert data["retrieve_fetch_k"] is None  # a namespace this small is scored exactly: no index search
+    assert data["recall_fetch_k"] >= 10  # the recall's own index searches fetch at least k
     assert data["http_mode"].startswith("uvicorn")
     assert (tmp_path / "service-bench-latest.json").exists()
     assert len(list(tmp_path.glob("service-bench-2*.json"))) == 1

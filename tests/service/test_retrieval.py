@@ -255,9 +255,6 @@ def test_index_search_ranks_as_exact_search(
     exact = knowledge.retrieve([namespace], request)
     large = KnowledgeService(store)
     monkeypatch.setattr("kernelgraph.service.retrieval.EXACT_SEARCH_MAX_STATES", 0)
-    # The indexes are shared by every namespace of this test session: over-fetch past the others' states
-    # (the service's over-fetch is sized for recall on one large namespace; docs/retrieval.md).
-    monkeypatch.setattr("kernelgraph.service.retrieval.OVERFETCH", 200)
     # Vector indexes take new nodes in shortly after their commit: wait until they hold every state.
     deadline = time.monotonic() + 30
     while True:

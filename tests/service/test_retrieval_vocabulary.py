@@ -135,7 +135,8 @@ def test_the_indexed_path_overfetches_past_the_filtered_states_to_fill_k(
     _assert_within_vocabulary(indexed, far, mode)
     assert set(indexed.neighbour_ids) == set(exact.neighbour_ids)
     query = "nearest_states_by_signature" if mode == "counters" else "nearest_states_by_source"
-    assert large.retrieval._overfetch[(query, namespace)] > 1  # it had to fetch more than k
+    fetched = max(n for key, n in large.retrieval._overfetch.items() if key[0] == query)
+    assert fetched > 1  # it had to fetch more than k
 
 
 @pytest.mark.parametrize("mode", ["label", "global"])
