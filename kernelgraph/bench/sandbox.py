@@ -141,25 +141,31 @@ def render(result: dict[str, Any]) -> str:
 # ------------------------------------------------------------------ old and new timing protocols
 
 PROTOCOL_GOALS = {"wall_ratio": 1.15, "rel_iqr_increase": 0.005, "median_ratio_off_by": 0.02}
-# The median ratio's interval: each protocol's per-evaluation medians resampled on their own (the host's
-# speed moves between evaluations, bimodally some days, so 20 repeats may not resolve 2%).
-MEDIAN_RATIO_RESAMPLES = 10_000
-MEDIAN_RATIO_SEED = 26
+# Each goal's interval: each protocol's per-evaluation figures resampled on their own (the host's speed
+# moves between evaluations, bimodally some days, so 20 repeats may not resolve a goal either way).
+GOAL_RESAMPLES = 10_000
+GOAL_SEED = 26
 
 
-def median_ratio_interval(isolated_ns: list[float], in_process_ns: list[float]) -> tuple[float, float]:
-    """95% percentile bootstrap interval of median(isolated) / median(in-process), each protocol's
-    evaluations resampled with replacement independently (seeded: the interval can be reproduced)."""
-    new, old = np.asarray(isolated_ns, dtype=float), np.asarray(in_process_ns, dtype=float)
-    rows_new = bootstrap_indices(len(new), MEDIAN_RATIO_RESAMPLES, MEDIAN_RATIO_SEED)
-    rows_old = bootstrap_indices(len(old), MEDIAN_RATIO_RESAMPLES, MEDIAN_RATIO_SEED + 1)
-    ratios = np.median(new[rows_new], axis=1) / np.median(old[rows_old], axis=1)
-    low, high = np.percentile(ratios, [2.5, 97.5])
+def _interval(
+    isolated: list[float], in_process: list[float], compare: Callable[[np.ndarray, np.ndarray], np.ndarray]
+) -> tuple[float, float]:
+    """95% percentile bootstrap interval of compare(median(isolated), median(in-process)), each
+    protocol's evaluations resampled with replacement independently (seeded: it can be reproduced)."""
+    new, old = np.asarray(isolated, dtype=float), np.asarray(in_process, dtype=float)
+    new_medians = np.median(new[bootstrap_indices(len(new), GOAL_RESAMPLES, GOAL_SEED)], axis=1)
+    old_medians = np.median(old[bootstrap_indices(len(old), GOAL_RESAMPLES, GOAL_SEED + 1)], axis=1)
+    low, high = np.percentile(compare(new_medians, old_medians), [2.5, 97.5])
     return float(low), float(high)
 
 
+def median_ratio_interval(isolated_ns: list[float], in_process_ns: list[float]) -> tuple[float, float]:
+    """The interval of the median goal's ratio, median(isolated) / median(in-process)."""
+    return _interval(isolated_ns, in_process_ns, np.divide)
+
+
 def median_verdict(interval: tuple[float, float]) -> str:
-    """Whether 20 repeats resolve the median goal: "within" (the whole interval inside the goal's
+    """Whether the repeats resolve the median goal: "within" (the whole interval inside the goal's
     band), "outside" (none of it: a real miss), or "unresolved" (the interval straddles an edge)."""
     low, high = interval
     band = (1 - PROTOCOL_GOALS["median_ratio_off_by"], 1 + PROTOCOL_GOALS["median_ratio_off_by"])
@@ -168,15 +174,35 @@ def median_verdict(interval: tuple[float, float]) -> str:
     return "outside" if high < band[0] or low > band[1] else "unresolved"
 
 
-def add_median_interval(cell: dict[str, Any]) -> dict[str, Any]:
-    """`cell` with its median ratio's interval and verdict, from the per-evaluation medians in its
-    runs (so a report saved before these were computed can be given them)."""
+def ceiling_verdict(interval: tuple[float, float], ceiling: float) -> str:
+    """Whether the repeats resolve a goal that is a ceiling (the wall ratio's, the rel. IQR change's):
+    "met" (the whole interval at or under it), "missed" (all of it above: a real miss), or
+    "unresolved"."""
+    low, high = interval
+    return "met" if high <= ceiling else "missed" if low > ceiling else "unresolved"
+
+
+def add_intervals(cell: dict[str, Any]) -> dict[str, Any]:
+    """`cell` with each goal's interval and what the repeats say of it, from the per-evaluation
+    figures in its runs (so a report saved before these were computed can be given them:
+    `kernelgraph bench sandbox --rejudge`)."""
     from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
 
-    runs = cell["runs"]
-    interval = median_ratio_interval([r["median_ns"] for r in runs[ISOLATED]],
-                                     [r["median_ns"] for r in runs[IN_PROCESS]])  # fmt: skip
-    cell["median_ratio_ci"], cell["median_verdict"] = list(interval), median_verdict(interval)
+    new, old = cell["runs"][ISOLATED], cell["runs"][IN_PROCESS]
+
+    def figures(key: str) -> tuple[list[float], list[float]]:
+        return [r[key] for r in new], [r[key] for r in old]
+
+    wall = _interval(*figures("wall_s"), np.divide)
+    spread = _interval(*figures("rel_iqr"), np.subtract)
+    median = median_ratio_interval(*figures("median_ns"))
+    cell["wall_ratio_ci"], cell["wall_verdict"] = (
+        list(wall),
+        ceiling_verdict(wall, PROTOCOL_GOALS["wall_ratio"]),
+    )
+    cell["rel_iqr_increase_ci"] = list(spread)
+    cell["rel_iqr_verdict"] = ceiling_verdict(spread, PROTOCOL_GOALS["rel_iqr_increase"])
+    cell["median_ratio_ci"], cell["median_verdict"] = list(median), median_verdict(median)
     return cell
 
 
@@ -307,7 +333,7 @@ def _protocol_cell(
         "load_average_1m": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
         "first_repeat_s": first_repeat_s, "runs": runs,
     }  # fmt: skip
-    add_median_interval(cell)
+    add_intervals(cell)
     cell["meets"] = {
         "wall": cell["wall_ratio"] <= PROTOCOL_GOALS["wall_ratio"],
         "rel_iqr": cell["rel_iqr_increase"] <= PROTOCOL_GOALS["rel_iqr_increase"],
@@ -316,15 +342,41 @@ def _protocol_cell(
     return cell
 
 
+# Each goal: its point estimate's key, its interval's and its verdict's, and the verdicts that are real misses.
+GOAL_FIGURES = {
+    "wall": ("wall_ratio", "wall_ratio_ci", "wall_verdict"),
+    "rel_iqr": ("rel_iqr_increase", "rel_iqr_increase_ci", "rel_iqr_verdict"),
+    "median": ("median_ratio", "median_ratio_ci", "median_verdict"),
+}
+REAL_MISS = {"missed", "outside"}
+
+
+def real_misses(cell: dict[str, Any]) -> list[str]:
+    """The goals whose whole interval lies on the wrong side: misses the repeats resolve."""
+    return [goal for goal, (_, _, verdict) in GOAL_FIGURES.items() if cell[verdict] in REAL_MISS]
+
+
 def render_protocol_cell(cell: dict[str, Any]) -> str:
     ok = ",".join(k for k, v in cell["meets"].items() if not v) or "all goals met"
     load = cell.get("load_average_1m", {}).get("median")
-    return (f"  {cell['task']:<18} {cell['config']:<8} wall x{cell['wall_ratio']:.3f}  rel. IQR "
-            f"{cell['rel_iqr_increase']:+.4f}  median x{cell['median_ratio']:.3f} "
+    real = ",".join(real_misses(cell)) or "none"
+    return (f"  {cell['task']:<18} {cell['config']:<8} wall x{cell['wall_ratio']:.3f} {cell['wall_verdict']}  "
+            f"rel. IQR {cell['rel_iqr_increase']:+.4f} {cell['rel_iqr_verdict']}  "
+            f"median x{cell['median_ratio']:.3f} "
             f"[{cell['median_ratio_ci'][0]:.3f}, {cell['median_ratio_ci'][1]:.3f}] {cell['median_verdict']} "
             f"(paired x{cell['paired_median_ratio']:.3f})"
             + (f"  load {load:.1f}" if load is not None else "")
-            + f"  ({ok if ok == 'all goals met' else 'missed: ' + ok})")  # fmt: skip
+            + f"  ({ok if ok == 'all goals met' else 'missed: ' + ok}; real misses: {real})")  # fmt: skip
+
+
+def verdict_counts(result: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Per goal, how many cells each verdict has (what the repeats resolve, over the whole run)."""
+    counts: dict[str, dict[str, int]] = {}
+    for goal, (_, _, verdict) in GOAL_FIGURES.items():
+        for cell in result["cells"]:
+            counts.setdefault(goal, {}).setdefault(cell[verdict], 0)
+            counts[goal][cell[verdict]] += 1
+    return counts
 
 
 def render_protocols(result: dict[str, Any]) -> str:
@@ -334,30 +386,36 @@ def render_protocols(result: dict[str, Any]) -> str:
              f"{load['min']:.1f}-{load['max']:.1f}, median {load['median']:.1f})"]  # fmt: skip
     lines += [render_protocol_cell(c) for c in result["cells"]]
     met = sum(all(c["meets"].values()) for c in result["cells"])
-    lines.append(f"  {met} of {len(result['cells'])} cells meet every goal")
+    lines.append(f"  {met} of {len(result['cells'])} cells meet every goal (point estimates)")
+    for goal, counts in verdict_counts(result).items():
+        lines.append(f"  {goal}: the repeats say " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
     return "\n".join(lines)
 
 
 def protocols_markdown(result: dict[str, Any]) -> str:
-    """The cost table of docs/sandbox.md: one row per cell, with each goal met or not."""
+    """The cost table of docs/sandbox.md: one row per cell, each goal's point estimate (met or not)
+    and its 95% interval with what the repeats say of it, and the misses they resolve."""
     mark = {True: "yes", False: "**no**"}
     lines = [
-        "| task | config | wall in-process (s) | wall isolated (s) | wall ratio (goal <= 1.15) | rel. IQR in-process | "
-        "rel. IQR isolated | change (goal <= +0.005) | median ratio (goal 0.98-1.02) | its 95% CI | 20 repeats say | "
-        "paired median ratio | load (median) | met |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| task | config | wall in-process (s) | wall isolated (s) | wall ratio (goal <= 1.15) | its 95% CI, the repeats say | "
+        "rel. IQR in-process | rel. IQR isolated | change (goal <= +0.005) | its 95% CI, the repeats say | "
+        "median ratio (goal 0.98-1.02) | its 95% CI, the repeats say | paired median ratio | load (median) | "
+        "met (point estimates) | real misses |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in result["cells"]:
         old, new = c["medians"]["in-process"], c["medians"]["isolated"]
         met = [k for k, v in c["meets"].items() if not v]
+        wall, spread, median = c["wall_ratio_ci"], c["rel_iqr_increase_ci"], c["median_ratio_ci"]
         lines.append(
             f"| {c['task']} | {c['config']} | {old['wall_s']:.2f} | {new['wall_s']:.2f} | "
-            f"{c['wall_ratio']:.3f} {mark[c['meets']['wall']]} | {old['rel_iqr']:.3f} | {new['rel_iqr']:.3f} | "
-            f"{c['rel_iqr_increase']:+.3f} {mark[c['meets']['rel_iqr']]} | "
+            f"{c['wall_ratio']:.3f} {mark[c['meets']['wall']]} | [{wall[0]:.3f}, {wall[1]:.3f}] {c['wall_verdict']} | "
+            f"{old['rel_iqr']:.3f} | {new['rel_iqr']:.3f} | {c['rel_iqr_increase']:+.3f} {mark[c['meets']['rel_iqr']]} | "
+            f"[{spread[0]:+.3f}, {spread[1]:+.3f}] {c['rel_iqr_verdict']} | "
             f"{c['median_ratio']:.3f} {mark[c['meets']['median']]} | "
-            f"[{c['median_ratio_ci'][0]:.3f}, {c['median_ratio_ci'][1]:.3f}] | {c['median_verdict']} | "
+            f"[{median[0]:.3f}, {median[1]:.3f}] {c['median_verdict']} | "
             f"{c.get('paired_median_ratio', float('nan')):.3f} | "
             f"{c['load_average_1m']['median']:.1f} | "
-            f"{'all' if not met else 'missed: ' + ', '.join(met)} |"
-        )
+            f"{'all' if not met else 'missed: ' + ', '.join(met)} | {', '.join(real_misses(c)) or 'none'} |"
+        )  # fmt: skip
     return "\n".join(lines)

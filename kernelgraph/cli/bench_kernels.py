@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -72,6 +73,12 @@ def sandbox(
     ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
+    rejudge: str = typer.Option(
+        "",
+        "--rejudge",
+        help="a saved sandbox-protocols report: judge its goals again from its runs (each goal's 95% "
+        "interval and what the repeats say) and print docs/sandbox.md's table; evaluates nothing",
+    ),
 ) -> None:
     """What the evaluator's protection costs: the isolated timing protocol against the old in-process
     one (wall time, rel. IQR, medians), or the sandbox's overhead per step with and without it."""
@@ -85,6 +92,9 @@ def sandbox(
     if compare not in ("protocols", "sandbox"):
         typer.echo(f"error: --compare: {compare!r} is neither 'protocols' nor 'sandbox'", err=True)
         raise typer.Exit(2)
+    if rejudge:
+        _rejudge_protocols(Path(rejudge), as_json=as_json)
+        return
     try:
         if compare == "protocols":
             names = [t for t in tasks.split(",") if t] or [t.name for t in all_tasks("c")]
@@ -104,6 +114,30 @@ def sandbox(
         save_and_show(result, results_dir, "sandbox-protocols", render_protocols, as_json=as_json)
     else:
         save_and_show(result, results_dir, "sandbox-bench", render, as_json=as_json, left_out="runs")
+
+
+def _rejudge_protocols(path: Path, *, as_json: bool) -> None:
+    """`bench sandbox --rejudge`: a saved protocols report's cells given each goal's interval again."""
+    import json
+
+    from kernelgraph.bench.sandbox import add_intervals, protocols_markdown, render_protocols
+
+    try:
+        report = json.loads(path.read_text())
+        cells = report["cells"]
+        if report.get("bench") != "sandbox-protocols" or not cells:
+            raise ValueError("it is not a sandbox-protocols report with cells")
+        for cell in cells:
+            add_intervals(cell)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        typer.echo(f"error: --rejudge: {path}: {exc!r}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(report, default=str))
+        return
+    typer.echo(render_protocols(report))
+    typer.echo("")
+    typer.echo(protocols_markdown(report))
 
 
 def keep(

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
 from kernelgraph.bench.sandbox import (
     _protocol_cell,
+    ceiling_verdict,
     median_ratio_interval,
     median_verdict,
     protocols_markdown,
@@ -35,8 +36,8 @@ def test_each_goal_is_judged_on_the_medians_of_the_repeats() -> None:
         [1.16, 1.16, 1.0], [97.9, 97.9, 100.0], [0.0251, 0.0251, 0.0])}, [2.0, 3.0, 4.0], 5.0)  # fmt: skip
     assert beyond["meets"] == {"wall": False, "rel_iqr": False, "median": False}, beyond
     table = protocols_markdown({"cells": [within, beyond]}).splitlines()
-    assert table[2].startswith("| t | baseline |") and table[2].endswith("| all |")
-    assert table[3].endswith("| missed: wall, rel_iqr, median |"), table[3]
+    assert table[2].startswith("| t | baseline |") and table[2].endswith("| all | none |")
+    assert table[3].endswith("| missed: wall, rel_iqr, median | none |"), table[3]
 
 
 def test_the_median_goal_says_whether_the_repeats_resolve_it() -> None:
@@ -49,6 +50,58 @@ def test_the_median_goal_says_whether_the_repeats_resolve_it() -> None:
     low, high = median_ratio_interval(bimodal, [115.0] * 20)
     assert low < 0.98 and high > 1.02 and median_verdict((low, high)) == "unresolved"
     assert median_ratio_interval(bimodal, steady) == median_ratio_interval(bimodal, steady)  # seeded
+
+
+def test_every_goal_says_whether_the_repeats_resolve_it() -> None:
+    """The wall ratio and the rel. IQR change get intervals as the median does: a miss the repeats
+    resolve (the whole interval above the ceiling) is named a real miss; one they cannot is not."""
+    steady = [1.0 + 0.001 * k for k in range(20)]
+    old = _runs(steady, [100.0] * 20, [0.02 + 0.0001 * k for k in range(20)])
+    slower = _runs([1.3 * w for w in steady], [100.0] * 20, [0.05 + 0.0001 * k for k in range(20)])
+    cell = _protocol_cell("t", "best-A", 20, {IN_PROCESS: old, ISOLATED: slower}, [1.0] * 20, 5.0)
+    assert (cell["wall_verdict"], cell["rel_iqr_verdict"], cell["median_verdict"]) == (
+        "missed",
+        "missed",
+        "within",
+    )
+    assert cell["wall_ratio_ci"][0] > 1.15 and cell["rel_iqr_increase_ci"][0] > 0.005
+    assert (
+        protocols_markdown({"cells": [cell]})
+        .splitlines()[2]
+        .endswith("| missed: wall, rel_iqr | wall, rel_iqr |")
+    )
+    same = _protocol_cell("t", "baseline", 20, {IN_PROCESS: old, ISOLATED: old}, [1.0] * 20, 5.0)
+    assert (same["wall_verdict"], same["rel_iqr_verdict"]) == ("met", "met")
+    bimodal = _runs([0.8] * 10 + [1.6] * 10, [100.0] * 20, [0.0] * 10 + [0.2] * 10)
+    torn = _protocol_cell("t", "best-B", 20, {IN_PROCESS: old, ISOLATED: bimodal}, [1.0] * 20, 5.0)
+    assert (torn["wall_verdict"], torn["rel_iqr_verdict"]) == ("unresolved", "unresolved"), torn
+    assert ceiling_verdict((1.0, 1.15), 1.15) == "met" and ceiling_verdict((1.16, 2.0), 1.15) == "missed"
+
+
+def test_a_saved_report_is_judged_again_from_its_runs(tmp_path: Path) -> None:
+    """`bench sandbox --rejudge` gives a report saved without the intervals each goal's interval from
+    its runs and prints the docs table; a file that is not such a report is a named error."""
+    runs = {IN_PROCESS: _runs([1.0] * 20, [100.0] * 20, [0.02] * 20),
+            ISOLATED: _runs([1.3] * 20, [100.0] * 20, [0.02] * 20)}  # fmt: skip
+    cell = _protocol_cell("t", "best-A", 20, runs, [1.0] * 20, 5.0)
+    for key in ("wall_ratio_ci", "wall_verdict", "rel_iqr_increase_ci", "rel_iqr_verdict", "median_ratio_ci"):
+        del cell[key]
+    saved = tmp_path / "old.json"
+    saved.write_text(json.dumps({"bench": "sandbox-protocols", "target": "x", "cpus": 2, "repeats": 20,
+                                 "timing_plan": {"trials": 30}, "cells": [cell],
+                                 "load_average_1m": {"min": 1.0, "median": 1.0, "max": 1.0}}))  # fmt: skip
+    result = CliRunner().invoke(app, ["bench", "sandbox", "--rejudge", str(saved)])
+    assert result.exit_code == 0, result.output
+    assert "wall: the repeats say 1 missed" in result.output
+    assert "| t | best-A |" in result.output and result.output.rstrip().endswith("| missed: wall | wall |")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"bench": "service", "cells": []}))
+    refused = CliRunner().invoke(app, ["bench", "sandbox", "--rejudge", str(other)])
+    assert (
+        refused.exit_code == 2
+        and "--rejudge" in refused.output
+        and "not a sandbox-protocols" in refused.output
+    )
 
 
 def test_the_json_report_is_the_only_thing_on_stdout(tmp_path: Path) -> None:
