@@ -21,6 +21,7 @@ results/sandbox-protocols-<time>.json.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import statistics
@@ -159,51 +160,82 @@ def _interval(
     return float(low), float(high)
 
 
+# Each goal: the figure it judges (a cell's key; its interval is "<key>_ci", its verdict "<goal>_verdict")
+# and the band the figure must lie in.
+GOALS = {"wall": "wall_ratio", "rel_iqr": "rel_iqr_increase", "median": "median_ratio"}
+GOAL_BANDS = {
+    "wall": (-math.inf, PROTOCOL_GOALS["wall_ratio"]),
+    "rel_iqr": (-math.inf, PROTOCOL_GOALS["rel_iqr_increase"]),
+    "median": (1 - PROTOCOL_GOALS["median_ratio_off_by"], 1 + PROTOCOL_GOALS["median_ratio_off_by"]),
+}
+MET, MISSED, UNRESOLVED = "met", "missed", "unresolved"
+
+
 def median_ratio_interval(isolated_ns: list[float], in_process_ns: list[float]) -> tuple[float, float]:
     """The interval of the median goal's ratio, median(isolated) / median(in-process)."""
     return _interval(isolated_ns, in_process_ns, np.divide)
 
 
-def median_verdict(interval: tuple[float, float]) -> str:
-    """Whether the repeats resolve the median goal: "within" (the whole interval inside the goal's
-    band), "outside" (none of it: a real miss), or "unresolved" (the interval straddles an edge)."""
+def goal_verdict(goal: str, interval: tuple[float, float]) -> str:
+    """What an interval says of `goal`: met (all of it inside the goal's band), missed (none of it: a
+    miss the repeats resolve), or unresolved (it straddles an edge). A point estimate x is (x, x)."""
     low, high = interval
-    band = (1 - PROTOCOL_GOALS["median_ratio_off_by"], 1 + PROTOCOL_GOALS["median_ratio_off_by"])
-    if band[0] <= low and high <= band[1]:
-        return "within"
-    return "outside" if high < band[0] or low > band[1] else "unresolved"
+    lowest, highest = GOAL_BANDS[goal]
+    if lowest <= low and high <= highest:
+        return MET
+    return MISSED if high < lowest or low > highest else UNRESOLVED
 
 
-def ceiling_verdict(interval: tuple[float, float], ceiling: float) -> str:
-    """Whether the repeats resolve a goal that is a ceiling (the wall ratio's, the rel. IQR change's):
-    "met" (the whole interval at or under it), "missed" (all of it above: a real miss), or
-    "unresolved"."""
-    low, high = interval
-    return "met" if high <= ceiling else "missed" if low > ceiling else "unresolved"
-
-
-def add_intervals(cell: dict[str, Any]) -> dict[str, Any]:
-    """`cell` with each goal's interval and what the repeats say of it, from the per-evaluation
-    figures in its runs (so a report saved before these were computed can be given them:
-    `kernelgraph bench sandbox --rejudge`)."""
+def judge(cell: dict[str, Any]) -> dict[str, Any]:
+    """`cell` judged from its runs alone (each protocol's per-evaluation wall time, median and rel.
+    IQR): the medians, each goal's figure, its 95% interval and verdict, whether the point estimate
+    meets it, and the paired readings; so a report saved by older code is judged as a new one is
+    (`kernelgraph bench sandbox --rejudge`)."""
     from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
 
-    new, old = cell["runs"][ISOLATED], cell["runs"][IN_PROCESS]
+    runs = cell["runs"]
+    new, old = runs[ISOLATED], runs[IN_PROCESS]
+    if not new or len(new) != len(old):
+        raise ValueError(f"{cell.get('task')} {cell.get('config')}: its runs are not pairs of both protocols")
 
     def figures(key: str) -> tuple[list[float], list[float]]:
-        return [r[key] for r in new], [r[key] for r in old]
+        return [float(r[key]) for r in new], [float(r[key]) for r in old]
 
-    wall = _interval(*figures("wall_s"), np.divide)
-    spread = _interval(*figures("rel_iqr"), np.subtract)
-    median = median_ratio_interval(*figures("median_ns"))
-    cell["wall_ratio_ci"], cell["wall_verdict"] = (
-        list(wall),
-        ceiling_verdict(wall, PROTOCOL_GOALS["wall_ratio"]),
+    cell["medians"] = {
+        p: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for p, rows in runs.items()
+    }
+    median_new, median_old = cell["medians"][ISOLATED], cell["medians"][IN_PROCESS]
+    cell["wall_ratio"] = median_new["wall_s"] / median_old["wall_s"]
+    cell["rel_iqr_increase"] = median_new["rel_iqr"] - median_old["rel_iqr"]
+    cell["median_ratio"] = median_new["median_ns"] / median_old["median_ns"]
+    intervals = {
+        "wall": _interval(*figures("wall_s"), np.divide),
+        "rel_iqr": _interval(*figures("rel_iqr"), np.subtract),
+        "median": median_ratio_interval(*figures("median_ns")),
+    }
+    for goal, figure in GOALS.items():
+        cell[f"{figure}_ci"] = list(intervals[goal])
+        cell[f"{goal}_verdict"] = goal_verdict(goal, intervals[goal])
+    cell["meets"] = {goal: goal_verdict(goal, (cell[f], cell[f])) == MET for goal, f in GOALS.items()}
+    # Each repeat runs both protocols back to back, so a repeat's own ratio or difference is not moved
+    # by the host changing speed between repeats (bimodally some days): readings beside the goals'.
+    isolated_ns, in_process_ns = figures("median_ns")
+    cell["paired_median_ratio"] = statistics.median(
+        n / o for n, o in zip(isolated_ns, in_process_ns, strict=True)
     )
-    cell["rel_iqr_increase_ci"] = list(spread)
-    cell["rel_iqr_verdict"] = ceiling_verdict(spread, PROTOCOL_GOALS["rel_iqr_increase"])
-    cell["median_ratio_ci"], cell["median_verdict"] = list(median), median_verdict(median)
+    cell["paired_rel_iqr_increase"], cell["paired_rel_iqr_increase_ci"] = _paired_increase(
+        *figures("rel_iqr")
+    )
     return cell
+
+
+def _paired_increase(isolated: list[float], in_process: list[float]) -> tuple[float, list[float]]:
+    """The median over repeats of each repeat's isolated figure less its in-process one, and its 95%
+    interval (the repeats resampled as pairs)."""
+    increase = np.asarray(isolated, dtype=float) - np.asarray(in_process, dtype=float)
+    medians = np.median(increase[bootstrap_indices(len(increase), GOAL_RESAMPLES, GOAL_SEED)], axis=1)
+    low, high = np.percentile(medians, [2.5, 97.5])
+    return float(np.median(increase)), [float(low), float(high)]
 
 
 def _evaluate_once(task: Task, target: Target, source: str, backend: CBackend) -> dict[str, float]:
@@ -315,56 +347,33 @@ def _protocol_cell(
     task: str, label: str, repeats: int, runs: dict[str, list[dict[str, float]]], loads: list[float],
     first_repeat_s: float,
 ) -> dict[str, Any]:  # fmt: skip
-    from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
-
-    med = {p: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for p, rows in runs.items()}
-    old, new = med[IN_PROCESS], med[ISOLATED]
     cell: dict[str, Any] = {
-        "task": task, "config": label, "repeats": repeats, "medians": med,
-        "wall_ratio": new["wall_s"] / old["wall_s"],
-        "rel_iqr_increase": new["rel_iqr"] - old["rel_iqr"],
-        "median_ratio": new["median_ns"] / old["median_ns"],
-        # Each repeat runs both protocols back to back, so the median of the repeats' own ratios is
-        # not moved by the host changing speed between repeats (it is bimodal some days); reported
-        # beside the goal's ratio of medians, never instead of it.
-        "paired_median_ratio": statistics.median(
-            n["median_ns"] / o["median_ns"] for n, o in zip(runs[ISOLATED], runs[IN_PROCESS], strict=True)
-        ),
+        "task": task, "config": label, "repeats": repeats,
         "load_average_1m": {"min": min(loads), "median": statistics.median(loads), "max": max(loads)},
         "first_repeat_s": first_repeat_s, "runs": runs,
     }  # fmt: skip
-    add_intervals(cell)
-    cell["meets"] = {
-        "wall": cell["wall_ratio"] <= PROTOCOL_GOALS["wall_ratio"],
-        "rel_iqr": cell["rel_iqr_increase"] <= PROTOCOL_GOALS["rel_iqr_increase"],
-        "median": abs(cell["median_ratio"] - 1) <= PROTOCOL_GOALS["median_ratio_off_by"],
-    }
-    return cell
-
-
-# Each goal: its point estimate's key, its interval's and its verdict's, and the verdicts that are real misses.
-GOAL_FIGURES = {
-    "wall": ("wall_ratio", "wall_ratio_ci", "wall_verdict"),
-    "rel_iqr": ("rel_iqr_increase", "rel_iqr_increase_ci", "rel_iqr_verdict"),
-    "median": ("median_ratio", "median_ratio_ci", "median_verdict"),
-}
-REAL_MISS = {"missed", "outside"}
+    return judge(cell)
 
 
 def real_misses(cell: dict[str, Any]) -> list[str]:
-    """The goals whose whole interval lies on the wrong side: misses the repeats resolve."""
-    return [goal for goal, (_, _, verdict) in GOAL_FIGURES.items() if cell[verdict] in REAL_MISS]
+    """The goals the repeats resolve as missed (the whole interval outside the goal's band)."""
+    return [goal for goal in GOALS if cell[f"{goal}_verdict"] == MISSED]
+
+
+def _interval_text(cell: dict[str, Any], goal: str, signed: bool = False) -> str:
+    low, high = cell[f"{GOALS[goal]}_ci"]
+    return f"[{low:+.3f}, {high:+.3f}]" if signed else f"[{low:.3f}, {high:.3f}]"
 
 
 def render_protocol_cell(cell: dict[str, Any]) -> str:
     ok = ",".join(k for k, v in cell["meets"].items() if not v) or "all goals met"
     load = cell.get("load_average_1m", {}).get("median")
     real = ",".join(real_misses(cell)) or "none"
-    return (f"  {cell['task']:<18} {cell['config']:<8} wall x{cell['wall_ratio']:.3f} {cell['wall_verdict']}  "
-            f"rel. IQR {cell['rel_iqr_increase']:+.4f} {cell['rel_iqr_verdict']}  "
-            f"median x{cell['median_ratio']:.3f} "
-            f"[{cell['median_ratio_ci'][0]:.3f}, {cell['median_ratio_ci'][1]:.3f}] {cell['median_verdict']} "
-            f"(paired x{cell['paired_median_ratio']:.3f})"
+    return (f"  {cell['task']:<18} {cell['config']:<8} wall x{cell['wall_ratio']:.3f} "
+            f"{_interval_text(cell, 'wall')} {cell['wall_verdict']}  "
+            f"rel. IQR {cell['rel_iqr_increase']:+.4f} {_interval_text(cell, 'rel_iqr', signed=True)} "
+            f"{cell['rel_iqr_verdict']}  median x{cell['median_ratio']:.3f} {_interval_text(cell, 'median')} "
+            f"{cell['median_verdict']} (paired x{cell['paired_median_ratio']:.3f})"
             + (f"  load {load:.1f}" if load is not None else "")
             + f"  ({ok if ok == 'all goals met' else 'missed: ' + ok}; real misses: {real})")  # fmt: skip
 
@@ -372,23 +381,29 @@ def render_protocol_cell(cell: dict[str, Any]) -> str:
 def verdict_counts(result: dict[str, Any]) -> dict[str, dict[str, int]]:
     """Per goal, how many cells each verdict has (what the repeats resolve, over the whole run)."""
     counts: dict[str, dict[str, int]] = {}
-    for goal, (_, _, verdict) in GOAL_FIGURES.items():
+    for goal in GOALS:
         for cell in result["cells"]:
-            counts.setdefault(goal, {}).setdefault(cell[verdict], 0)
-            counts[goal][cell[verdict]] += 1
+            counts.setdefault(goal, {}).setdefault(cell[f"{goal}_verdict"], 0)
+            counts[goal][cell[f"{goal}_verdict"]] += 1
     return counts
 
 
 def render_protocols(result: dict[str, Any]) -> str:
-    load = result["load_average_1m"]
+    load = result.get("load_average_1m")
     lines = [f"timing protocols, isolated against in-process, {result['timing_plan']['trials']} trials, "
              f"{result.get('repeats', '?')} repeats, on {result['target']} ({result['cpus']} CPUs, load "
-             f"{load['min']:.1f}-{load['max']:.1f}, median {load['median']:.1f})"]  # fmt: skip
+             + (f"{load['min']:.1f}-{load['max']:.1f}, median {load['median']:.1f})" if load else "not recorded)")]  # fmt: skip
     lines += [render_protocol_cell(c) for c in result["cells"]]
     met = sum(all(c["meets"].values()) for c in result["cells"])
     lines.append(f"  {met} of {len(result['cells'])} cells meet every goal (point estimates)")
     for goal, counts in verdict_counts(result).items():
         lines.append(f"  {goal}: the repeats say " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    paired = [(c["paired_rel_iqr_increase"], c["paired_rel_iqr_increase_ci"][0]) for c in result["cells"]]
+    lines.append(
+        f"  rel_iqr paired by repeat: higher isolated in {sum(m > 0 for m, _ in paired)} of {len(paired)} cells, "
+        f"its interval above 0 in {sum(low > 0 for _, low in paired)}, above the goal "
+        f"(+{PROTOCOL_GOALS['rel_iqr_increase']}) in {sum(low > PROTOCOL_GOALS['rel_iqr_increase'] for _, low in paired)}"
+    )
     return "\n".join(lines)
 
 
@@ -406,16 +421,16 @@ def protocols_markdown(result: dict[str, Any]) -> str:
     for c in result["cells"]:
         old, new = c["medians"]["in-process"], c["medians"]["isolated"]
         met = [k for k, v in c["meets"].items() if not v]
-        wall, spread, median = c["wall_ratio_ci"], c["rel_iqr_increase_ci"], c["median_ratio_ci"]
+        load = c.get("load_average_1m", {}).get("median")
         lines.append(
             f"| {c['task']} | {c['config']} | {old['wall_s']:.2f} | {new['wall_s']:.2f} | "
-            f"{c['wall_ratio']:.3f} {mark[c['meets']['wall']]} | [{wall[0]:.3f}, {wall[1]:.3f}] {c['wall_verdict']} | "
+            f"{c['wall_ratio']:.3f} {mark[c['meets']['wall']]} | {_interval_text(c, 'wall')} {c['wall_verdict']} | "
             f"{old['rel_iqr']:.3f} | {new['rel_iqr']:.3f} | {c['rel_iqr_increase']:+.3f} {mark[c['meets']['rel_iqr']]} | "
-            f"[{spread[0]:+.3f}, {spread[1]:+.3f}] {c['rel_iqr_verdict']} | "
+            f"{_interval_text(c, 'rel_iqr', signed=True)} {c['rel_iqr_verdict']} | "
             f"{c['median_ratio']:.3f} {mark[c['meets']['median']]} | "
-            f"[{median[0]:.3f}, {median[1]:.3f}] {c['median_verdict']} | "
-            f"{c.get('paired_median_ratio', float('nan')):.3f} | "
-            f"{c['load_average_1m']['median']:.1f} | "
+            f"{_interval_text(c, 'median')} {c['median_verdict']} | "
+            f"{c['paired_median_ratio']:.3f} | "
+            f"{'-' if load is None else f'{load:.1f}'} | "
             f"{'all' if not met else 'missed: ' + ', '.join(met)} | {', '.join(real_misses(c)) or 'none'} |"
         )  # fmt: skip
     return "\n".join(lines)

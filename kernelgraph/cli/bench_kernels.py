@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -22,7 +22,6 @@ def save_and_show(
     then print it, with `as_json` as one JSON object (less its bulky `left_out` entry) that says where it
     was saved, else as `render` shows it (text or a rich renderable) and where it was saved."""
     import json
-    from pathlib import Path
 
     from rich.console import Console
 
@@ -83,7 +82,6 @@ def sandbox(
     """What the evaluator's protection costs: the isolated timing protocol against the old in-process
     one (wall time, rel. IQR, medians), or the sandbox's overhead per step with and without it."""
     import json
-    from pathlib import Path
 
     from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
     from kernelgraph.agent.tasks import all_tasks
@@ -93,6 +91,11 @@ def sandbox(
         typer.echo(f"error: --compare: {compare!r} is neither 'protocols' nor 'sandbox'", err=True)
         raise typer.Exit(2)
     if rejudge:
+        if compare != "protocols":
+            typer.echo(
+                "error: --rejudge judges a --compare protocols report; --compare sandbox has none", err=True
+            )
+            raise typer.Exit(2)
         _rejudge_protocols(Path(rejudge), as_json=as_json)
         return
     try:
@@ -117,21 +120,33 @@ def sandbox(
 
 
 def _rejudge_protocols(path: Path, *, as_json: bool) -> None:
-    """`bench sandbox --rejudge`: a saved protocols report's cells given each goal's interval again."""
+    """`bench sandbox --rejudge`: a saved protocols report's cells judged again from their runs."""
     import json
 
-    from kernelgraph.bench.sandbox import add_intervals, protocols_markdown, render_protocols
+    from kernelgraph.bench.sandbox import judge, protocols_markdown, render_protocols
+
+    def refuse(problem: str) -> NoReturn:
+        typer.echo(f"error: --rejudge: {path}: {problem}", err=True)
+        raise typer.Exit(2)
 
     try:
         report = json.loads(path.read_text())
-        cells = report["cells"]
-        if report.get("bench") != "sandbox-protocols" or not cells:
-            raise ValueError("it is not a sandbox-protocols report with cells")
-        for cell in cells:
-            add_intervals(cell)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        typer.echo(f"error: --rejudge: {path}: {exc!r}", err=True)
-        raise typer.Exit(2) from None
+    except OSError as exc:
+        refuse(f"cannot be read ({exc.strerror})")
+    except ValueError as exc:
+        refuse(f"is not JSON ({exc})")
+    if not isinstance(report, dict) or report.get("bench") != "sandbox-protocols":
+        refuse(
+            "is not a report of `kernelgraph bench sandbox --compare protocols` (its bench is not sandbox-protocols)"
+        )
+    if not report.get("cells"):
+        refuse("has no cells")
+    for number, cell in enumerate(report["cells"], 1):
+        try:
+            judge(cell)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            missing = f"has no {exc}" if isinstance(exc, KeyError) else f"cannot be judged ({exc})"
+            refuse(f"cell {number} ({cell.get('task')} {cell.get('config')}) {missing}")
     if as_json:
         typer.echo(json.dumps(report, default=str))
         return
@@ -175,7 +190,6 @@ def landscape(
     ),
 ) -> None:
     """Measure every config of each task at each of its instances (resumable; see docs/results.md)."""
-    from pathlib import Path
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -217,7 +231,6 @@ def tolerances(
     """Every landscape config of every C task on 100 seeds and its edge set: the tolerances pass honest
     kernels (exit 1 when a config fails)."""
     import tempfile
-    from pathlib import Path
 
     from rich.progress import Progress
 
@@ -280,7 +293,6 @@ def quality(
     docs: bool = typer.Option(False, "--docs", help="write the table into docs/quality.md and README.md"),
 ) -> None:
     """The agent's best kernel per task against the library and the roofline, measured in one run."""
-    from pathlib import Path
 
     from rich.console import Console
 
@@ -341,7 +353,6 @@ def signature(
     """The counter signature's quality on the development set: each dimension's test-retest noise against
     its spread between states, correlations, the drop rule's verdicts (docs/counter-signature.md), and
     whether nearest states by signature point at good configs more often than chance."""
-    from pathlib import Path
 
     from rich.console import Console
 

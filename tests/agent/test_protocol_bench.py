@@ -7,16 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
-from kernelgraph.bench.sandbox import (
-    _protocol_cell,
-    ceiling_verdict,
-    median_ratio_interval,
-    median_verdict,
-    protocols_markdown,
-)
+from kernelgraph.bench.sandbox import _protocol_cell, goal_verdict, median_ratio_interval, protocols_markdown
 from kernelgraph.cli import app
 
 
@@ -24,6 +19,11 @@ def _runs(wall: list[float], median_ns: list[float], rel_iqr: list[float]) -> li
     return [
         {"wall_s": w, "median_ns": m, "rel_iqr": r} for w, m, r in zip(wall, median_ns, rel_iqr, strict=True)
     ]
+
+
+def _rows_fit_the_header(table: str) -> bool:
+    lines = table.splitlines()
+    return all(line.count("|") == lines[0].count("|") for line in lines)
 
 
 def test_each_goal_is_judged_on_the_medians_of_the_repeats() -> None:
@@ -35,20 +35,41 @@ def test_each_goal_is_judged_on_the_medians_of_the_repeats() -> None:
     beyond = _protocol_cell("t", "best-A", 3, {IN_PROCESS: old, ISOLATED: _runs(
         [1.16, 1.16, 1.0], [97.9, 97.9, 100.0], [0.0251, 0.0251, 0.0])}, [2.0, 3.0, 4.0], 5.0)  # fmt: skip
     assert beyond["meets"] == {"wall": False, "rel_iqr": False, "median": False}, beyond
-    table = protocols_markdown({"cells": [within, beyond]}).splitlines()
-    assert table[2].startswith("| t | baseline |") and table[2].endswith("| all | none |")
-    assert table[3].endswith("| missed: wall, rel_iqr, median | none |"), table[3]
+    table = protocols_markdown({"cells": [within, beyond]})
+    assert _rows_fit_the_header(table), table
+    rows = table.splitlines()
+    assert rows[2].startswith("| t | baseline |") and rows[2].endswith("| all | none |")
+    assert rows[3].endswith("| missed: wall, rel_iqr, median | none |"), rows[3]
+
+
+def test_a_goal_is_met_or_missed_only_when_the_whole_interval_says_so() -> None:
+    """The edges: a ceiling goal is met at the ceiling and missed just above it; an interval that
+    touches both sides is unresolved; the median's band is closed at both ends."""
+    assert goal_verdict("wall", (1.0, 1.15)) == "met" and goal_verdict("wall", (1.1501, 2.0)) == "missed"
+    assert goal_verdict("wall", (1.15, 1.2)) == "unresolved"
+    assert (
+        goal_verdict("rel_iqr", (-0.1, 0.005)) == "met"
+        and goal_verdict("rel_iqr", (0.005, 0.01)) == "unresolved"
+    )
+    assert goal_verdict("median", (0.98, 1.02)) == "met" and goal_verdict("median", (1.02, 1.02)) == "met"
+    assert (
+        goal_verdict("median", (0.97, 0.979)) == "missed" and goal_verdict("median", (1.021, 1.1)) == "missed"
+    )
+    assert (
+        goal_verdict("median", (0.97, 1.0)) == "unresolved"
+        and goal_verdict("median", (0.9, 1.1)) == "unresolved"
+    )
 
 
 def test_the_median_goal_says_whether_the_repeats_resolve_it() -> None:
     """The ratio of medians gets a bootstrap interval over each protocol's evaluations: a miss is
     real only when the whole interval lies outside the 2% band."""
     steady = [100.0 + 0.1 * k for k in range(20)]
-    assert median_verdict(median_ratio_interval(steady, steady)) == "within"
-    assert median_verdict(median_ratio_interval([1.1 * v for v in steady], steady)) == "outside"
+    assert goal_verdict("median", median_ratio_interval(steady, steady)) == "met"
+    assert goal_verdict("median", median_ratio_interval([1.1 * v for v in steady], steady)) == "missed"
     bimodal = [100.0] * 10 + [130.0] * 10  # a host whose speed jumps between evaluations
     low, high = median_ratio_interval(bimodal, [115.0] * 20)
-    assert low < 0.98 and high > 1.02 and median_verdict((low, high)) == "unresolved"
+    assert low < 0.98 and high > 1.02 and goal_verdict("median", (low, high)) == "unresolved"
     assert median_ratio_interval(bimodal, steady) == median_ratio_interval(bimodal, steady)  # seeded
 
 
@@ -59,49 +80,68 @@ def test_every_goal_says_whether_the_repeats_resolve_it() -> None:
     old = _runs(steady, [100.0] * 20, [0.02 + 0.0001 * k for k in range(20)])
     slower = _runs([1.3 * w for w in steady], [100.0] * 20, [0.05 + 0.0001 * k for k in range(20)])
     cell = _protocol_cell("t", "best-A", 20, {IN_PROCESS: old, ISOLATED: slower}, [1.0] * 20, 5.0)
-    assert (cell["wall_verdict"], cell["rel_iqr_verdict"], cell["median_verdict"]) == (
-        "missed",
-        "missed",
-        "within",
-    )
+    verdicts = (cell["wall_verdict"], cell["rel_iqr_verdict"], cell["median_verdict"])
+    assert verdicts == ("missed", "missed", "met")
     assert cell["wall_ratio_ci"][0] > 1.15 and cell["rel_iqr_increase_ci"][0] > 0.005
-    assert (
-        protocols_markdown({"cells": [cell]})
-        .splitlines()[2]
-        .endswith("| missed: wall, rel_iqr | wall, rel_iqr |")
-    )
+    assert cell["paired_rel_iqr_increase"] == pytest.approx(0.03)  # each repeat's pair, isolated - in-process
+    assert cell["paired_rel_iqr_increase_ci"] == pytest.approx([0.03, 0.03])
+    row = protocols_markdown({"cells": [cell]}).splitlines()[2]
+    assert row.endswith("| missed: wall, rel_iqr | wall, rel_iqr |"), row
     same = _protocol_cell("t", "baseline", 20, {IN_PROCESS: old, ISOLATED: old}, [1.0] * 20, 5.0)
     assert (same["wall_verdict"], same["rel_iqr_verdict"]) == ("met", "met")
     bimodal = _runs([0.8] * 10 + [1.6] * 10, [100.0] * 20, [0.0] * 10 + [0.2] * 10)
     torn = _protocol_cell("t", "best-B", 20, {IN_PROCESS: old, ISOLATED: bimodal}, [1.0] * 20, 5.0)
     assert (torn["wall_verdict"], torn["rel_iqr_verdict"]) == ("unresolved", "unresolved"), torn
-    assert ceiling_verdict((1.0, 1.15), 1.15) == "met" and ceiling_verdict((1.16, 2.0), 1.15) == "missed"
+
+
+def _saved(tmp_path: Path, name: str, report: object) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(report))
+    return str(path)
 
 
 def test_a_saved_report_is_judged_again_from_its_runs(tmp_path: Path) -> None:
-    """`bench sandbox --rejudge` gives a report saved without the intervals each goal's interval from
-    its runs and prints the docs table; a file that is not such a report is a named error."""
+    """`bench sandbox --rejudge` judges a report saved by older code (its cells hold the runs and
+    nothing judged from them, no load either) as a new one is, and prints the docs table."""
     runs = {IN_PROCESS: _runs([1.0] * 20, [100.0] * 20, [0.02] * 20),
             ISOLATED: _runs([1.3] * 20, [100.0] * 20, [0.02] * 20)}  # fmt: skip
-    cell = _protocol_cell("t", "best-A", 20, runs, [1.0] * 20, 5.0)
-    for key in ("wall_ratio_ci", "wall_verdict", "rel_iqr_increase_ci", "rel_iqr_verdict", "median_ratio_ci"):
-        del cell[key]
-    saved = tmp_path / "old.json"
-    saved.write_text(json.dumps({"bench": "sandbox-protocols", "target": "x", "cpus": 2, "repeats": 20,
-                                 "timing_plan": {"trials": 30}, "cells": [cell],
-                                 "load_average_1m": {"min": 1.0, "median": 1.0, "max": 1.0}}))  # fmt: skip
-    result = CliRunner().invoke(app, ["bench", "sandbox", "--rejudge", str(saved)])
+    old_cell = {"task": "t", "config": "best-A", "repeats": 20, "runs": runs}
+    report = {"bench": "sandbox-protocols", "target": "x", "cpus": 2, "repeats": 20, "timing_plan": {"trials": 30},
+              "cells": [old_cell]}  # fmt: skip
+    result = CliRunner().invoke(app, ["bench", "sandbox", "--rejudge", _saved(tmp_path, "old.json", report)])
     assert result.exit_code == 0, result.output
-    assert "wall: the repeats say 1 missed" in result.output
-    assert "| t | best-A |" in result.output and result.output.rstrip().endswith("| missed: wall | wall |")
-    other = tmp_path / "other.json"
-    other.write_text(json.dumps({"bench": "service", "cells": []}))
-    refused = CliRunner().invoke(app, ["bench", "sandbox", "--rejudge", str(other)])
     assert (
-        refused.exit_code == 2
-        and "--rejudge" in refused.output
-        and "not a sandbox-protocols" in refused.output
+        "wall: the repeats say 1 missed" in result.output and "median: the repeats say 1 met" in result.output
     )
+    table = result.output[result.output.index("| task |") :].rstrip()
+    assert _rows_fit_the_header(table), table
+    assert "| t | best-A |" in table and table.endswith("| - | missed: wall | wall |")
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (None, "cannot be read"),
+        ("{not json", "is not JSON"),
+        ([1, 2], "is not a report of `kernelgraph bench sandbox --compare protocols`"),
+        ({"bench": "sandbox", "medians": {}}, "is not a report of `kernelgraph bench sandbox --compare protocols`"),
+        ({"bench": "sandbox-protocols", "cells": []}, "has no cells"),
+        ({"bench": "sandbox-protocols", "cells": [{"task": "t", "config": "c"}]}, "cell 1 (t c) has no 'runs'"),
+        ({"bench": "sandbox-protocols", "cells": [{"task": "t", "config": "c", "runs": {"isolated": [], "in-process": []}}]},
+         "cell 1 (t c) cannot be judged"),
+    ],
+)  # fmt: skip
+def test_a_file_that_is_no_protocols_report_is_a_named_error(
+    tmp_path: Path, content: object, problem: str
+) -> None:
+    path = tmp_path / "report.json"
+    if isinstance(content, str):
+        path.write_text(content)
+    elif content is not None:
+        path.write_text(json.dumps(content))
+    refused = CliRunner().invoke(app, ["bench", "sandbox", "--rejudge", str(path)])
+    assert refused.exit_code == 2, refused.output
+    assert refused.output.startswith(f"error: --rejudge: {path}: {problem}"), refused.output
 
 
 def test_the_json_report_is_the_only_thing_on_stdout(tmp_path: Path) -> None:
