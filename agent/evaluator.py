@@ -48,11 +48,7 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    factors that starts at an offset the evaluator draws, not at the call's number (two calls no
 #    longer reveal the rest); the plausibility checks judge the charged times the verdict uses, not
 #    the wall times. The in-process protocol (the study's landscapes) is unchanged.
-# 8: the isolated protocol's keep decision: a pair of calls in which either kernel kept more than one
-#    thread busy counts at the lower of its charged ratio and its wall times' (agent/backends/
-#    isolated.py PARALLEL_PAIRS_BY_WALL_TOO): under outside load a serial candidate is no longer kept
-#    against a faster parallel parent. Times and medians are unchanged.
-EVALUATOR_VERSION = 8
+EVALUATOR_VERSION = 7
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

@@ -30,7 +30,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
-from kernelgraph.agent.backends.isolated import paired_ratios, time_isolated
+from kernelgraph.agent.backends.isolated import time_isolated
 from kernelgraph.agent.backends.sandbox import SandboxLimits, SharedObjectRunner, verify_timed_calls
 from kernelgraph.agent.backends.timing import ISOLATED, TimingPlan, judge_timing
 from kernelgraph.agent.evaluator import (
@@ -307,7 +307,8 @@ class CBackend:
         cand = np.asarray(times[0], dtype=float)
         q1, median, q3 = (float(v) for v in np.percentile(cand, [25, 50, 75]))
         parent_median = float(np.median(times[1])) if parent_artifact else None
-        paired = paired_ratios(report.extra) if parent_artifact else ()
+        pairs = zip(times[0], times[1], strict=True) if parent_artifact else ()
+        paired = tuple(float(p) / float(c) for c, p in pairs if c > 0)
         # The plausibility checks (beyond the peaks; a speedup past MAX_SPEEDUP re-verified) judge the
         # times the verdict and the graph rest on: judged on the wall times instead, a serial kernel
         # that sleeps inside its calls (no CPU time: its charge) passed them at 2x while kept at 25x

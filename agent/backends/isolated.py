@@ -113,19 +113,6 @@ WALL_CAPPED_CLOCK = True
 # Off only in the red-team control (the window then starts at the call's number again).
 RANDOM_VARIANT_OFFSETS = True
 VARIANT_OFFSETS = 1 << 16
-# The stop-29 adversary's third attack: under outside load a parallel kernel's threads wait for cores,
-# so its charge rises from its wall time to its threads' CPU time added up, while a serial kernel is
-# charged only the CPU time it needs: an honest serial layernorm 1.5x slower than its parallel parent
-# on two free cores was kept at 1.05-1.07x with one or two CPU hogs beside it (evaluator 7,
-# results/redteam-stop29/evaluator8-load). A pair of calls in which either kernel kept more than one
-# thread busy is therefore also compared by the wall time until each kernel was stopped (every wait
-# in it, for both kernels alike), and the keep decision reads the lower of the two ratios: a
-# candidate is faster only if it is faster by both clocks. Which pairs it applies to hangs on either
-# kernel's threads, so a serial candidate cannot opt out by starting a thread. Off only in the
-# red-team control.
-PARALLEL_PAIRS_BY_WALL_TOO = True
-# A thread counts as busy in a call when it ran at least this share of the busiest thread's CPU time.
-BUSY_THREAD_SHARE = 0.1
 
 
 class ProtocolError(Exception):
@@ -299,8 +286,6 @@ class KernelServer:
         self._stand_in_cpu_ns = self._stand_in_wall_ns = 0  # what the child's stand-in reported last
         self.wall_bound = False  # whether the last call's time is its wall time (`call`)
         self.call_cpu_ns = 0  # the CPU time of every thread of the tree in the last call
-        self.call_stopped_ns = 0  # the last call's wall time until the kernel was stopped (`call`)
-        self.call_busy_threads = 0  # threads busy in the last call (BUSY_THREAD_SHARE)
 
     # ------------------------------------------------------------------------------ processes
 
@@ -476,11 +461,9 @@ class KernelServer:
             self._stand_in_wall_ns = int.from_bytes(spent[8:], "little")
         self.freeze()
         stopped = time.perf_counter_ns() - start if CLOCK_ENDS_WHEN_STOPPED else answered
-        self.call_stopped_ns = stopped
         after = self.tree()
         ran = [ns - before.get(tid, 0) for tid, ns in self.thread_cpu(after).items()]
         self.accounted_ns += sum(ran)  # live threads only: `_run`'s whole-run check compares
-        self.call_busy_threads = sum(1 for ns in ran if ns > 0 and ns >= BUSY_THREAD_SHARE * max(ran))
         if WALL_CAPPED_CLOCK:
             vanished = [p for p in pids if p not in after]
             if vanished:
@@ -702,27 +685,6 @@ def time_isolated(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def paired_ratios(extra: Mapping[str, Any]) -> tuple[float, ...]:
-    """Parent time / candidate time of each interleaved pair of timed calls (`_run`'s `extra`), what
-    the keep decision's interval is taken over. A pair in which either kernel kept more than one
-    thread busy counts at the lower of that ratio and the ratio of the two calls' wall times until
-    stopped (`PARALLEL_PAIRS_BY_WALL_TOO`)."""
-    times = extra["times"]
-    if len(times) < 2:
-        return ()
-    ratios = []
-    for k, (candidate, parent) in enumerate(zip(times[0], times[1], strict=True)):
-        if candidate <= 0:
-            continue
-        ratio = float(parent) / float(candidate)
-        busy = extra.get("busy_threads")
-        if PARALLEL_PAIRS_BY_WALL_TOO and busy is not None and max(busy[0][k], busy[1][k]) > 1:
-            walls = extra["stopped_wall_times"]
-            ratio = min(ratio, float(walls[1][k]) / max(float(walls[0][k]), 1.0))
-        ratios.append(ratio)
-    return tuple(ratios)
-
-
 @dataclass(frozen=True)
 class CallOverhead:
     """What a call costs beyond the kernel, by the clock its time is taken from (`KernelServer.call`):
@@ -786,8 +748,6 @@ def _run(
         server.load_kernel(deadline)
     times: list[list[int]] = [[] for _ in servers]
     walls: list[list[int]] = [[] for _ in servers]
-    stopped_walls: list[list[int]] = [[] for _ in servers]  # until stopped, less the wall overhead
-    busy_threads: list[list[int]] = [[] for _ in servers]  # per timed call (BUSY_THREAD_SHARE)
     threads_before = servers[0].threads()
     threads_used = 0
     cpu_ns = [0] * len(servers)  # per kernel, its threads' CPU time in the timed calls, less the overhead
@@ -804,8 +764,6 @@ def _run(
             if call >= plan.warmup:
                 times[k].append(overhead.off(elapsed, server.wall_bound))
                 walls[k].append(wall)
-                stopped_walls[k].append(overhead.off(server.call_stopped_ns, wall_bound=True))
-                busy_threads[k].append(server.call_busy_threads)
                 cpu_ns[k] += overhead.off(server.call_cpu_ns, wall_bound=False)
             if call == 0 and k == 0:
                 threads_used = max(1, servers[0].threads() - threads_before + 1) if threads_before else 0
@@ -835,8 +793,7 @@ def _run(
         outputs.append({s.name: np.array(o) for s, o in zip(specs, candidate.outputs, strict=True)})
         digests.append({n: digest(b) for n, b in zip(values, candidate.inputs, strict=True)})
     extra = {
-        "times": times, "wall_times": walls, "stopped_wall_times": stopped_walls, "busy_threads": busy_threads,
-        "cpu_ns": cpu_ns, "threads_used": threads_used, "protocol": "isolated",
+        "times": times, "wall_times": walls, "cpu_ns": cpu_ns, "threads_used": threads_used, "protocol": "isolated",
         "call_overhead_ns": overhead.cpu_ns, "call_wall_overhead_ns": overhead.wall_ns,
         "checked_rows": CHECKED_ROWS if checker.rows_of is not None else "all",
     }  # fmt: skip

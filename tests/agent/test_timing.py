@@ -6,9 +6,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import pytest
 
-from kernelgraph.agent.backends import isolated
 from kernelgraph.agent.backends._child import (
     STAGGER_BYTES,
     _staggered_arrays,
@@ -89,41 +87,6 @@ def test_a_clear_win_is_kept_at_once_and_no_gain_is_discarded_at_once() -> None:
     assert win.keep and win.measurements == 1 and calls == []
     same = keep_decision(_profile([0.97 + 0.005 * (i % 9) for i in range(20)]), again, 0.02)
     assert not same.keep and same.measurements == 1 and calls == []
-
-
-def _loaded_run(calls: int = 20) -> dict[str, object]:
-    """`_run`'s extra for a serial candidate against a parallel parent under outside load, as the
-    evaluator records the stop-29 adversary's third attack: the candidate is charged the CPU time
-    it needs (1.8 ms), the parent its two threads' CPU time added up (2.0 ms: with no free core its
-    wall time rose past it); their wall times until stopped say the candidate took 3.2 ms to the
-    parent's 2.0 (its own waits for a core, which its CPU time leaves out)."""
-    return {
-        "times": [[1_800_000] * calls, [2_000_000] * calls],
-        "stopped_wall_times": [[3_200_000] * calls, [2_000_000] * calls],
-        "busy_threads": [[1] * calls, [2] * calls],
-    }
-
-
-def test_a_pair_with_a_parallel_kernel_is_also_compared_by_the_wall_clock(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A serial candidate is kept against a parallel parent only if it is faster by the wall clock
-    too: the keep decision reads the lower ratio of each pair in which either kernel kept more than
-    one thread busy (so the candidate cannot opt out by starting a thread); pairs of two serial
-    calls are as charged. The control, the rule off, keeps the candidate at 1.11x."""
-    loaded = _loaded_run()
-    assert isolated.paired_ratios(loaded) == pytest.approx([2.0 / 3.2] * 20)
-    assert not keep_decision(_profile(list(isolated.paired_ratios(loaded))), lambda: None, 0.02).keep
-    both_busy = {**loaded, "busy_threads": [[2] * 20, [2] * 20]}
-    assert isolated.paired_ratios(both_busy) == pytest.approx([2.0 / 3.2] * 20)
-    serial = {**loaded, "busy_threads": [[1] * 20, [1] * 20]}
-    assert isolated.paired_ratios(serial) == pytest.approx([2.0 / 1.8] * 20)
-    faster_by_both = {**loaded, "stopped_wall_times": [[1_900_000] * 20, [2_200_000] * 20]}
-    assert isolated.paired_ratios(faster_by_both) == pytest.approx([2.0 / 1.8] * 20)
-    monkeypatch.setattr(isolated, "PARALLEL_PAIRS_BY_WALL_TOO", False)
-    control = isolated.paired_ratios(loaded)
-    assert control == pytest.approx([2.0 / 1.8] * 20)
-    assert keep_decision(_profile(list(control)), lambda: None, 0.02).keep
 
 
 def test_an_unproven_gain_is_remeasured_up_to_the_bound_then_discarded() -> None:

@@ -32,10 +32,8 @@ class LandscapeVersionError(ValueError):
 # measures a kernel as the running code's does. Version 7 changed only the isolated protocol (each
 # call's inputs at an offset the evaluator draws) and what the plausibility checks read, which for the
 # in-process protocol was already the charged time (agent/evaluator.py): a landscape point of 6 is one
-# of 7. Version 8 changed only the isolated protocol's keep decision (the pairs of calls charged by
-# different clocks), never a time a landscape records: a point of 7 is one of 8. A version is added
-# here only with that argument written beside it.
-SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8})
+# of 7. A version is added here only with that argument written beside it.
+SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7})
 
 
 def _as_running(evaluator: int | None) -> int | None:
