@@ -28,7 +28,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,7 +49,7 @@ from kernelgraph.agent.targets import Target, get_target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.agent.tasks.base import Task
 from kernelgraph.bench.reports import progress_bar
-from kernelgraph.bench.stats import bootstrap_indices
+from kernelgraph.bench.stats import bootstrap_indices, percentile_interval
 
 MODES = {"sandboxed": True, "unsandboxed": False}
 BENCH_TIMING = TimingPlan(warmup=2, min_trials=30, max_trials=30, budget_s=10.0, target_rel_iqr=0.0)
@@ -148,16 +149,27 @@ GOAL_RESAMPLES = 10_000
 GOAL_SEED = 26
 
 
+def _resampled_medians(values: Sequence[float], seed: int) -> np.ndarray:
+    """The median of each of GOAL_RESAMPLES resamples of `values` with replacement (seeded)."""
+    array = np.asarray(values, dtype=float)
+    return np.median(array[bootstrap_indices(len(array), GOAL_RESAMPLES, seed)], axis=1)
+
+
+def _percentile_interval(samples: np.ndarray) -> tuple[float, float]:
+    low, high = percentile_interval(samples)
+    if low is None or high is None:  # finite figures make every resample's statistic finite
+        raise ValueError("the figures give no interval (not finite)")
+    return low, high
+
+
 def _interval(
     isolated: list[float], in_process: list[float], compare: Callable[[np.ndarray, np.ndarray], np.ndarray]
 ) -> tuple[float, float]:
     """95% percentile bootstrap interval of compare(median(isolated), median(in-process)), each
     protocol's evaluations resampled with replacement independently (seeded: it can be reproduced)."""
-    new, old = np.asarray(isolated, dtype=float), np.asarray(in_process, dtype=float)
-    new_medians = np.median(new[bootstrap_indices(len(new), GOAL_RESAMPLES, GOAL_SEED)], axis=1)
-    old_medians = np.median(old[bootstrap_indices(len(old), GOAL_RESAMPLES, GOAL_SEED + 1)], axis=1)
-    low, high = np.percentile(compare(new_medians, old_medians), [2.5, 97.5])
-    return float(low), float(high)
+    return _percentile_interval(
+        compare(_resampled_medians(isolated, GOAL_SEED), _resampled_medians(in_process, GOAL_SEED + 1))
+    )
 
 
 # Each goal: the figure it judges (a cell's key; its interval is "<key>_ci", its verdict "<goal>_verdict")
@@ -233,9 +245,7 @@ def _paired_increase(isolated: list[float], in_process: list[float]) -> tuple[fl
     """The median over repeats of each repeat's isolated figure less its in-process one, and its 95%
     interval (the repeats resampled as pairs)."""
     increase = np.asarray(isolated, dtype=float) - np.asarray(in_process, dtype=float)
-    medians = np.median(increase[bootstrap_indices(len(increase), GOAL_RESAMPLES, GOAL_SEED)], axis=1)
-    low, high = np.percentile(medians, [2.5, 97.5])
-    return float(np.median(increase)), [float(low), float(high)]
+    return float(np.median(increase)), list(_percentile_interval(_resampled_medians(increase, GOAL_SEED)))
 
 
 def _evaluate_once(task: Task, target: Target, source: str, backend: CBackend) -> dict[str, float]:
@@ -380,12 +390,7 @@ def render_protocol_cell(cell: dict[str, Any]) -> str:
 
 def verdict_counts(result: dict[str, Any]) -> dict[str, dict[str, int]]:
     """Per goal, how many cells each verdict has (what the repeats resolve, over the whole run)."""
-    counts: dict[str, dict[str, int]] = {}
-    for goal in GOALS:
-        for cell in result["cells"]:
-            counts.setdefault(goal, {}).setdefault(cell[f"{goal}_verdict"], 0)
-            counts[goal][cell[f"{goal}_verdict"]] += 1
-    return counts
+    return {goal: dict(Counter(cell[f"{goal}_verdict"] for cell in result["cells"])) for goal in GOALS}
 
 
 def render_protocols(result: dict[str, Any]) -> str:
