@@ -13,8 +13,9 @@
 //   $transforms, $verified_only.
 // Returns: measurement_id, target, task, score (1 / (1 + d^2 / (shared x unit^2))), slots (1 + the
 //   re-measurements merged into the state), best first, and frontier: the best score a state the indexes
-//   did not return could have (the least score a search returned when it returned all $fetch_k, else 0),
-//   the same on every row. Other namespaces' states take index candidates too, and so does each other
+//   did not return could have (the least score any search returned: an approximate search may return
+//   fewer than $fetch_k from a larger index, so a short one does not prove the index exhausted), the
+//   same on every row. Other namespaces' states take index candidates too, and so does each other
 //   search: the rows are the true nearest only when the k-th scores at least the frontier; the service
 //   fetches more until they do (service/retrieval.py, `search_index`).
 // Within the query's vocabulary ($transforms, null: every transform): a state is a candidate only when it
@@ -30,8 +31,8 @@
 UNWIND $searches AS search
 CALL db.index.vector.queryNodes(search.index, $fetch_k, search.vector) YIELD node, score AS raw
 WITH search, node, 1.0 / (1.0 + (1.0 / raw - 1.0) * search.d2_factor) AS score
-WITH search, collect({node: node, score: score}) AS hits, min(score) AS least, count(*) AS fetched
-WITH collect({hits: hits, frontier: CASE WHEN fetched < $fetch_k THEN 0.0 ELSE least END}) AS found
+WITH search, collect({node: node, score: score}) AS hits, min(score) AS least
+WITH collect({hits: hits, frontier: least}) AS found
 WITH found, reduce(f = 0.0, s IN found | CASE WHEN s.frontier > f THEN s.frontier ELSE f END) AS frontier
 UNWIND found AS s
 UNWIND s.hits AS hit

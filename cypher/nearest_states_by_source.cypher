@@ -4,8 +4,8 @@
 //   $transforms, $verified_only.
 // Returns: measurement_id, target, task, score (cosine similarity of the sources), slots (1 + the
 //   re-measurements merged into the state), best first, and frontier: the best score a kernel the index
-//   did not return could have (the least it returned when it returned all $fetch_k, else 0), as
-//   nearest_states_by_signature returns it.
+//   did not return could have (the least it returned: an approximate search may return fewer than
+//   $fetch_k from a larger index), as nearest_states_by_signature returns it.
 // Within the query's vocabulary ($transforms, null: every transform): a state is a candidate only when it
 // holds evidence aggregate_transforms reads for one of $transforms (not quarantined; verified with
 // $verified_only), before ranking and the limit (docs/retrieval.md, "Within the query's vocabulary").
@@ -17,8 +17,8 @@
 // :param transforms => ['unroll', 'vectorize']
 // :param verified_only => false
 CALL db.index.vector.queryNodes('kernel_source_embedding', $fetch_k, $embedding) YIELD node, score
-WITH collect({kernel: node, score: score}) AS hits, min(score) AS least, count(*) AS fetched
-WITH hits, CASE WHEN fetched < $fetch_k THEN 0.0 ELSE least END AS frontier
+WITH collect({kernel: node, score: score}) AS hits, min(score) AS least
+WITH hits, least AS frontier
 UNWIND hits AS hit
 WITH frontier, hit.kernel AS k, hit.score AS score
 WHERE k.namespace IN $namespaces AND NOT k.task IN $exclude_tasks

@@ -311,9 +311,9 @@ def search_index(
 
 
 def _complete(rows: list[dict[str, Any]], k: int) -> bool:
-    """Are `rows` (best first) the true nearest? Yes when every search ran out of candidates (frontier
-    0: the indexes returned all they hold), or when they fill k slots and the k-th scores at least the
-    frontier, which no state beyond the searches' candidates can beat."""
+    """Are `rows` (best first) the true nearest? Yes when they fill k slots and the k-th scores at least
+    the frontier, which no state beyond the searches' candidates can beat, or when the frontier is 0
+    (no state the searches missed can score above 0)."""
     if not rows:
         return False
     if rows[0]["frontier"] == 0:
