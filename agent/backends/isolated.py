@@ -113,6 +113,17 @@ WALL_CAPPED_CLOCK = True
 # Off only in the red-team control (the window then starts at the call's number again).
 RANDOM_VARIANT_OFFSETS = True
 VARIANT_OFFSETS = 1 << 16
+# The stop-29 adversary's third attack: under outside load a parallel kernel waits for cores, so the
+# wall-capped clock charges it its threads' CPU times added up, while a serial kernel is charged its
+# own CPU time and none of its waits: an honest serial layernorm was kept against its faster parallel
+# parent in 16 of 16 runs beside CPU hogs (results/redteam-stop29/attack3-load). What the target
+# stands for is free cores, and no clock read on a busy host measures that: a pair of calls with a
+# parallel kernel in it counts only when no other task could have taken one of its cores
+# (`crowded`); a crowded pair is checked and left out, and a run stops unjudged once its crowded pairs
+# outnumber both the counted ones and `min_trials`. Off only in the red-team control.
+QUIET_PARALLEL_PAIRS = True
+# A thread is one of a call's busy threads when it ran at least this share of the call's wall time.
+BUSY_THREAD_SHARE = 0.1
 
 
 class ProtocolError(Exception):
@@ -286,6 +297,7 @@ class KernelServer:
         self._stand_in_cpu_ns = self._stand_in_wall_ns = 0  # what the child's stand-in reported last
         self.wall_bound = False  # whether the last call's time is its wall time (`call`)
         self.call_cpu_ns = 0  # the CPU time of every thread of the tree in the last call
+        self.busy_threads = 0  # threads of the tree that ran BUSY_THREAD_SHARE of the last call or more
 
     # ------------------------------------------------------------------------------ processes
 
@@ -464,6 +476,9 @@ class KernelServer:
         after = self.tree()
         ran = [ns - before.get(tid, 0) for tid, ns in self.thread_cpu(after).items()]
         self.accounted_ns += sum(ran)  # live threads only: `_run`'s whole-run check compares
+        # more than the cores it is given need no more free cores (the serve loop's own thread can pass
+        # the share in a short call)
+        self.busy_threads = min(sum(1 for ns in ran if ns >= BUSY_THREAD_SHARE * answered), self.cores)
         if WALL_CAPPED_CLOCK:
             vanished = [p for p in pids if p not in after]
             if vanished:
@@ -732,13 +747,35 @@ def call_overhead(
     return CallOverhead(cpu_ns=cpu, wall_ns=wall)
 
 
+def runnable_tasks() -> int:
+    """Tasks running or waiting for a core on the whole machine now, the caller included (the
+    kernel's own processes are not among them while they are frozen)."""
+    with open("/proc/stat", "rb") as f:
+        for line in f:
+            if line.startswith(b"procs_running"):
+                return int(line.split()[1])
+    raise ProtocolError(RunStatus.CRASHED, "/proc/stat has no procs_running: cannot tell a quiet host")
+
+
+def crowded(runnable: Sequence[int], busy_threads: int, cpus: int | None = None) -> bool:
+    """Whether a pair of calls in which the kernels kept up to `busy_threads` threads busy could have
+    had a core taken by another task: the most tasks runnable at any of the pair's samples (each
+    taken with both kernels frozen, so the evaluator's own reading is one of them) exceeded the
+    cores its threads leave free. Serial pairs are never crowded: their time is CPU time, which no
+    wait for a core stretches."""
+    if busy_threads <= 1:
+        return False
+    others = max(runnable) - 1
+    return others > (cpus or os.cpu_count() or 1) - busy_threads
+
+
 def _run(
     task: Task, input_sets: Sequence[Arrays], specs: Sequence[OutputSpec], plan: TimingPlan,
     servers: list[KernelServer], draw: random.Random, deadline: float,
 ) -> tuple[RunReport, CheckResult]:  # fmt: skip
     base = input_sets[0]
     checker = CallChecker(task, base, specs, row_reference(task), draw)
-    calls = plan.warmup + plan.max_trials
+    calls = plan.warmup + 2 * plan.max_trials + 1  # crowded pairs (`crowded`) are measured again
     factors = variant_factors(
         max(a.size for a in base.values()), max(VARIANT_OFFSETS, calls), draw.randrange(1 << 31)
     )
@@ -752,19 +789,24 @@ def _run(
     threads_used = 0
     cpu_ns = [0] * len(servers)  # per kernel, its threads' CPU time in the timed calls, less the overhead
     started = time.perf_counter()
+    crowded_pairs = 0
     for call in range(calls):
         checker.variant(factors, call)
         order = list(enumerate(servers)) if call % 2 == 0 else list(enumerate(servers))[::-1]
         if call == plan.warmup:
             group_start = [(s.group_cpu_ns(), s.accounted_ns) for s in servers]
             started = time.perf_counter()
+        pair: dict[int, tuple[int, int, int]] = {}
+        runnable = [runnable_tasks()]
         for k, server in order:  # A B, then B A: order effects hit both alike
             checker.write(server)
             elapsed, wall = server.call(deadline)
-            if call >= plan.warmup:
-                times[k].append(overhead.off(elapsed, server.wall_bound))
-                walls[k].append(wall)
-                cpu_ns[k] += overhead.off(server.call_cpu_ns, wall_bound=False)
+            runnable.append(runnable_tasks())
+            pair[k] = (
+                overhead.off(elapsed, server.wall_bound),
+                wall,
+                overhead.off(server.call_cpu_ns, wall_bound=False),
+            )
             if call == 0 and k == 0:
                 threads_used = max(1, servers[0].threads() - threads_before + 1) if threads_before else 0
         for k, why in enumerate(checker.check(call, servers)):
@@ -773,7 +815,22 @@ def _run(
                     return RunReport(RunStatus.OK, message=why), CheckResult(Outcome.INCORRECT, why)
                 message = f"the parent kernel was wrong while timed ({why}): the comparison is void"
                 return RunReport(RunStatus.OK, message=message), CheckResult(Outcome.CRASHED, message)
-        if call >= plan.warmup and enough_trials(times[0], time.perf_counter() - started, plan.request()):
+        if call < plan.warmup:
+            continue
+        busy = max(server.busy_threads for server in servers)
+        if QUIET_PARALLEL_PAIRS and len(servers) > 1 and crowded(runnable, busy):
+            crowded_pairs += 1
+            if crowded_pairs > max(plan.min_trials, len(times[0])):
+                why = (f"not judged: {crowded_pairs} of {crowded_pairs + len(times[0])} pairs of calls had "
+                       f"another task runnable while a kernel kept {busy} threads busy: a comparison with a "
+                       "parallel kernel is fair only on free cores (run it on a quiet host)")  # fmt: skip
+                return RunReport(RunStatus.OK, message=why), CheckResult(Outcome.DISCARDED, why)
+            continue
+        for k, (charged, wall, cpu) in pair.items():
+            times[k].append(charged)
+            walls[k].append(wall)
+            cpu_ns[k] += cpu
+        if enough_trials(times[0], time.perf_counter() - started, plan.request()):
             break
     for k, (server, (group, accounted)) in enumerate(zip(servers, group_start, strict=True)):
         hidden = (server.group_cpu_ns() - group) - (server.accounted_ns - accounted)
@@ -795,7 +852,7 @@ def _run(
     extra = {
         "times": times, "wall_times": walls, "cpu_ns": cpu_ns, "threads_used": threads_used, "protocol": "isolated",
         "call_overhead_ns": overhead.cpu_ns, "call_wall_overhead_ns": overhead.wall_ns,
-        "checked_rows": CHECKED_ROWS if checker.rows_of is not None else "all",
+        "checked_rows": CHECKED_ROWS if checker.rows_of is not None else "all", "crowded_pairs": crowded_pairs,
     }  # fmt: skip
     checked = len(times[0]) + plan.warmup
     report = RunReport(RunStatus.OK, outputs=tuple(outputs), input_digests=tuple(digests), extra=extra)
