@@ -48,11 +48,11 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    factors that starts at an offset the evaluator draws, not at the call's number (two calls no
 #    longer reveal the rest); the plausibility checks judge the charged times the verdict uses, not
 #    the wall times. The in-process protocol (the study's landscapes) is unchanged.
-# 8: the isolated protocol judges a comparison with a parallel kernel in it only on free cores: a pair
-#    of calls counts only when no other task was runnable beyond the cores its threads leave free
-#    (agent/backends/isolated.py QUIET_PARALLEL_PAIRS); a run whose crowded pairs outnumber the rest
-#    is not judged (DISCARDED, "not judged"). Under outside load a serial candidate was kept against
-#    a faster parallel parent. The times of the pairs that count are taken as in 7.
+# 8: the isolated protocol compares two kernels only on free cores: a pair of calls counts only when no
+#    other task could have taken one of the cores the kernels are given (agent/backends/isolated.py
+#    QUIET_PAIRS); a run whose crowded pairs outnumber the rest is not judged (DISCARDED, "not
+#    judged", `judged` False, and the loop records no such attempt). Under outside load a serial
+#    candidate was kept against a faster parallel parent. The pairs that count are timed as in 7.
 EVALUATOR_VERSION = 8
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)

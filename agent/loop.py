@@ -77,6 +77,7 @@ class StepReport:
     attempt_key: str  # the key it was recorded (or tried to be recorded) under
     recorded: bool
     retrieval: Mapping[str, Any] | None = None  # what the proposer retrieved (Proposal.retrieval)
+    judged: bool = True  # False: not compared fairly (`Evaluation.judged`), so not recorded either
 
 
 @dataclass
@@ -91,7 +92,8 @@ class OptimizeResult:
     best_source: str
     best_config: Config | None
     steps: list[StepReport] = field(default_factory=list)
-    unrecorded: int = 0
+    unrecorded: int = 0  # attempts the service did not take
+    not_judged: int = 0  # attempts not compared fairly (a parallel kernel on a busy host): not recorded
     chained_speedup: float = 1.0  # product of the kept steps' interleaved speedups
     final_interleaved: bool = False  # baseline_ns and best_ns come from one interleaved profile
     library: LibraryTiming | None = None  # the task's library call, timed at the run's start
@@ -144,6 +146,7 @@ class OptimizeResult:
             "library": self.library.to_json() if self.library is not None else None,
             "yardsticks": self.best_yardsticks.to_json() if self.best_yardsticks is not None else None,
             "unrecorded": self.unrecorded,
+            "not_judged": self.not_judged,
             "steps": [_step_json(s) for s in self.steps],
         }
 
@@ -158,6 +161,7 @@ def _step_json(s: StepReport) -> dict[str, Any]:
         "transform": s.transform,
         "params": s.params,
         "outcome": s.outcome.value,
+        "judged": s.judged,
         "speedup": s.speedup,
         "median_ns": s.median_ns,
         "speedup_so_far": s.speedup_so_far,
@@ -259,7 +263,7 @@ def _judge(task: Task, backend: Backend, target: Target, source: str, parent_sou
         return Evaluation(Outcome.DISCARDED, STATIC_ONLY, profile)
     if profile.outcome != Outcome.KEPT or not math.isfinite(profile.median_ns) or profile.median_ns <= 0:
         outcome = profile.outcome if profile.outcome != Outcome.KEPT else Outcome.CRASHED
-        return Evaluation(outcome, profile.reason or "profile failed")
+        return Evaluation(outcome, profile.reason or "profile failed", judged=profile.judged)
     return Evaluation(Outcome.KEPT, "", profile)
 
 
@@ -439,7 +443,9 @@ def optimize(
             history.append(entry)
             diagnosis = report.diagnosis
             result.steps.append(report)
-            if not report.recorded:
+            if not report.judged:
+                result.not_judged += 1
+            elif not report.recorded:
                 result.unrecorded += 1
             if progress is not None and console is not None:
                 progress.advance(progress.task_ids[0])
@@ -548,23 +554,24 @@ def _attempt(
         diagnosis=diagnosis[:8000],
         rationale=proposal.rationale[:8000],
     )
-    recorded = True
+    recorded = verdict.judged  # an attempt not compared fairly is no evidence either way: not stored
     try:
-        stored = client.record_attempt(record)
+        stored = client.record_attempt(record) if recorded else None
     except KernelGraphError as exc:  # the run goes on; the result says how many did not land
         log.warning("attempt %s was not recorded: %s", record.attempt_key, exc)
         recorded = False
         if exc.field == "parent_measurement_id":  # the service no longer knows it: send it in full again
             best.measurement_id = None
     else:
-        best.measurement_id = stored.parent_measurement_id
-        if new_best is not best:  # the kept child's measurement was just recorded: it is the next parent
+        if stored is not None:
+            best.measurement_id = stored.parent_measurement_id
+        if stored is not None and new_best is not best:  # the kept child's measurement is the next parent
             new_best.measurement_id = stored.child_measurement_id
     report = StepReport(
         step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome, speedup=speedup,
         median_ns=profile.median_ns if profile is not None and not profile.static else None, best_ns=result.best_ns,
         speedup_so_far=result.chained_speedup, diagnosis=diagnosis, rationale=proposal.rationale,
-        attempt_key=record.attempt_key, recorded=recorded, retrieval=proposal.retrieval,
+        attempt_key=record.attempt_key, recorded=recorded, retrieval=proposal.retrieval, judged=verdict.judged,
     )  # fmt: skip
     entry = HistoryEntry(step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome,
                          speedup=speedup, config=proposal.config, diagnosis=diagnosis)  # fmt: skip

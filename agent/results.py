@@ -42,6 +42,9 @@ class CheckResult:
     outcome: Outcome  # KEPT here means "correct"; INCORRECT, CRASHED, TIMEOUT otherwise
     reason: str = ""
     max_abs_error: float | None = None
+    # False: the kernels could not be compared fairly (a parallel kernel on a busy host: DISCARDED,
+    # "not judged"), which is no evidence about the candidate either way
+    judged: bool = True
 
     @property
     def correct(self) -> bool:
@@ -70,6 +73,7 @@ class ProfileResult:
     # parent time / candidate time of each interleaved trial (one pair of calls on the same inputs):
     # what the keep decision's confidence interval is taken over (agent/loop.py `keep_decision`)
     paired_ratios: tuple[float, ...] = ()
+    judged: bool = True  # `CheckResult.judged`: False when the comparison could not be made fairly
 
     @property
     def recordable_counters(self) -> dict[str, float]:
@@ -87,6 +91,7 @@ class Evaluation:
     reason: str
     profile: ProfileResult | None = None  # None unless it compiled, passed admission and ran correctly
     speedup: float | None = None  # parent time / candidate time, interleaved in one process
+    judged: bool = True  # `CheckResult.judged`: the loop records no attempt that was not judged
 
     def to_json(self) -> dict[str, Any]:
         p = self.profile
@@ -95,6 +100,7 @@ class Evaluation:
             "outcome": self.outcome.value,
             "kept": self.outcome == Outcome.KEPT,
             "reason": self.reason,
+            "judged": self.judged,
             "speedup": self.speedup,
             "median_ns": p.median_ns if p is not None and timed else None,
             "iqr_ns": p.iqr_ns if p is not None and timed else None,

@@ -291,7 +291,7 @@ class CBackend:
         if self.timing.protocol == ISOLATED:  # every call checked here, as it is timed
             report, timed = time_isolated(task, copies, specs, sizes, self.timing, artifacts, limits)
             if report.status is RunStatus.OK and not timed.correct:
-                return self._failed(timed.outcome, f"while timed: {timed.reason}")
+                return self._failed(timed.outcome, f"while timed: {timed.reason}", judged=timed.judged)
         else:
             report = SharedObjectRunner(built.artifact, sizes, limits).time(
                 copies, specs, self.timing, parent_artifact
@@ -365,7 +365,7 @@ class CBackend:
             paired_ratios=paired,
         )
 
-    def _failed(self, outcome: Outcome, reason: str) -> ProfileResult:
+    def _failed(self, outcome: Outcome, reason: str, judged: bool = True) -> ProfileResult:
         return ProfileResult(
             median_ns=math.nan,
             iqr_ns=math.nan,
@@ -376,6 +376,7 @@ class CBackend:
             reason=reason,
             evaluator_version=EVALUATOR_VERSION,
             sandbox=self.sandbox.label,
+            judged=judged,
         )
 
 

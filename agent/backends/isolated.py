@@ -117,13 +117,15 @@ VARIANT_OFFSETS = 1 << 16
 # wall-capped clock charges it its threads' CPU times added up, while a serial kernel is charged its
 # own CPU time and none of its waits: an honest serial layernorm was kept against its faster parallel
 # parent in 16 of 16 runs beside CPU hogs (results/redteam-stop29/attack3-load). What the target
-# stands for is free cores, and no clock read on a busy host measures that: a pair of calls with a
-# parallel kernel in it counts only when no other task could have taken one of its cores
-# (`crowded`); a crowded pair is checked and left out, and a run stops unjudged once its crowded pairs
-# outnumber both the counted ones and `min_trials`. Off only in the red-team control.
-QUIET_PARALLEL_PAIRS = True
-# A thread is one of a call's busy threads when it ran at least this share of the call's wall time.
-BUSY_THREAD_SHARE = 0.1
+# stands for is free cores, and no clock read on a busy host measures that: a pair of calls counts
+# only when no other task could have taken one of the cores the kernels are given (`crowded`); a
+# crowded pair is checked and left out, and a run stops unjudged once its crowded pairs outnumber
+# both the counted ones and `min_trials`. Every pair of a comparison is held to it, whatever its
+# kernels did: when it held only pairs in which a kernel kept two threads busy, the candidate chose
+# which pairs were tested, and a copy of its parent that spun a second thread on its slow calls
+# had them dropped beside a hog (kept 2 of 2 at 1.02-1.04x: results/redteam-stop41). Off only in
+# the red-team control.
+QUIET_PAIRS = True
 
 
 class ProtocolError(Exception):
@@ -297,7 +299,6 @@ class KernelServer:
         self._stand_in_cpu_ns = self._stand_in_wall_ns = 0  # what the child's stand-in reported last
         self.wall_bound = False  # whether the last call's time is its wall time (`call`)
         self.call_cpu_ns = 0  # the CPU time of every thread of the tree in the last call
-        self.busy_threads = 0  # threads of the tree that ran BUSY_THREAD_SHARE of the last call or more
 
     # ------------------------------------------------------------------------------ processes
 
@@ -476,9 +477,6 @@ class KernelServer:
         after = self.tree()
         ran = [ns - before.get(tid, 0) for tid, ns in self.thread_cpu(after).items()]
         self.accounted_ns += sum(ran)  # live threads only: `_run`'s whole-run check compares
-        # more than the cores it is given need no more free cores (the serve loop's own thread can pass
-        # the share in a short call)
-        self.busy_threads = min(sum(1 for ns in ran if ns >= BUSY_THREAD_SHARE * answered), self.cores)
         if WALL_CAPPED_CLOCK:
             vanished = [p for p in pids if p not in after]
             if vanished:
@@ -757,16 +755,13 @@ def runnable_tasks() -> int:
     raise ProtocolError(RunStatus.CRASHED, "/proc/stat has no procs_running: cannot tell a quiet host")
 
 
-def crowded(runnable: Sequence[int], busy_threads: int, cpus: int | None = None) -> bool:
-    """Whether a pair of calls in which the kernels kept up to `busy_threads` threads busy could have
-    had a core taken by another task: the most tasks runnable at any of the pair's samples (each
-    taken with both kernels frozen, so the evaluator's own reading is one of them) exceeded the
-    cores its threads leave free. Serial pairs are never crowded: their time is CPU time, which no
-    wait for a core stretches."""
-    if busy_threads <= 1:
-        return False
-    others = max(runnable) - 1
-    return others > (cpus or os.cpu_count() or 1) - busy_threads
+def crowded(runnable: Sequence[int], cores: int, cpus: int) -> bool:
+    """Whether another task could have taken one of the `cores` a pair's kernels are given: the most
+    tasks runnable at any of the pair's samples (each taken with both kernels frozen, so the
+    evaluator's own reading is one of them) exceeded the `cpus` this process may run on less those
+    cores. `procs_running` is the whole machine's: on a host whose CPUs this process does not have
+    to itself, every other task counts, which refuses more than needed and never less."""
+    return max(runnable) - 1 > cpus - cores
 
 
 def _run(
@@ -790,6 +785,7 @@ def _run(
     cpu_ns = [0] * len(servers)  # per kernel, its threads' CPU time in the timed calls, less the overhead
     started = time.perf_counter()
     crowded_pairs = 0
+    cpus = len(os.sched_getaffinity(0))
     for call in range(calls):
         checker.variant(factors, call)
         order = list(enumerate(servers)) if call % 2 == 0 else list(enumerate(servers))[::-1]
@@ -817,14 +813,13 @@ def _run(
                 return RunReport(RunStatus.OK, message=message), CheckResult(Outcome.CRASHED, message)
         if call < plan.warmup:
             continue
-        busy = max(server.busy_threads for server in servers)
-        if QUIET_PARALLEL_PAIRS and len(servers) > 1 and crowded(runnable, busy):
+        if QUIET_PAIRS and len(servers) > 1 and crowded(runnable, servers[0].cores, cpus):
             crowded_pairs += 1
             if crowded_pairs > max(plan.min_trials, len(times[0])):
-                why = (f"not judged: {crowded_pairs} of {crowded_pairs + len(times[0])} pairs of calls had "
-                       f"another task runnable while a kernel kept {busy} threads busy: a comparison with a "
-                       "parallel kernel is fair only on free cores (run it on a quiet host)")  # fmt: skip
-                return RunReport(RunStatus.OK, message=why), CheckResult(Outcome.DISCARDED, why)
+                why = (f"not judged: in {crowded_pairs} of {crowded_pairs + len(times[0])} pairs of calls another "
+                       f"task wanted one of the {servers[0].cores} cores the kernels are given: a comparison is "
+                       "made only on free cores (run it on a quiet host)")  # fmt: skip
+                return RunReport(RunStatus.OK, message=why), CheckResult(Outcome.DISCARDED, why, judged=False)
             continue
         for k, (charged, wall, cpu) in pair.items():
             times[k].append(charged)

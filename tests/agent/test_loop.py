@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelgraph.agent.backends import isolated
 from kernelgraph.agent.backends.c import CBackend
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import EVALUATOR_VERSION
@@ -150,6 +151,38 @@ def test_bad_proposals_are_recorded_and_the_loop_goes_on(
     assert all(r["diagnosis"] for r in rows[:bad]) and not any(r["measured"] for r in rows[:bad])
     assert rows[bad]["measured"] and result.speedup > 1.0
     assert (rows[bad]["evaluator_version"], rows[bad]["sandboxed"]) == (EVALUATOR_VERSION, True)
+
+
+class _OneChange:
+    """Proposes one change of the current config, then nothing."""
+
+    name = "one-change"
+
+    def __init__(self, transform: str, change: dict[str, object]) -> None:
+        self.transform, self.change, self.proposed = transform, change, False
+
+    def propose(self, context: ProposalContext) -> Proposal | None:
+        if self.proposed or context.config is None:
+            return None
+        self.proposed = True
+        return Proposal(self.transform, self.change, config={**context.config, **self.change})
+
+
+def test_an_attempt_not_judged_is_reported_and_not_recorded(
+    quick_backend: CBackend, cpu_target: Target, client: InProcessClient, store: GraphStore, namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """A comparison with a parallel kernel in it is made only on free cores (evaluator 8): on a busy
+    host it is not judged, which says nothing of the transform, so the loop reports it and stores
+    nothing (a stored failure would count against the transform in every later retrieval)."""
+    monkeypatch.setattr(isolated, "runnable_tasks", lambda: 1024)  # every sample: other tasks want every core
+    proposer = _OneChange("parallelize", {"parallel": True})
+    result = optimize(get_task("matmul"), quick_backend, cpu_target, proposer, client, budget=1)
+    (step,) = result.steps
+    assert step.outcome == Outcome.DISCARDED and "not judged" in step.diagnosis, step.diagnosis
+    assert not step.judged and not step.recorded and result.to_json()["steps"][0]["judged"] is False
+    assert (result.not_judged, result.unrecorded) == (1, 0)
+    assert attempts_in_graph(store, namespace, result.run_id) == []
 
 
 def test_triton_without_a_gpu_records_static_attempts_and_keeps_nothing(

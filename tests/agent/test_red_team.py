@@ -44,9 +44,7 @@ from tests.prerequisites import unavailable
 
 RED_TEAM = Path(__file__).with_name("red_team")
 CHEATS = Path(__file__).with_name("cheats")
-ATTACKS_RUN = (
-    Path(__file__).parents[2] / "results" / "redteam-stop29"
-)  # the stop-29 adversary's kernels, as written
+RESULTS = Path(__file__).parents[2] / "results"  # the adversaries' kernels, as they wrote them
 CANARY = "kg-canary-7f3a9c1e-secret"
 ORPHAN_NAME = "kgredteamorphan"
 QUICK = TimingPlan(warmup=1, min_trials=5, max_trials=8, budget_s=0.3, verified_calls=3)
@@ -1024,52 +1022,61 @@ def _cpu_hogs() -> Iterator[None]:
             hog.wait()
 
 
-def test_a_comparison_with_a_parallel_kernel_is_judged_only_on_free_cores(
+def test_a_comparison_is_judged_only_on_free_cores(
     tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Found by running the stop-29 adversary's third attack (results/redteam-stop29/attack3-load):
     an honest serial layernorm against the same code under `omp parallel for`, slower on two free
     cores, was kept in 16 of 16 runs beside CPU hogs. With no free core the parallel parent is
     charged its threads' CPU times added up, the serial candidate none of its waits. A pair of calls
-    with a parallel kernel in it counts only when no other task was runnable beyond the cores its
-    threads leave free: beside a hog no pair counts, and the run is not judged. Serial pairs are
-    judged beside the hog (their charge is CPU time); the control, the rule off, judges the
-    parallel comparison beside the hogs, and the serial candidate reads as the faster."""
-    assert (cpu_target.cores or 1) >= 2 and (os.cpu_count() or 1) >= 2
+    counts only when no other task was runnable beyond the cores the kernels leave free: beside the
+    hogs no pair counts and the run is not judged; quiet, it is judged (and slower). Every pair is
+    held to it, whatever its kernels did: the stop-41 adversary's copy of its parent that spins a
+    second thread on its slow calls (results/redteam-stop41) had those pairs dropped when only pairs
+    with two busy threads were tested, and was kept beside a hog; now it is not judged beside the
+    hogs and not kept quiet. The control, the rule off, judges the parallel comparison beside the
+    hogs, and the serial candidate reads as the faster."""
+    assert (cpu_target.cores or 1) >= 2 and len(os.sched_getaffinity(0)) >= 2
     plan = TimingPlan(warmup=2, min_trials=20, max_trials=40, budget_s=4.0, protocol=ISOLATED)
     backend = CBackend(cache_dir=tmp_path_factory.mktemp("rt-free-cores"), check_timeout_s=10.0,
                        memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
-    task, target = get_task("layernorm"), _no_peaks(cpu_target)
-    serial = (ATTACKS_RUN / "serial_vs_parallel_layernorm.c").read_text()
+    target = _no_peaks(cpu_target)
+    layernorm, matvec = get_task("layernorm"), get_task("matvec")
+    serial = (RESULTS / "redteam-stop29" / "serial_vs_parallel_layernorm.c").read_text()
     loop = "    for (int i = 0; i < r; i++) {"
     parallel = serial.replace(loop, "#pragma omp parallel for schedule(static)\n" + loop, 1)
     assert parallel != serial
-    quiet = evaluate(task, backend, target, serial, parallel)
+    veto, its_parent = ((RESULTS / "redteam-stop41" / f"veto_slow_calls_matvec{end}.c").read_text()
+                        for end in ("", "_parent"))  # fmt: skip
+    quiet = evaluate(layernorm, backend, target, serial, parallel)
     assert quiet.outcome == Outcome.DISCARDED and (quiet.speedup or 2) < 1.0, (quiet.speedup, quiet.reason)
+    vetoing_quiet = evaluate(matvec, backend, target, veto, its_parent)
+    assert vetoing_quiet.judged and vetoing_quiet.outcome == Outcome.DISCARDED, vetoing_quiet.reason
     with _cpu_hogs():
-        loaded = evaluate(task, backend, target, serial, parallel)
-        both_serial = evaluate(task, backend, target, serial, serial)
-        monkeypatch.setattr(isolated, "QUIET_PARALLEL_PAIRS", False)
-        control = evaluate(task, backend, target, serial, parallel)
-    assert loaded.outcome == Outcome.DISCARDED and loaded.speedup is None, (loaded.outcome, loaded.speedup)
-    assert "not judged" in loaded.reason and "free cores" in loaded.reason, loaded.reason
-    assert both_serial.speedup is not None, both_serial.reason
+        loaded = evaluate(layernorm, backend, target, serial, parallel)
+        vetoing = evaluate(matvec, backend, target, veto, its_parent)
+        monkeypatch.setattr(isolated, "QUIET_PAIRS", False)
+        control = evaluate(layernorm, backend, target, serial, parallel)
+    for verdict in (loaded, vetoing):
+        assert verdict.outcome == Outcome.DISCARDED and not verdict.judged, (verdict.outcome, verdict.reason)
+        assert verdict.speedup is None and "not judged" in verdict.reason, verdict.reason
     # kept in 6 of 6 runs at 1.06-1.09x here (docs/sandbox.md); a faster reading than the parent's is
     # the fake the rule stops, whether or not the keep decision's interval clears its bar
     assert (control.speedup or 0) > 1.0, (control.outcome, control.speedup, control.reason)
 
 
 @pytest.mark.parametrize(
-    ("runnable", "busy", "cpus", "crowded"),
+    ("runnable", "cores", "cpus", "crowded"),
     [
         ([1, 1, 1], 2, 2, False),  # only the evaluator's own reading ran
         ([1, 2, 1], 2, 2, True),  # another task wanted one of the two cores
-        ([3, 3, 3], 1, 2, False),  # serial: its charge is CPU time, which no wait stretches
-        ([5, 5, 5], 2, 16, False),  # four others on a 16-core host leave the kernel its two cores
+        ([2, 2, 2], 1, 2, False),  # a one-core target on two CPUs: one other task leaves it its core
+        ([3, 1, 1], 1, 2, True),
+        ([5, 5, 5], 2, 16, False),  # four others on a 16-CPU host leave the kernels their two cores
         ([16, 1, 1], 2, 16, True),
     ],
 )
-def test_a_pair_is_crowded_when_another_task_could_take_a_core_its_threads_need(
-    runnable: list[int], busy: int, cpus: int, crowded: bool
+def test_a_pair_is_crowded_when_another_task_could_take_a_core_the_kernels_are_given(
+    runnable: list[int], cores: int, cpus: int, crowded: bool
 ) -> None:
-    assert isolated.crowded(runnable, busy, cpus) is crowded
+    assert isolated.crowded(runnable, cores, cpus) is crowded

@@ -6,6 +6,6 @@ import sys
 from kernelgraph.agent.backends import isolated
 from kernelgraph.cli import main
 
-isolated.QUIET_PARALLEL_PAIRS = sys.argv[1] == "on"
+isolated.QUIET_PAIRS = sys.argv[1] == "on"  # QUIET_PARALLEL_PAIRS when these runs were made (4d3e97d)
 sys.argv = ["kernelgraph", "evaluate", *sys.argv[2:]]
 sys.exit(main())
