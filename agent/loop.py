@@ -93,7 +93,7 @@ class OptimizeResult:
     best_config: Config | None
     steps: list[StepReport] = field(default_factory=list)
     unrecorded: int = 0  # attempts the service did not take
-    not_judged: int = 0  # attempts not compared fairly (a parallel kernel on a busy host): not recorded
+    not_judged: int = 0  # attempts not compared fairly (other tasks wanted the cores): not recorded
     chained_speedup: float = 1.0  # product of the kept steps' interleaved speedups
     final_interleaved: bool = False  # baseline_ns and best_ns come from one interleaved profile
     library: LibraryTiming | None = None  # the task's library call, timed at the run's start
@@ -565,8 +565,8 @@ def _attempt(
     else:
         if stored is not None:
             best.measurement_id = stored.parent_measurement_id
-        if stored is not None and new_best is not best:  # the kept child's measurement is the next parent
-            new_best.measurement_id = stored.child_measurement_id
+            if new_best is not best:  # the kept child's measurement was just recorded: it is the next parent
+                new_best.measurement_id = stored.child_measurement_id
     report = StepReport(
         step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome, speedup=speedup,
         median_ns=profile.median_ns if profile is not None and not profile.static else None, best_ns=result.best_ns,

@@ -42,8 +42,8 @@ class CheckResult:
     outcome: Outcome  # KEPT here means "correct"; INCORRECT, CRASHED, TIMEOUT otherwise
     reason: str = ""
     max_abs_error: float | None = None
-    # False: the kernels could not be compared fairly (a parallel kernel on a busy host: DISCARDED,
-    # "not judged"), which is no evidence about the candidate either way
+    # False: the kernels could not be compared fairly (other tasks wanted their cores: DISCARDED, "not
+    # judged"), which is no evidence about the candidate either way
     judged: bool = True
 
     @property

@@ -6,7 +6,9 @@ Four cells, `decisions` each, on rmsnorm at a small instance with the loop's qui
 - false discards: a kernel against the same kernel doing 30% more rows again (the candidate is
   about 1.3x faster; a discard is false; the measured ratio is reported);
 each on the machine as it is ("quiet": whatever else runs, its load recorded) and with this bench
-burning a core in another process ("loaded"); `conditions` picks which. The two kernel pairs alternate,
+burning a core in another process ("loaded"; since evaluator 8 a comparison is made only on free
+cores, so every loaded decision is "not judged" and counted under `failed`: the cell shows that rule,
+not a keep rate under load); `conditions` picks which. The two kernel pairs alternate,
 decision by decision. A profile that fails (the protocol could not run the kernel) is counted as the
 loop would decide it, not kept, and counted apart (`failed`) with its reasons: a bench that stopped on
 the first one would hide how often a loaded machine makes the evaluator fail an honest kernel.

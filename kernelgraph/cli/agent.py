@@ -251,8 +251,8 @@ def optimize_cmd(
     if out is not None:
         console.print(f"best source written to {out}")
     if result.not_judged:
-        err.print(f"[yellow]warning:[/] {result.not_judged} attempts were not judged and not recorded: a comparison "
-                  "with a parallel kernel is made only on free cores, and other processes were running")  # fmt: skip
+        err.print(f"[yellow]warning:[/] {result.not_judged} attempts were not judged and not recorded: two kernels "
+                  "are compared only on free cores, and other processes wanted them")  # fmt: skip
     if result.unrecorded:
         err.print(f"[yellow]warning:[/] {result.unrecorded} attempts could not be recorded (see the log)")
 

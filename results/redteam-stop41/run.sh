@@ -20,6 +20,7 @@ PY
 }
 for round in 1 2; do
   ev "veto-matvec-hog-$round" 1 matvec veto_slow_calls_matvec.c veto_slow_calls_matvec_parent.c
+  ev "veto-matvec-quiet-$round" 0 matvec veto_slow_calls_matvec.c veto_slow_calls_matvec_parent.c
   ev "veto-layernorm-hog-$round" 1 layernorm veto_slow_calls_layernorm.c veto_slow_calls_layernorm_parent.c
   ev "dodge-parent-hog-$round" 1 layernorm ../redteam-stop29/serial_vs_parallel_layernorm.c dodge_busy_share_layernorm.c
   ev "dodge-parent-quiet-$round" 0 layernorm ../redteam-stop29/serial_vs_parallel_layernorm.c dodge_busy_share_layernorm.c

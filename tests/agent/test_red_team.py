@@ -1011,8 +1011,11 @@ def test_a_kernel_cannot_predict_the_inputs_of_the_calls_to_come(
 
 @contextlib.contextmanager
 def _cpu_hogs() -> Iterator[None]:
-    """Processes that always want a core, one fewer than the machine has: no two cores are free."""
-    hogs = [subprocess.Popen(["python3", "-c", "while True: pass"]) for _ in range((os.cpu_count() or 2) - 1)]
+    """Processes that always want a core, one fewer than this process may use: no two are free."""
+    hogs = [
+        subprocess.Popen(["python3", "-c", "while True: pass"])
+        for _ in range(len(os.sched_getaffinity(0)) - 1)
+    ]
     try:
         time.sleep(0.5)
         yield
@@ -1080,3 +1083,18 @@ def test_a_pair_is_crowded_when_another_task_could_take_a_core_the_kernels_are_g
     runnable: list[int], cores: int, cpus: int, crowded: bool
 ) -> None:
     assert isolated.crowded(runnable, cores, cpus) is crowded
+
+
+def test_the_threads_recorded_are_the_most_a_kernel_ran_with(
+    tmp_path_factory: pytest.TempPathFactory, cpu_target: Target
+) -> None:
+    """Found by the stop-41 adversary: the thread count stored with a measurement was read after the
+    first call, so a kernel that starts its threads on a later call was recorded as serial."""
+    backend = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-threads"), check_timeout_s=10.0,
+                              memory_bytes=768 << 20, counters=False,
+                              timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
+    profile = backend.profile(
+        get_task("rmsnorm"), (RED_TEAM / "threads_late.c").read_text(), _no_peaks(cpu_target)
+    )
+    assert profile.outcome == Outcome.KEPT, profile.reason
+    assert profile.counters[CounterName.THREADS] == cpu_target.cores, profile.counters[CounterName.THREADS]
