@@ -684,7 +684,7 @@ def time_isolated(
     call; then run the candidate on every input set for `evaluator.verify`.
 
     Returns the run's report (outputs and input digests of every set; `extra["times"]` per kernel,
-    `cpu_ns`, `threads_used`, `protocol`) and the verdict on the timed calls.
+    `cpu_ns`, `threads_used`, `protocol`, `crowded_pairs`) and the verdict on the timed calls.
     """
     draw = random.SystemRandom()
     with contextlib.ExitStack() as stack:
