@@ -303,6 +303,7 @@ class KeepDecision:
     high: float
     measurements: int
     pairs: int
+    refused: str = ""  # why a re-measurement was not judged (`ProfileResult.judged`): no decision
 
     def describe(self, keep_threshold: float) -> str:
         return (f"{self.speedup:.3f}x the current best ({KEEP_CONFIDENCE:.0%} interval {self.low:.3f}-"
@@ -323,6 +324,8 @@ def keep_decision(
         if low > bar or mid <= bar or measurements >= MAX_MEASUREMENTS:
             return KeepDecision(low > bar, mid, low, high, measurements, len(pairs))
         again = remeasure()
+        if again is not None and not again.judged:  # no verdict either way: the loop records nothing
+            return KeepDecision(False, mid, low, high, measurements, len(pairs), refused=again.reason)
         if again is None or not again.paired_ratios:  # the re-measurement failed: not proven
             return KeepDecision(False, mid, low, high, measurements, len(pairs))
         pairs.extend(again.paired_ratios)
@@ -355,6 +358,9 @@ def evaluate(
         # The recorded speedup is the stored measurement's own (parent median / median); the
         # decision rests on the interval of the pairs.
         ratio = profile.parent_median_ns / profile.median_ns if profile.parent_median_ns else decision.speedup
+        if decision.refused:
+            return Evaluation(Outcome.DISCARDED, f"promising, but re-measured {decision.refused}", profile,
+                              judged=False)  # fmt: skip
         if decision.keep and ratio > 1.0:
             return replace(verdict, speedup=ratio)
         # Kept means faster in the evidence stored too (the service refuses a `kept` whose recorded pair
@@ -379,7 +385,7 @@ def _remeasure(
     task: Task, backend: Backend, target: Target, source: str, parent_source: str
 ) -> ProfileResult | None:
     again = backend.profile(task, source, target, parent_source=parent_source)
-    return again if again.outcome == Outcome.KEPT else None
+    return again if again.outcome == Outcome.KEPT or not again.judged else None
 
 
 def optimize(
@@ -439,7 +445,8 @@ def optimize(
             idle = 0
             report, best, entry = _attempt(task, backend, target, client, proposal, best, result, step, run_id,
                                            agent or proposer.name, keep_threshold)  # fmt: skip
-            tried.add(_proposal_key(proposal))
+            if report.judged:  # a proposal not judged may be proposed again
+                tried.add(_proposal_key(proposal))
             history.append(entry)
             diagnosis = report.diagnosis
             result.steps.append(report)

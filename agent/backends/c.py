@@ -314,13 +314,13 @@ class CBackend:
         # that sleeps inside its calls (no CPU time: its charge) passed them at 2x while kept at 25x
         # (the stop-29 adversary). A serial call's charge is its threads' CPU time, which no wait
         # stretches, so it is never above what the peaks allow its running time.
-        judged = judge_timing(
+        plausibility = judge_timing(
             task, sets[0], median, parent_median,
             peak_gflops=target.peak_gflops, peak_gbps=target.max_gbps,
             reverify=lambda: self.check(task, source, target, seeds=REVERIFY_SEEDS),
         )  # fmt: skip
-        if judged.outcome is not None:
-            return self._failed(judged.outcome, judged.reason)
+        if plausibility.outcome is not None:
+            return self._failed(plausibility.outcome, plausibility.reason)
         cores = limits.threads
         parallel = measured_parallelism(report.extra, cores)
         threads = parallel.get(CounterName.THREADS, 1.0)
@@ -348,7 +348,7 @@ class CBackend:
                 derived[overhead] = float(report.extra[overhead.value])
         derived[CounterName.IQR_NS] = q3 - q1
         derived[CounterName.REL_IQR] = (q3 - q1) / median if median else math.nan
-        if judged.reverified:
+        if plausibility.reverified:
             derived[CounterName.REVERIFIED_SUSPICIOUS] = 1.0
         return ProfileResult(
             median_ns=median,
@@ -358,8 +358,8 @@ class CBackend:
             counter_source=counter_source,
             parent_median_ns=parent_median,
             tool_versions=tool_versions,
-            reverified=judged.reverified,
-            reason=judged.reason,
+            reverified=plausibility.reverified,
+            reason=plausibility.reason,
             evaluator_version=EVALUATOR_VERSION,
             sandbox=self.sandbox.label,
             paired_ratios=paired,

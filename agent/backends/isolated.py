@@ -34,6 +34,7 @@ calls, `TimingPlan(protocol="in-process")`) stays selectable for the red-team co
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import hashlib
 import itertools
@@ -671,6 +672,24 @@ def _one_blas_thread() -> contextlib.AbstractContextManager[object]:
     return limits
 
 
+# Evaluations on one machine take turns at timing (several agents of `kernelgraph demo --agents`, or
+# of a user's own): two comparisons timed at once would take each other's cores, and evaluator 8
+# refuses a comparison made on cores that were not free. Compiling and checking still overlap.
+TIMING_LOCK = Path(tempfile.gettempdir()) / "kernelgraph-timing.lock"
+
+
+@contextlib.contextmanager
+def _timing_turn() -> Iterator[None]:
+    """This process's turn at timing on this machine (an advisory lock on TIMING_LOCK), waited for
+    before any kernel's time limit starts."""
+    fd = os.open(TIMING_LOCK, os.O_RDONLY | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 def time_isolated(
     task: Task,
     input_sets: Sequence[Arrays],
@@ -688,6 +707,7 @@ def time_isolated(
     """
     draw = random.SystemRandom()
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_timing_turn())
         stack.enter_context(_one_blas_thread())
         servers: list[KernelServer] = []
         try:
@@ -777,7 +797,7 @@ def _run(
 ) -> tuple[RunReport, CheckResult]:  # fmt: skip
     base = input_sets[0]
     checker = CallChecker(task, base, specs, row_reference(task), draw)
-    calls = plan.warmup + 2 * plan.max_trials + 1  # crowded pairs (`crowded`) are measured again
+    calls = plan.warmup + 2 * plan.max_trials + 1  # a crowded pair (`crowded`) is replaced by a new one
     factors = variant_factors(
         max(a.size for a in base.values()), max(VARIANT_OFFSETS, calls), draw.randrange(1 << 31)
     )
@@ -792,7 +812,12 @@ def _run(
     cpu_ns = [0] * len(servers)  # per kernel, its threads' CPU time in the timed calls, less the overhead
     started = time.perf_counter()
     crowded_pairs = crowded_in_a_row = 0
+    quiet_pairs = QUIET_PAIRS and len(servers) > 1  # a comparison; one kernel timed alone compares nothing
     cpus = len(os.sched_getaffinity(0))
+    if quiet_pairs and servers[0].cores > cpus:  # the host's setup, not the kernel's doing: no verdict
+        why = (f"not judged: the target gives the kernels {servers[0].cores} cores and this process may run on "
+               f"{cpus} CPUs: a comparison is made only on free cores")  # fmt: skip
+        return RunReport(RunStatus.OK, message=why), CheckResult(Outcome.DISCARDED, why, judged=False)
     for call in range(calls):
         checker.variant(factors, call)
         order = list(enumerate(servers)) if call % 2 == 0 else list(enumerate(servers))[::-1]
@@ -800,11 +825,12 @@ def _run(
             group_start = [(s.group_cpu_ns(), s.accounted_ns) for s in servers]
             started = time.perf_counter()
         pair: dict[int, tuple[int, int, int]] = {}
-        runnable = [runnable_tasks()]
+        runnable = [runnable_tasks()] if quiet_pairs else []
         for k, server in order:  # A B, then B A: order effects hit both alike
             checker.write(server)
             elapsed, wall = server.call(deadline)
-            runnable.append(runnable_tasks())
+            if quiet_pairs:
+                runnable.append(runnable_tasks())
             pair[k] = (
                 overhead.off(elapsed, server.wall_bound),
                 wall,
@@ -820,7 +846,7 @@ def _run(
                 return RunReport(RunStatus.OK, message=message), CheckResult(Outcome.CRASHED, message)
         if call < plan.warmup:
             continue
-        if QUIET_PAIRS and len(servers) > 1 and crowded(runnable, servers[0].cores, cpus):
+        if quiet_pairs and crowded(runnable, servers[0].cores, cpus):
             crowded_pairs += 1
             if crowded_pairs > max(plan.min_trials, len(times[0])):
                 why = (f"not judged: in {crowded_pairs} of {crowded_pairs + len(times[0])} pairs of calls another "
@@ -859,6 +885,6 @@ def _run(
         "call_overhead_ns": overhead.cpu_ns, "call_wall_overhead_ns": overhead.wall_ns,
         "checked_rows": CHECKED_ROWS if checker.rows_of is not None else "all", "crowded_pairs": crowded_pairs,
     }  # fmt: skip
-    checked = len(times[0]) + plan.warmup
+    checked = call + 1  # crowded pairs and the warm-up calls were checked too
     report = RunReport(RunStatus.OK, outputs=tuple(outputs), input_digests=tuple(digests), extra=extra)
     return report, CheckResult(Outcome.KEPT, f"every one of {checked} calls checked")

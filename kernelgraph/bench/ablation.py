@@ -87,10 +87,13 @@ class MemoBackend:
         key = (task.name, target.name, source)
         if key not in self._profiled:
             baseline = task.source(self.name, task.baseline_config)
-            self._profiled[key] = self.inner.profile(
+            profiled = self.inner.profile(
                 task, source, target, parent_source=None if source == baseline else baseline
             )
             self.measured += 1
+            if not profiled.judged:  # refused on a busy moment: measured again when next asked
+                return profiled
+            self._profiled[key] = profiled
         return self._profiled[key]
 
     def profile(

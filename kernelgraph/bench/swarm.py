@@ -238,9 +238,11 @@ def _run_arm(
                     line = event_line(event, agents, time.monotonic() - started_at)
                     if line:
                         progress.console.print(line, highlight=False)
-                # The next agent starts once this one has recorded an attempt (or has ended).
+                # The next agent starts once this one has recorded an attempt, or had one not judged (the
+                # cores were not free: nothing to record), or has ended.
                 if launched < len(agents) and index == launched - 1 and (
-                        (kind == "step" and event["recorded"]) or kind == "exit"):  # fmt: skip
+                        (kind == "step" and (event["recorded"] or not event.get("judged", True)))
+                        or kind == "exit"):  # fmt: skip
                     _launch(agents[launched], events)
                     launched += 1
     finally:

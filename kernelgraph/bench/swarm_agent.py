@@ -187,7 +187,7 @@ def step_event(agent: str, report: StepReport, first_seen_from: Sequence[str]) -
     the transform (empty when it saw it first in its own)."""
     return {"event": "step", "agent": agent, "step": report.step, "transform": report.transform,
             "params": report.params, "outcome": report.outcome.value, "speedup": report.speedup,
-            "best_so_far": report.speedup_so_far, "recorded": report.recorded,
+            "best_so_far": report.speedup_so_far, "recorded": report.recorded, "judged": report.judged,
             "first_seen_from": list(first_seen_from)}  # fmt: skip
 
 
@@ -218,6 +218,7 @@ def run_agent(config: AgentConfig, emit: Emit) -> dict[str, Any]:
         "final_interleaved": result.final_interleaved, "attempts": result.attempts, "kept": len(kept),
         "kept_first_seen_elsewhere": sum(1 for s in kept if s.transform in proposer.first_seen_elsewhere),
         "first_seen_elsewhere": proposer.first_seen_elsewhere, "unrecorded": result.unrecorded,
+        "not_judged": result.not_judged,
         "retrievals": proposer.retrievals, "retrievals_with_others": proposer.retrievals_with_others,
         "attempt_keys": [s.attempt_key for s in result.steps if s.recorded],
         "curve": result.curve, "at": time.time(),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +17,7 @@ from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 from kernelgraph.agent.loop import optimize
 from kernelgraph.agent.proposers.base import Proposal, ProposalContext
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
-from kernelgraph.agent.results import Outcome
+from kernelgraph.agent.results import Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.client.http import AttemptLike
@@ -172,8 +175,8 @@ def test_an_attempt_not_judged_is_reported_and_not_recorded(
     quick_backend: CBackend, cpu_target: Target, client: InProcessClient, store: GraphStore, namespace: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    """A comparison with a parallel kernel in it is made only on free cores (evaluator 8): on a busy
-    host it is not judged, which says nothing of the transform, so the loop reports it and stores
+    """Two kernels are compared only on free cores (evaluator 8): on a busy host the comparison is not
+    judged, which says nothing of the transform, so the loop reports it and stores
     nothing (a stored failure would count against the transform in every later retrieval)."""
     monkeypatch.setattr(isolated, "runnable_tasks", lambda: 1024)  # every sample: other tasks want every core
     proposer = _OneChange("parallelize", {"parallel": True})
@@ -183,6 +186,27 @@ def test_an_attempt_not_judged_is_reported_and_not_recorded(
     assert not step.judged and not step.recorded and result.to_json()["steps"][0]["judged"] is False
     assert (result.not_judged, result.unrecorded) == (1, 0)
     assert attempts_in_graph(store, namespace, result.run_id) == []
+
+
+def test_evaluations_on_one_machine_take_turns_at_timing(quick_backend: CBackend, cpu_target: Target) -> None:
+    """Two comparisons timed at once would take each other's cores (and be refused): a profile waits
+    while another process of this machine holds the timing turn (here this test, by its own lock)."""
+    task = get_task("rmsnorm")
+    source = task.source("c", task.baseline_config)
+    done: list[ProfileResult] = []
+    fd = os.open(isolated.TIMING_LOCK, os.O_RDONLY | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        waiting = threading.Thread(
+            target=lambda: done.append(quick_backend.profile(task, source, cpu_target))
+        )
+        waiting.start()
+        waiting.join(timeout=3.0)
+        assert waiting.is_alive() and not done, "the profile did not wait for its turn"
+    finally:
+        os.close(fd)
+    waiting.join(timeout=60.0)
+    assert done and done[0].outcome == Outcome.KEPT, done
 
 
 def test_triton_without_a_gpu_records_static_attempts_and_keeps_nothing(

@@ -3,7 +3,9 @@ and the loop's keep decision over the interleaved pairs (agent/loop.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+from typing import Any
 
 import numpy as np
 
@@ -14,8 +16,9 @@ from kernelgraph.agent.backends._child import (
     staggered_offsets,
 )
 from kernelgraph.agent.backends.timing import TimingJudgement, TimingPlan, judge_timing
-from kernelgraph.agent.loop import MAX_MEASUREMENTS, keep_decision, median_interval
-from kernelgraph.agent.results import CheckResult, Outcome, ProfileResult
+from kernelgraph.agent.loop import MAX_MEASUREMENTS, evaluate, keep_decision, median_interval
+from kernelgraph.agent.results import CheckResult, CompileResult, Outcome, ProfileResult
+from kernelgraph.agent.targets import get_target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.core.signature import CounterSource
 
@@ -104,6 +107,38 @@ def test_an_unproven_gain_is_remeasured_up_to_the_bound_then_discarded() -> None
     assert proven.keep and proven.measurements == 2
     failed = keep_decision(_profile(noisy), lambda: None, 0.02)
     assert not failed.keep and failed.measurements == 1
+
+
+def test_a_remeasurement_not_judged_leaves_no_decision() -> None:
+    """A promising candidate whose re-measurement was not judged (evaluator 8: the cores were not
+    free) is neither kept nor a failure: the decision says why it is refused, and `evaluate` marks
+    the verdict not judged, so the loop records nothing."""
+    noisy = [0.8, 1.3] * 10
+    why = "not judged: in 21 of 21 pairs of calls another task wanted one of the 2 cores"
+    refused = dataclasses.replace(_profile([]), outcome=Outcome.DISCARDED, reason=why, judged=False)
+    decision = keep_decision(_profile(noisy), lambda: refused, 0.02)
+    assert not decision.keep and decision.refused == why and decision.measurements == 1
+
+    class Refusing:  # the first profile is promising, the re-measurement is refused
+        name = "c"
+
+        def __init__(self) -> None:
+            self.profiles = [dataclasses.replace(_profile(noisy), parent_median_ns=1.05), refused]
+
+        def compile(self, task: Any, source: str, target: Any) -> CompileResult:
+            return CompileResult(ok=True, artifact="kernel.so")
+
+        def check(self, task: Any, source: str, target: Any, seeds: Any = ()) -> CheckResult:
+            return CheckResult(Outcome.KEPT)
+
+        def profile(
+            self, task: Any, source: str, target: Any, parent_source: str | None = None
+        ) -> ProfileResult:
+            return self.profiles.pop(0)
+
+    verdict = evaluate(get_task("rmsnorm"), Refusing(), get_target("cpu-x86-64-v2"), "candidate", "parent")
+    assert verdict.outcome == Outcome.DISCARDED and not verdict.judged and verdict.speedup is None
+    assert why in verdict.reason, verdict.reason
 
 
 def test_both_protocols_lay_a_kernels_arrays_out_staggered() -> None:

@@ -33,7 +33,8 @@ class LandscapeVersionError(ValueError):
 # call's inputs at an offset the evaluator draws) and what the plausibility checks read, which for the
 # in-process protocol was already the charged time (agent/evaluator.py): a landscape point of 6 is one
 # of 7. Version 8 changed only which of the isolated protocol's pairs of calls count (those timed on
-# free cores), never how the in-process protocol times a landscape's point: a point of 7 is one of 8. A version is added here only with that argument written beside it.
+# free cores), never how the in-process protocol times a landscape's point: a point of 7 is one of
+# 8. A version is added here only with that argument written beside it.
 SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8})
 
 
