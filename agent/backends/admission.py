@@ -23,9 +23,9 @@ import re
 import struct
 from dataclasses import dataclass
 
-ADMISSION_VERSION = (
-    4  # 3: a forbidden sequence the link's layout made is linked away (LAYOUT_PAD); 4: no executable stack
-)
+# 3: a forbidden sequence the link's layout made is linked away (LAYOUT_PAD); 4: no executable stack;
+# 5: no indirect function (its resolver is load-time code, as a constructor is)
+ADMISSION_VERSION = 5
 
 _MATH = [
     "sin",
@@ -173,6 +173,14 @@ def check_object(nm_output: str, kernel_object: bytes, shared_object: bytes) -> 
                         "the result from the arguments alone"
                     )
                 )
+        elif len(parts) >= 3 and parts[1] == "i":  # the stop-41 adversary (results/redteam-stop41b)
+            found.append(
+                Rejection(
+                    f"defines an indirect function `{parts[2]}` (nm type i, `__attribute__((ifunc))`): the "
+                    "loader runs its resolver when the object is loaded, before any call, as it would a "
+                    "constructor; a kernel's code may run only when `kernel` is called"
+                )
+            )
         elif len(parts) >= 3 and parts[1] in WRITABLE_TYPES:
             name = re.sub(r"\.\d+$", "", parts[2])  # gcc names a function's static `x` as `x.0`
             found.append(

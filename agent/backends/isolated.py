@@ -803,11 +803,11 @@ def _run(
     )
     checker.variant(factors, 0)
     overhead = call_overhead(servers, deadline, checker.write)
+    threads_before = servers[0].threads()  # before the kernel is loaded: threads its loading starts count
     for server in servers:
         server.load_kernel(deadline)
     times: list[list[int]] = [[] for _ in servers]
     walls: list[list[int]] = [[] for _ in servers]
-    threads_before = servers[0].threads()
     threads_used = 0
     cpu_ns = [0] * len(servers)  # per kernel, its threads' CPU time in the timed calls, less the overhead
     started = time.perf_counter()

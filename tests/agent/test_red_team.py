@@ -189,6 +189,7 @@ ADMISSION_REJECTS = {
     "user_namespace.c": "`unshare`",
     "content_cache.c": "writable global or static data",
     "call_counting.c": "writable global or static data `calls`",
+    "ifunc_resolver.c": "indirect function `loaded`",
 }
 
 
