@@ -53,7 +53,10 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    QUIET_PAIRS); a run whose crowded pairs outnumber the rest is not judged (DISCARDED, "not
 #    judged", `judged` False, and the loop records no such attempt). Under outside load a serial
 #    candidate was kept against a faster parallel parent. The pairs that count are timed as in 7.
-EVALUATOR_VERSION = 8
+# 9: the isolated protocol reads back every cache line of a call's buffers after writing them, before
+#    the kernel is thawed (agent/backends/isolated.py CACHE_LINE): a cache-resident kernel's first
+#    pass over the evaluator's writes ran up to 1.5x slower than over its own process's.
+EVALUATOR_VERSION = 9
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

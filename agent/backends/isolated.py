@@ -134,6 +134,17 @@ QUIET_PAIRS = True
 # refused (after about 8 s of waits); a lone crowded pair on a quiet host costs no wait.
 CROWDED_WAIT_S = 0.05
 CROWDED_WAIT_MAX_S = 0.5
+# After writing a call's inputs and filling its outputs, the evaluator reads one byte of every cache
+# line of the server's buffers back (`KernelServer.read_back`). Without it a kernel's first pass
+# over what the evaluator had just written ran slower than over what a kernel's own process writes:
+# transpose's tiled best-A, timed by a clock inside the kernel, took 2.6 ms a call isolated against
+# 1.7 in-process. The process boundary is not the cause (a plain C two-process hand-over over the same
+# tmpfs mapping timed alike); the evaluator's per-call memory traffic is (copying from `expected`, the
+# checks, the other kernel's buffers), and the read-back undoes most of it: transpose best-A x1.50 ->
+# x1.20 of the in-process median, best-B x1.25 -> x1.08, and the streaming tasks' cells 0.5-3% nearer
+# (interleaved rounds; docs/sandbox.md#cost). Why a read helps is not known: this VM exposes no
+# cache counters. It costs one strided pass a call (about 0.25 ms per 10 MB).
+CACHE_LINE = 64
 
 
 class ProtocolError(Exception):
@@ -360,6 +371,11 @@ class KernelServer:
         self.frozen = True
         if os.fstat(self._fd).st_size != self.size:  # touching a truncated mapping would SIGBUS us
             raise ProtocolError(RunStatus.CRASHED, "the kernel's process resized the shared buffers")
+
+    def read_back(self) -> None:
+        """Read one byte of every cache line of the shared buffers (`CACHE_LINE`; frozen: nothing
+        the kernel does changes what is read, and the values are not used)."""
+        int(self._map[::CACHE_LINE].max())
 
     def thaw(self, pids: Sequence[int] | None = None) -> None:
         for pid in self.tree() if pids is None else pids:
@@ -595,12 +611,14 @@ class CallChecker:
         core the kernel's main thread last ran on, so the lines sit in that core's caches as when a
         kernel's own process writes its inputs (written from another core, every line the kernel
         touches first crosses between the cores; layernorm's 2-thread best-B spread 0.56 unpinned,
-        0.12 pinned, in 5 repeats: docs/sandbox.md#cost)."""
+        0.12 pinned, in 5 repeats: docs/sandbox.md#cost); then read back from that core
+        (`CACHE_LINE` says why)."""
         with _on_cpu_of(server):
             for buf, name in zip(server.inputs, self.expected, strict=True):
                 np.copyto(buf, self.expected[name])
             for out in server.outputs:
                 out.fill(np.nan if out.dtype.kind == "f" else np.iinfo(out.dtype).min)
+            server.read_back()
 
     def check(self, call: int, servers: Sequence[KernelServer]) -> list[str]:
         """Per server, "" when its call was right, else why not."""

@@ -34,8 +34,9 @@ class LandscapeVersionError(ValueError):
 # in-process protocol was already the charged time (agent/evaluator.py): a landscape point of 6 is one
 # of 7. Version 8 changed only which of the isolated protocol's pairs of calls count (those timed on
 # free cores), never how the in-process protocol times a landscape's point: a point of 7 is one of
-# 8. A version is added here only with that argument written beside it.
-SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8})
+# 8. Version 9 changed only the isolated protocol's buffers before a call (read back after they are
+# written): a point of 8 is one of 9. A version is added here only with that argument written beside it.
+SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9})
 
 
 def _as_running(evaluator: int | None) -> int | None:
