@@ -46,7 +46,8 @@ def _checker(task: Task, seed: int = 1) -> tuple[CallChecker, SimpleNamespace]:
     checker = CallChecker(task, base, specs, row_reference(task), random.Random(seed))
     # No kernel process behind it: like a server whose process cannot be read, it has no last CPU.
     server = SimpleNamespace(inputs=[np.empty_like(a) for a in base.values()],
-                             outputs=[np.empty(s.shape, s.dtype) for s in specs], last_cpu=lambda: None)  # fmt: skip
+                             outputs=[np.empty(s.shape, s.dtype) for s in specs], last_cpu=lambda: None,
+                             read_back=lambda: None)  # fmt: skip
     return checker, server
 
 
