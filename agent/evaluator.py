@@ -55,7 +55,9 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    candidate was kept against a faster parallel parent. The pairs that count are timed as in 7.
 # 9: the isolated protocol reads back every cache line of a call's buffers after writing them, before
 #    the kernel is thawed (agent/backends/isolated.py CACHE_LINE): a cache-resident kernel's first
-#    pass over the evaluator's writes ran up to 1.5x slower than over its own process's.
+#    pass over the evaluator's writes ran up to 1.5x slower than over its own process's. And a call's
+#    clocks start before the evaluator reads the kernel's done FIFO, which can wake a frozen kernel
+#    that asked for a signal then: what it runs once woken is charged.
 EVALUATOR_VERSION = 9
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)

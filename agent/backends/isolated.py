@@ -87,9 +87,9 @@ STAND_IN_NS = 1_000_000
 FREEZE_TIMEOUT_S = 15.0
 # A freeze walks the process tree, stops what it finds, waits for every thread to stop, then walks
 # again for processes forked meanwhile. The wait polls the threads' states only (a walk costs about
-# 50 us here) and, for its first FREEZE_SPIN_S, only yields between polls: a thread stops within one
+# 50 us here) and, for its first FREEZE_SPIN_S, sleeps 0 s between polls: a thread stops within one
 # poll of SIGSTOP, and a 0.2 ms sleep between walks (0.25-0.3 ms with the timer's slack) made each
-# freeze take 0.55 ms, 15% of matmul best-B's isolated profile (119 freezes); polled, 0.26 ms.
+# freeze take 0.55 ms, 15% of matmul best-B's isolated profile (119 freezes); now about 0.3 ms.
 FREEZE_SPIN_S = 0.001
 _TICKS = os.sysconf("SC_CLK_TCK")
 # CPU time the process used beyond what its live threads account for (threads that ran and exited
@@ -332,8 +332,9 @@ class KernelServer:
         """Host pids of every process the sandbox started (bwrap's own launcher excluded). Frozen,
         the tree the freeze found: a stopped process starts none (a walk costs about 50 us, and a
         call would walk it six times)."""
-        if self.frozen:
-            return list(self._frozen_tree)
+        return list(self._frozen_tree) if self.frozen else self._walk()
+
+    def _walk(self) -> list[int]:
         found, todo = [], [self.proc.pid]
         while todo:
             pid = todo.pop()
@@ -362,7 +363,7 @@ class KernelServer:
         started = time.monotonic()
         stopped: set[int] = set()
         while True:
-            pids = set(self.tree())
+            pids = set(self._walk())
             for pid in pids - stopped:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGSTOP)
@@ -370,7 +371,7 @@ class KernelServer:
             while running := [t for p in pids for t in _threads_not_stopped(p)]:
                 self._still_freezing(started, running)
                 time.sleep(0 if time.monotonic() < started + FREEZE_SPIN_S else 0.0002)
-            found = self.tree()
+            found = self._walk()
             if set(found) <= stopped:
                 break
             self._still_freezing(started, [])
@@ -395,10 +396,11 @@ class KernelServer:
         int(self._map[::CACHE_LINE].max())
 
     def thaw(self, pids: Sequence[int] | None = None) -> None:
-        for pid in self.tree() if pids is None else pids:
+        pids = self.tree() if pids is None else pids
+        self.frozen = False  # first: once one process runs, the frozen tree is no longer the tree
+        for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
-        self.frozen = False
 
     def thread_cpu(self, pids: Sequence[int] | None = None) -> dict[int, int]:
         """On-CPU nanoseconds of every live thread of the tree, as the OS accounts them (exact for
@@ -499,11 +501,13 @@ class KernelServer:
         one of the child's stand-ins instead (before the kernel is loaded: `call_overhead`). With
         `WALL_CAPPED_CLOCK` off (the red-team controls only) the time is stop 25's critical path of
         per-thread CPU totals."""
-        self._drain()
-        pids = self.tree()  # frozen, the tree cannot change: walked before the clock starts
+        pids = self.tree()  # frozen: the tree its freeze found
         before = self.thread_cpu(pids)
         process_before = self.process_cpu(pids)
         start = time.perf_counter_ns()
+        # Drained only once both clocks run: reading the done FIFO wakes a process that asked to be
+        # signalled then (O_ASYNC, F_SETOWN, F_SETSIG SIGCONT on its end), and what it runs is charged.
+        self._drain()
         self.thaw(pids)
         os.write(self._go, command)
         self._answer(b"d", deadline)

@@ -452,6 +452,41 @@ def _no_peaks(target: Target) -> Target:
     return dataclasses.replace(target, peak_gflops=None, peak_gbps=None)
 
 
+def test_the_done_fifo_is_read_only_once_a_calls_clocks_run(
+    monkeypatch: pytest.MonkeyPatch, isolated_timer: CBackend, cpu_target: Target
+) -> None:
+    """Reading the done FIFO wakes a frozen kernel that asked to be signalled then (O_ASYNC, F_SETOWN
+    and F_SETSIG SIGCONT on its end, all allowed): each call drains it only after reading the CPU
+    time its clock starts from and starting the wall clock, so what a kernel runs once woken is
+    charged. Before, the drain came first and a woken kernel ran uncharged on its fresh inputs until
+    the readings (stop 42's review)."""
+    events: list[str] = []
+    drain, process_cpu, perf_counter_ns = KernelServer._drain, KernelServer.process_cpu, time.perf_counter_ns
+
+    def drained(server: KernelServer) -> None:
+        events.append("drain")
+        drain(server)
+
+    def read_cpu(server: KernelServer, pids: Any) -> int:
+        events.append("cpu")
+        return process_cpu(server, pids)
+
+    def wall() -> int:
+        events.append("wall")
+        return perf_counter_ns()
+
+    monkeypatch.setattr(KernelServer, "_drain", drained)
+    monkeypatch.setattr(KernelServer, "process_cpu", read_cpu)
+    monkeypatch.setattr(isolated.time, "perf_counter_ns", wall)
+    source = (CHEATS / "correct.c").read_text()
+    profile = isolated_timer.profile(get_task("rmsnorm"), source, cpu_target, parent_source=source)
+    assert profile.outcome == Outcome.KEPT, profile.reason
+    assert events.count("drain") >= 2 * ATTACK_TIMING.min_trials
+    for i, event in enumerate(events):
+        if event == "drain":  # the last readings before it: the CPU clock, then the wall clock
+            assert events[i - 2 : i] == ["cpu", "wall"], events[max(0, i - 6) : i + 1]
+
+
 @pytest.mark.parametrize("kernel", sorted(TIMER_ATTACKS))
 def test_the_isolated_timer_is_not_fooled(
     kernel: str, world: World, isolated_timer: CBackend, cpu_target: Target
