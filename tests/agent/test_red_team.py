@@ -479,9 +479,10 @@ def test_the_done_fifo_is_read_only_once_a_calls_clocks_run(
     monkeypatch.setattr(KernelServer, "process_cpu", read_cpu)
     monkeypatch.setattr(isolated.time, "perf_counter_ns", wall)
     source = (CHEATS / "correct.c").read_text()
-    profile = isolated_timer.profile(get_task("rmsnorm"), source, cpu_target, parent_source=source)
+    # One kernel, not a comparison: judged on a busy host too (evaluator 8's rule holds comparisons only).
+    profile = isolated_timer.profile(get_task("rmsnorm"), source, cpu_target)
     assert profile.outcome == Outcome.KEPT, profile.reason
-    assert events.count("drain") >= 2 * ATTACK_TIMING.min_trials
+    assert events.count("drain") >= ATTACK_TIMING.min_trials
     for i, event in enumerate(events):
         if event == "drain":  # the last readings before it: the CPU clock, then the wall clock
             assert events[i - 2 : i] == ["cpu", "wall"], events[max(0, i - 6) : i + 1]
