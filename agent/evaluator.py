@@ -58,7 +58,11 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    pass over the evaluator's writes ran up to 1.5x slower than over its own process's. And a call's
 #    clocks start before the evaluator reads the kernel's done FIFO, which can wake a frozen kernel
 #    that asked for a signal then: what it runs once woken is charged.
-EVALUATOR_VERSION = 9
+# 10: the isolated protocol runs both kernels of a comparison in the same address layout (no
+#    randomisation in their children) and a single-threaded kernel on the comparison's one home CPU
+#    (agent/backends/isolated.py `Placement`); a kernel may not set its own CPUs. Each child's own
+#    layout and CPU moved a kernel's time by up to 15%: a kernel compared with itself read 0.89-1.12x.
+EVALUATOR_VERSION = 10
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

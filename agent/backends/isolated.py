@@ -248,10 +248,11 @@ def _separable(
 
 @contextlib.contextmanager
 def _on_cpu_of(server: KernelServer) -> Iterator[None]:
-    """This thread runs on the CPU the server's kernel process last ran on (its main thread: the
-    one that calls the kernel) while the block runs; anywhere, if that cannot be read or chosen."""
+    """This thread runs on the CPU the server's next call is placed on (`KernelServer.place`), else the
+    one its kernel process last ran on (its main thread: the one that calls the kernel), while the
+    block runs; anywhere, if that cannot be read or chosen."""
     allowed = os.sched_getaffinity(0)
-    cpu = server.last_cpu()
+    cpu = next(iter(server.cpus)) if len(server.cpus) == 1 else server.last_cpu()
     if cpu is None or cpu not in allowed or len(allowed) == 1:
         yield
         return
@@ -316,7 +317,7 @@ class KernelServer:
             [python_executable(), "-I", str(CHILD), str(work / "request.pkl"), str(work), "serve"],
             mounts=[Mount(work, writable=True), *python_mounts(), Mount(Path(artifact)), Mount(loop)],
             env=child_env(limits.threads), cwd=work, limits=limits.rlimits(),
-            stdout=self._log, stderr=subprocess.STDOUT,
+            stdout=self._log, stderr=subprocess.STDOUT, fixed_layout=True,
         )  # fmt: skip
         self.frozen = False
         self._frozen_tree: list[int] = []  # the tree as the last freeze left it (`tree`)
@@ -325,6 +326,7 @@ class KernelServer:
         self._stand_in_cpu_ns = self._stand_in_wall_ns = 0  # what the child's stand-in reported last
         self.wall_bound = False  # whether the last call's time is its wall time (`call`)
         self.call_cpu_ns = 0  # the CPU time of every thread of the tree in the last call
+        self.cpus: frozenset[int] = frozenset()  # where `place` let its threads run (empty: not placed)
 
     # ------------------------------------------------------------------------------ processes
 
@@ -389,6 +391,17 @@ class KernelServer:
                 RunStatus.CRASHED,
                 f"the kernel's process could not be frozen within {FREEZE_TIMEOUT_S:g} s (still running: {states})",
             )
+
+    def place(self, cpus: frozenset[int]) -> None:
+        """Frozen: every thread of the tree may run only on `cpus` from its next call on (threads it
+        starts inherit the starter's CPUs). The kernel cannot move itself: its filter refuses
+        sched_setaffinity (`Placement` says why)."""
+        for pid in self.tree():
+            with contextlib.suppress(OSError):
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with contextlib.suppress(OSError):
+                        os.sched_setaffinity(int(tid), cpus)
+        self.cpus = cpus
 
     def read_back(self) -> None:
         """Read one byte of every cache line of the shared buffers (`CACHE_LINE`; frozen: nothing
@@ -784,8 +797,27 @@ class CallOverhead:
         return max(ns - (self.wall_ns if wall_bound else self.cpu_ns), ns // 2)
 
 
+@dataclass(frozen=True)
+class Placement:
+    """The CPUs each call of a comparison may run on. A process with one thread (a serial kernel, the
+    serial stand-in) runs on the comparison's home CPU, drawn once per run, so that both kernels of
+    every pair run on the same CPU; one with more threads, on every CPU this process may use. Left
+    to the scheduler, each child settled on a CPU of its own, and on this VM one vCPU often ran the
+    same serial code 10-15% faster than the other: matmul best-A compared with itself read
+    0.89-1.12x (its paired ratios' IQR 0.14-0.16; in-process, one process on one CPU: 0.99-1.01 and
+    0.02-0.04), a bias that more pairs do not average out. A kernel may not choose its CPUs (its
+    filter refuses sched_setaffinity): it could choose the faster one."""
+
+    home: frozenset[int]
+    allowed: frozenset[int]
+
+    def cpus(self, server: KernelServer, command: bytes) -> frozenset[int]:
+        serial = command == b"n" if command in STAND_INS else server.threads() == 1
+        return self.home if serial else self.allowed
+
+
 def call_overhead(
-    servers: Sequence[KernelServer], deadline: float, prepare: Callable[[KernelServer], None]
+    servers: Sequence[KernelServer], deadline: float, prepare: Callable[[KernelServer, bytes], None]
 ) -> CallOverhead:
     """What a call costs beyond the kernel, by clock: over `OVERHEAD_CALLS` calls of each stand-in
     per child (interleaved, each prepared as a kernel call is), the median (CPU) or the least (wall) of what
@@ -800,7 +832,7 @@ def call_overhead(
     for _ in range(OVERHEAD_CALLS):
         for server in servers:
             for stand_in, taken in samples.items():
-                prepare(server)
+                prepare(server, stand_in)
                 taken.append(server.overhead_sample(deadline, stand_in))
     # The wall clock's samples hold whatever wait for a core other processes' load added to the
     # hand-over (a 2 ms call on 2 threads was charged 1.77 ms after a busy calibration's median of
@@ -840,7 +872,14 @@ def _run(
         max(a.size for a in base.values()), max(VARIANT_OFFSETS, calls), draw.randrange(1 << 31)
     )
     checker.variant(factors, 0)
-    overhead = call_overhead(servers, deadline, checker.write)
+    allowed = frozenset(os.sched_getaffinity(0))
+    placement = Placement(frozenset({draw.choice(sorted(allowed))}), allowed)
+
+    def prepare(server: KernelServer, command: bytes) -> None:
+        server.place(placement.cpus(server, command))
+        checker.write(server)
+
+    overhead = call_overhead(servers, deadline, prepare)
     threads_before = servers[0].threads()  # before the kernel is loaded: threads its loading starts count
     for server in servers:
         server.load_kernel(deadline)
@@ -848,6 +887,7 @@ def _run(
     walls: list[list[int]] = [[] for _ in servers]
     threads_used = 0
     cpu_ns = [0] * len(servers)  # per kernel, its threads' CPU time in the timed calls, less the overhead
+    ran_on: list[list[int | None]] = [[] for _ in servers]  # per kernel, the CPU each call ended on
     started = time.perf_counter()
     crowded_pairs = crowded_in_a_row = 0
     quiet_pairs = QUIET_PAIRS and len(servers) > 1  # a comparison; one kernel timed alone compares nothing
@@ -862,10 +902,10 @@ def _run(
         if call == plan.warmup:
             group_start = [(s.group_cpu_ns(), s.accounted_ns) for s in servers]
             started = time.perf_counter()
-        pair: dict[int, tuple[int, int, int]] = {}
+        pair: dict[int, tuple[int, int, int, int | None]] = {}
         runnable = [runnable_tasks()] if quiet_pairs else []
         for k, server in order:  # A B, then B A: order effects hit both alike
-            checker.write(server)
+            prepare(server, b"c")
             elapsed, wall = server.call(deadline)
             if quiet_pairs:
                 runnable.append(runnable_tasks())
@@ -873,6 +913,7 @@ def _run(
                 overhead.off(elapsed, server.wall_bound),
                 wall,
                 overhead.off(server.call_cpu_ns, wall_bound=False),
+                server.last_cpu(),
             )
             if k == 0 and threads_before:  # the most threads it ran with (stop 41: one started late counts)
                 threads_used = max(threads_used, 1, servers[0].threads() - threads_before + 1)
@@ -895,10 +936,11 @@ def _run(
             time.sleep(min(CROWDED_WAIT_S * (crowded_in_a_row - 1), CROWDED_WAIT_MAX_S))
             continue
         crowded_in_a_row = 0
-        for k, (charged, wall, cpu) in pair.items():
+        for k, (charged, wall, cpu, last_cpu) in pair.items():
             times[k].append(charged)
             walls[k].append(wall)
             cpu_ns[k] += cpu
+            ran_on[k].append(last_cpu)
         if enough_trials(times[0], time.perf_counter() - started, plan.request()):
             break
     for k, (server, (group, accounted)) in enumerate(zip(servers, group_start, strict=True)):
@@ -922,6 +964,7 @@ def _run(
         "times": times, "wall_times": walls, "cpu_ns": cpu_ns, "threads_used": threads_used, "protocol": "isolated",
         "call_overhead_ns": overhead.cpu_ns, "call_wall_overhead_ns": overhead.wall_ns,
         "checked_rows": CHECKED_ROWS if checker.rows_of is not None else "all", "crowded_pairs": crowded_pairs,
+        "ran_on": ran_on, "home_cpu": min(placement.home),
     }  # fmt: skip
     checked = call + 1  # crowded pairs and the warm-up calls were checked too
     report = RunReport(RunStatus.OK, outputs=tuple(outputs), input_digests=tuple(digests), extra=extra)

@@ -44,10 +44,11 @@ def _checker(task: Task, seed: int = 1) -> tuple[CallChecker, SimpleNamespace]:
     base = task.make_inputs(3, False)
     specs = output_specs(task, base)
     checker = CallChecker(task, base, specs, row_reference(task), random.Random(seed))
-    # No kernel process behind it: like a server whose process cannot be read, it has no last CPU.
+    # No kernel process behind it: like a server whose process cannot be read, it has no last CPU
+    # (and none was chosen for its next call).
     server = SimpleNamespace(inputs=[np.empty_like(a) for a in base.values()],
                              outputs=[np.empty(s.shape, s.dtype) for s in specs], last_cpu=lambda: None,
-                             read_back=lambda: None)  # fmt: skip
+                             read_back=lambda: None, cpus=frozenset())  # fmt: skip
     return checker, server
 
 

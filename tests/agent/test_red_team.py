@@ -930,7 +930,7 @@ def test_an_empty_call_costs_about_the_measured_overhead(unguarded: CBackend, cp
             deadline = time.monotonic() + limits.timeout_s
             server.wait_ready(deadline)
             server.freeze()
-            overhead = isolated.call_overhead([server], deadline, lambda _: None).cpu_ns
+            overhead = isolated.call_overhead([server], deadline, lambda *_: None).cpu_ns
             server.load_kernel(deadline)
             empty = sorted(server.call(deadline)[0] for _ in range(31))[15]
         finally:
@@ -976,7 +976,7 @@ def test_a_call_loses_the_overhead_of_the_clock_it_is_timed_by(
             deadline = time.monotonic() + limits.timeout_s
             server.wait_ready(deadline)
             server.freeze()
-            overhead = isolated.call_overhead([server], deadline, lambda _: None)
+            overhead = isolated.call_overhead([server], deadline, lambda *_: None)
             server.load_kernel(deadline)
             charged, by_wall = [], 0
             for _ in range(15):

@@ -35,8 +35,10 @@ class LandscapeVersionError(ValueError):
 # of 7. Version 8 changed only which of the isolated protocol's pairs of calls count (those timed on
 # free cores), never how the in-process protocol times a landscape's point: a point of 7 is one of
 # 8. Version 9 changed only the isolated protocol's buffers before a call (read back after they are
-# written): a point of 8 is one of 9. A version is added here only with that argument written beside it.
-SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9})
+# written): a point of 8 is one of 9. Version 10 changed only where the isolated protocol's children
+# run (their address layout, a serial kernel's CPU): a point of 9 is one of 10. A version is added
+# here only with that argument written beside it.
+SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9, 10})
 
 
 def _as_running(evaluator: int | None) -> int | None:
