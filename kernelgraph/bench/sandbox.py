@@ -256,9 +256,8 @@ def _evaluate_once(task: Task, target: Target, source: str, backend: CBackend) -
     profile = backend.profile(task, source, target, parent_source=source)
     wall = time.perf_counter() - start
     if not checked.correct or profile.outcome.value != "kept":
-        raise RuntimeError(
-            f"{task.name}: evaluating an honest config failed: {checked.reason or profile.reason}"
-        )
+        why = checked.reason if not checked.correct else f"its profile: {profile.reason}"
+        raise RuntimeError(f"{task.name}: evaluating an honest config failed: {why}")
     return {"wall_s": wall, "median_ns": profile.median_ns, "rel_iqr": profile.iqr_ns / profile.median_ns}
 
 

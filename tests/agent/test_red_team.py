@@ -23,7 +23,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
@@ -1136,3 +1137,81 @@ def test_the_threads_recorded_are_the_most_a_kernel_ran_with(
     )
     assert profile.outcome == Outcome.KEPT, profile.reason
     assert profile.counters[CounterName.THREADS] == cpu_target.cores, profile.counters[CounterName.THREADS]
+
+
+def _reported(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """The `extra` of each isolated run's report, as the runs end."""
+    reports: list[dict[str, Any]] = []
+    run = isolated._run
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        report, verdict = run(*args, **kwargs)
+        reports.append(report.extra)
+        return report, verdict
+
+    monkeypatch.setattr(isolated, "_run", recorded)
+    return reports
+
+
+def test_only_a_single_threaded_process_is_placed_on_the_home_cpu() -> None:
+    placement = isolated.Placement(home=frozenset({1}), allowed=frozenset({0, 1}))
+    serial, parallel = (cast(KernelServer, SimpleNamespace(threads=lambda n=n: n)) for n in (1, 2))
+    assert placement.cpus(serial, b"c") == {1}
+    assert placement.cpus(parallel, b"c") == {0, 1}  # a kernel's threads keep every core it is given
+    assert placement.cpus(parallel, b"n") == {1}  # the stand-ins by what they are: serial, parallel
+    assert placement.cpus(serial, b"p") == {0, 1}
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a kernel can leave its CPU only for another")
+@pytest.mark.parametrize("filtered", [True, False], ids=["guarded", "control"])
+def test_a_serial_kernel_runs_on_the_home_cpu_and_cannot_leave_it(
+    filtered: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+    cpu_target: Target,
+) -> None:
+    """A single-threaded kernel runs every call on its comparison's home CPU (`Placement`); one that
+    moves itself off it on every call (choose_cpu.c) is refused by its filter (sched_setaffinity is
+    not allowed) and stays. Control, the kernel's filter off: it ends every call elsewhere."""
+    if not filtered:
+        monkeypatch.setattr(isolated, "kernel_filter", lambda sandbox: b"")
+    reports = _reported(monkeypatch)
+    backend = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-cpu"), check_timeout_s=10.0,
+                              memory_bytes=768 << 20, counters=False,
+                              timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
+    profile = backend.profile(
+        get_task("rmsnorm"), (RED_TEAM / "choose_cpu.c").read_text(), _no_peaks(cpu_target)
+    )
+    assert profile.outcome == Outcome.KEPT, profile.reason
+    ran_on, home = reports[0]["ran_on"][0], reports[0]["home_cpu"]
+    assert len(ran_on) >= ATTACK_TIMING.min_trials
+    if filtered:
+        assert set(ran_on) == {home}, (ran_on, home)
+    else:
+        assert home not in ran_on, (ran_on, home)
+
+
+@pytest.mark.parametrize("fixed", [True, False], ids=["guarded", "control"])
+def test_both_kernels_of_a_comparison_run_in_one_address_layout(
+    fixed: bool, monkeypatch: pytest.MonkeyPatch, isolated_timer: CBackend, cpu_target: Target
+) -> None:
+    """The two children of a comparison have their stacks and heaps at the same addresses (nothing
+    randomised in them: where each process's landed moved a kernel's time by up to 15%, so a kernel
+    compared with itself read 0.89-1.12x). Control, randomisation left on: they differ."""
+    if not fixed:
+        monkeypatch.setattr(bubblewrap, "ADDR_NO_RANDOMIZE", 0)  # personality(0): the default, randomised
+    layouts: list[list[str]] = []
+    load = KernelServer.load_kernel
+
+    def loaded(server: KernelServer, deadline: float) -> None:
+        load(server, deadline)
+        maps = Path(f"/proc/{server.kernel_pid()}/maps").read_text().splitlines()
+        layouts.append([line.split()[0] for line in maps if line.endswith(("[stack]", "[heap]"))])
+
+    monkeypatch.setattr(KernelServer, "load_kernel", loaded)
+    source = (CHEATS / "correct.c").read_text()
+    # Judged or not (evaluator 8 refuses a comparison on a busy host), both children were loaded.
+    isolated_timer.profile(get_task("rmsnorm"), source, _no_peaks(cpu_target), parent_source=source)
+    candidate, parent = layouts
+    assert candidate and len(candidate) == len(parent)
+    assert (candidate == parent) == fixed, layouts
