@@ -393,14 +393,15 @@ class KernelServer:
             )
 
     def place(self, cpus: frozenset[int]) -> None:
-        """Frozen: every thread of the tree may run only on `cpus` from its next call on (threads it
-        starts inherit the starter's CPUs). The kernel cannot move itself: its filter refuses
-        sched_setaffinity (`Placement` says why)."""
-        for pid in self.tree():
-            with contextlib.suppress(OSError):
-                for tid in os.listdir(f"/proc/{pid}/task"):
-                    with contextlib.suppress(OSError):
-                        os.sched_setaffinity(int(tid), cpus)
+        """Frozen: every thread of the kernel's process may run only on `cpus` from its next call on
+        (threads it starts inherit the starter's CPUs; it can start no process). Not the sandbox's
+        other processes: bubblewrap's init, woken when its child is stopped or continued, waited
+        behind a serial kernel on the home CPU and made a third of the pairs crowded. The kernel
+        cannot move itself: its filter refuses sched_setaffinity (`Placement` says why)."""
+        with contextlib.suppress(OSError):
+            for tid in os.listdir(f"/proc/{self.kernel_pid()}/task"):
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(int(tid), cpus)
         self.cpus = cpus
 
     def read_back(self) -> None:
