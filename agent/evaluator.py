@@ -60,7 +60,8 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    that asked for a signal then: what it runs once woken is charged.
 # 10: the isolated protocol runs both kernels of a comparison in the same address layout (no
 #    randomisation in their children) and a single-threaded kernel on the comparison's one home CPU
-#    (agent/backends/isolated.py `Placement`); a kernel may not set its own CPUs. Each child's own
+#    (agent/backends/isolated.py `Placement`); a kernel may not set its own CPUs (in both protocols;
+#    OpenMP is told not to bind, which it did not here). Each child's own
 #    layout and CPU moved a kernel's time by up to 15%: a kernel compared with itself read 0.89-1.12x.
 EVALUATOR_VERSION = 10
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)

@@ -337,9 +337,11 @@ def _text(data: bytes | None) -> str:
     return (data or b"").decode(errors="replace")
 
 
-# personality(2)'s ADDR_NO_RANDOMIZE: kept across exec (but for set-user-ID programs: bubblewrap
-# installed setuid starts its child randomised again, which costs comparisons precision, not safety).
+# personality(2)'s ADDR_NO_RANDOMIZE: kept across exec, but not into a program that gains
+# privileges (bubblewrap installed setuid or with file capabilities starts its child randomised
+# again, which costs comparisons precision, not safety).
 ADDR_NO_RANDOMIZE = 0x0040000
+_QUERY_PERSONA = 0xFFFFFFFF
 
 
 def _limiter(limits: Rlimits, fixed_layout: bool = False) -> Callable[[], None]:
@@ -353,7 +355,7 @@ def _limiter(limits: Rlimits, fixed_layout: bool = False) -> Callable[[], None]:
     def apply() -> None:  # runs in the forked child before exec: only async-signal-safe work
         limits.apply()
         if personality is not None:
-            personality(ADDR_NO_RANDOMIZE)
+            personality(personality(_QUERY_PERSONA) | ADDR_NO_RANDOMIZE)
 
     return apply
 

@@ -398,10 +398,17 @@ class KernelServer:
         other processes: bubblewrap's init, woken when its child is stopped or continued, waited
         behind a serial kernel on the home CPU and made 21 of matmul baseline's 51 pairs crowded. The kernel
         cannot move itself: its filter refuses sched_setaffinity (`Placement` says why)."""
-        with contextlib.suppress(OSError):
-            for tid in os.listdir(f"/proc/{self.kernel_pid()}/task"):
-                with contextlib.suppress(OSError):
-                    os.sched_setaffinity(int(tid), cpus)
+        self.cpus = frozenset()
+        pid = self.kernel_pid()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task") if pid is not None else []
+        except FileNotFoundError:
+            tids = []  # gone: the call says how
+        if not tids:
+            return
+        for tid in tids:
+            with contextlib.suppress(ProcessLookupError):  # a thread that has ended (anything else: ours)
+                os.sched_setaffinity(int(tid), cpus)
         self.cpus = cpus
 
     def read_back(self) -> None:
@@ -643,7 +650,8 @@ class CallChecker:
     def write(self, server: KernelServer) -> None:
         """Just before the server's own call, so that each kernel starts from the cache state this
         write leaves, whatever the other kernel's call did to the shared caches; written from the
-        core the kernel's main thread last ran on, so the lines sit in that core's caches as when a
+        core the call is placed on, else the one the kernel's main thread last ran on
+        (`_on_cpu_of`), so the lines sit in that core's caches as when a
         kernel's own process writes its inputs (written from another core, every line the kernel
         touches first crosses between the cores; layernorm's 2-thread best-B spread 0.56 unpinned,
         0.12 pinned, in 5 repeats: docs/sandbox.md#cost); then read back from that core
@@ -800,20 +808,24 @@ class CallOverhead:
 
 @dataclass(frozen=True)
 class Placement:
-    """The CPUs each call of a comparison may run on. A process with one thread (a serial kernel, the
-    serial stand-in) runs on the comparison's home CPU, drawn once per run, so that both kernels of
-    every pair run on the same CPU; one with more threads, on every CPU this process may use. Left
+    """The CPUs each call of a comparison may run on. A process with no more threads than before its
+    kernel was loaded (a serial kernel, the serial stand-in) runs on the comparison's home CPU, drawn
+    once per run, so that both kernels of every pair run on the same CPU; one with more threads, on
+    every CPU this process may use. Left
     to the scheduler, each child settled on a CPU of its own, and on this VM one vCPU often ran the
     same serial code 10-15% faster than the other: matmul best-A compared with itself read
     0.89-1.12x (its paired ratios' IQR 0.14-0.16; in-process, one process on one CPU: 0.99-1.01 and
-    0.02-0.04), a bias that more pairs do not average out. A kernel may not choose its CPUs (its
-    filter refuses sched_setaffinity): it could choose the faster one."""
+    0.02-0.04), a bias that more pairs do not average out. A kernel may not set its CPUs (its
+    filter refuses sched_setaffinity): a serial one could move to the faster one. A kernel with two
+    threads still has every CPU and can give the work to whichever thread runs on the faster one
+    (docs/sandbox.md, "What this does not guarantee")."""
 
     home: frozenset[int]
     allowed: frozenset[int]
+    threads_before: int  # the child's threads before any kernel was loaded (its own: one, here)
 
     def cpus(self, server: KernelServer, command: bytes) -> frozenset[int]:
-        serial = command == b"n" if command in STAND_INS else server.threads() == 1
+        serial = command == b"n" if command in STAND_INS else server.threads() <= self.threads_before
         return self.home if serial else self.allowed
 
 
@@ -873,15 +885,17 @@ def _run(
         max(a.size for a in base.values()), max(VARIANT_OFFSETS, calls), draw.randrange(1 << 31)
     )
     checker.variant(factors, 0)
+    # Before the kernel is loaded (and after its stand-ins, whose threads have ended): threads its
+    # loading starts count, for `threads_used` and for `Placement`.
+    threads_before = servers[0].threads()
     allowed = frozenset(os.sched_getaffinity(0))
-    placement = Placement(frozenset({draw.choice(sorted(allowed))}), allowed)
+    placement = Placement(frozenset({draw.choice(sorted(allowed))}), allowed, max(threads_before, 1))
 
     def prepare(server: KernelServer, command: bytes) -> None:
         server.place(placement.cpus(server, command))
         checker.write(server)
 
     overhead = call_overhead(servers, deadline, prepare)
-    threads_before = servers[0].threads()  # before the kernel is loaded: threads its loading starts count
     for server in servers:
         server.load_kernel(deadline)
     times: list[list[int]] = [[] for _ in servers]

@@ -70,8 +70,10 @@ def child_env(threads: int) -> dict[str, str]:
     """What the kernel's process may see, on top of the sandbox's allow-listed base."""
     return dict(
         OMP_NUM_THREADS=str(threads),
-        OMP_PROC_BIND="close",
-        OMP_PLACES="cores",
+        # No binding by the runtime: the isolated protocol places a kernel's threads itself, and
+        # its filter refuses sched_setaffinity, which a binding libgomp would call (here it binds
+        # nothing: the sandbox shows it no CPU topology).
+        OMP_PROC_BIND="false",
         OMP_WAIT_POLICY="passive",  # idle OpenMP threads must not spin against the interleaved partner
         OPENBLAS_NUM_THREADS="1",
         MKL_NUM_THREADS="1",

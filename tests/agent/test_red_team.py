@@ -1154,7 +1154,7 @@ def _reported(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
 
 def test_only_a_single_threaded_process_is_placed_on_the_home_cpu() -> None:
-    placement = isolated.Placement(home=frozenset({1}), allowed=frozenset({0, 1}))
+    placement = isolated.Placement(home=frozenset({1}), allowed=frozenset({0, 1}), threads_before=1)
     serial, parallel = (cast(KernelServer, SimpleNamespace(threads=lambda n=n: n)) for n in (1, 2))
     assert placement.cpus(serial, b"c") == {1}
     assert placement.cpus(parallel, b"c") == {0, 1}  # a kernel's threads keep every core it is given
@@ -1176,6 +1176,15 @@ def test_a_serial_kernel_runs_on_the_home_cpu_and_cannot_leave_it(
     if not filtered:
         monkeypatch.setattr(isolated, "kernel_filter", lambda sandbox: b"")
     reports = _reported(monkeypatch)
+    placements: list[tuple[frozenset[int], set[frozenset[int]]]] = []  # (asked, each thread's after)
+    place = KernelServer.place
+
+    def placed(server: KernelServer, cpus: frozenset[int]) -> None:
+        place(server, cpus)
+        task = Path(f"/proc/{server.kernel_pid()}/task")
+        placements.append((cpus, {frozenset(os.sched_getaffinity(int(t.name))) for t in task.iterdir()}))
+
+    monkeypatch.setattr(KernelServer, "place", placed)
     backend = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-cpu"), check_timeout_s=10.0,
                               memory_bytes=768 << 20, counters=False,
                               timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
@@ -1185,6 +1194,11 @@ def test_a_serial_kernel_runs_on_the_home_cpu_and_cannot_leave_it(
     assert profile.outcome == Outcome.KEPT, profile.reason
     ran_on, home = reports[0]["ran_on"][0], reports[0]["home_cpu"]
     assert len(ran_on) >= ATTACK_TIMING.min_trials
+    # Every thread went where it was placed; after the stand-ins (two a round), each kernel call
+    # was placed on the home CPU, whichever CPU the scheduler would have chosen.
+    assert all(applied == {asked} for asked, applied in placements), placements
+    kernel_calls = [asked for asked, _ in placements[2 * isolated.OVERHEAD_CALLS :]]
+    assert len(kernel_calls) > len(ran_on) and set(kernel_calls) == {frozenset({home})}, kernel_calls
     if filtered:
         assert set(ran_on) == {home}, (ran_on, home)
     else:

@@ -35,9 +35,11 @@ class LandscapeVersionError(ValueError):
 # of 7. Version 8 changed only which of the isolated protocol's pairs of calls count (those timed on
 # free cores), never how the in-process protocol times a landscape's point: a point of 7 is one of
 # 8. Version 9 changed only the isolated protocol's buffers before a call (read back after they are
-# written): a point of 8 is one of 9. Version 10 changed only where the isolated protocol's children
-# run (their address layout, a serial kernel's CPU): a point of 9 is one of 10. A version is added
-# here only with that argument written beside it.
+# written): a point of 8 is one of 9. Version 10 changed where the isolated protocol's children run
+# (their address layout, a serial kernel's CPU) and, in both protocols, what a kernel's child may do
+# with CPU affinity (not set it; OpenMP told not to bind): no landscape config sets affinity, and
+# libgomp bound no thread in the sandbox before (it sees no CPU topology there), so a point of 9 is
+# one of 10. A version is added here only with that argument written beside it.
 SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9, 10})
 
 
@@ -66,7 +68,10 @@ def check_versions(path: Path, points: Iterable[Versioned]) -> None:
     read_as = {(_as_running(e), s) for e, s in found}
     if not found or read_as == {running}:
         return
-    seen = "; ".join(f"{_described(v)} ({n} points)" for v, n in sorted(found.items(), key=str))
+    by_version = sorted(
+        found.items(), key=lambda item: tuple(-1 if v is None else v for v in item[0])
+    )  # 9 before 10
+    seen = "; ".join(f"{_described(v)} ({n} points)" for v, n in by_version)
     why = "mixes versions" if len(read_as) > 1 else "was measured with other versions"
     raise LandscapeVersionError(
         f"{path} {why}: {seen}; the running code is {_described(running)}. Study v3 neither resumes nor "
