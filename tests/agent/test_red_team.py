@@ -1124,14 +1124,18 @@ def test_a_pair_is_crowded_when_another_task_could_take_a_core_the_kernels_are_g
     assert isolated.crowded(runnable, cores, cpus) is crowded
 
 
+def _isolated_past_admission(tmp_path_factory: pytest.TempPathFactory, name: str) -> CBackend:
+    """The isolated protocol behind a backend that admits everything: the timer alone must hold."""
+    return _PastAdmissionC(cache_dir=tmp_path_factory.mktemp(name), check_timeout_s=10.0, memory_bytes=768 << 20,
+                           counters=False, timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
+
+
 def test_the_threads_recorded_are_the_most_a_kernel_ran_with(
     tmp_path_factory: pytest.TempPathFactory, cpu_target: Target
 ) -> None:
     """Found by the stop-41 adversary: the thread count stored with a measurement was read after the
     first call, so a kernel that starts its threads on a later call was recorded as serial."""
-    backend = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-threads"), check_timeout_s=10.0,
-                              memory_bytes=768 << 20, counters=False,
-                              timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
+    backend = _isolated_past_admission(tmp_path_factory, "rt-threads")
     profile = backend.profile(
         get_task("rmsnorm"), (RED_TEAM / "threads_late.c").read_text(), _no_peaks(cpu_target)
     )
@@ -1162,7 +1166,6 @@ def test_only_a_single_threaded_process_is_placed_on_the_home_cpu() -> None:
     assert placement.cpus(serial, b"p") == {0, 1}
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="a kernel can leave its CPU only for another")
 @pytest.mark.parametrize("filtered", [True, False], ids=["guarded", "control"])
 def test_a_serial_kernel_runs_on_the_home_cpu_and_cannot_leave_it(
     filtered: bool,
@@ -1173,6 +1176,8 @@ def test_a_serial_kernel_runs_on_the_home_cpu_and_cannot_leave_it(
     """A single-threaded kernel runs every call on its comparison's home CPU (`Placement`); one that
     moves itself off it on every call (choose_cpu.c) is refused by its filter (sched_setaffinity is
     not allowed) and stays. Control, the kernel's filter off: it ends every call elsewhere."""
+    if len(os.sched_getaffinity(0)) < 2:  # CI's machine has two: it runs there
+        unavailable("a kernel can leave its CPU only for another: two CPUs are needed")
     if not filtered:
         monkeypatch.setattr(isolated, "kernel_filter", lambda sandbox: b"")
     reports = _reported(monkeypatch)
@@ -1185,9 +1190,7 @@ def test_a_serial_kernel_runs_on_the_home_cpu_and_cannot_leave_it(
         placements.append((cpus, {frozenset(os.sched_getaffinity(int(t.name))) for t in task.iterdir()}))
 
     monkeypatch.setattr(KernelServer, "place", placed)
-    backend = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-cpu"), check_timeout_s=10.0,
-                              memory_bytes=768 << 20, counters=False,
-                              timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
+    backend = _isolated_past_admission(tmp_path_factory, "rt-cpu")
     profile = backend.profile(
         get_task("rmsnorm"), (RED_TEAM / "choose_cpu.c").read_text(), _no_peaks(cpu_target)
     )
