@@ -78,10 +78,13 @@ CHECKED_ROWS = 64
 # after a short call). The serial one (b"n") is timed by its CPU time, as a serial kernel is; the
 # parallel one (b"p": the same work over every core the kernel is given, all busy until the answer)
 # by the wall time, as a parallel kernel is, and the wall time has the hand-over's latencies in it.
-OVERHEAD_CALLS = 12
+# 8 calls of 0.5 ms measured the same overheads as 12 of 1 ms (matmul best-A, 8 profiles of each,
+# interleaved: CPU 24-27 us against 24-27, wall 40-47 against 40-47), in 0.03 s of each evaluation
+# instead of 0.07 (results/evaluator11-cost/).
+OVERHEAD_CALLS = 8
 STAND_INS = (b"n", b"p")
 STAND_IN_BYTES = 4 << 20
-STAND_IN_NS = 1_000_000
+STAND_IN_NS = 500_000
 # A thread stops when it is next scheduled, or when it leaves an uninterruptible wait (a page fault
 # under memory pressure): on a loaded machine that took over 2 s (`bench keep`, load 5 on 2 cores).
 FREEZE_TIMEOUT_S = 15.0

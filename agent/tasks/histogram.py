@@ -30,16 +30,28 @@ def inputs_at(seed: int, shape: Shape) -> Arrays:
 INSTANCES = (Instance("131072", (131072,), "L2"), Instance("4194304", (4194304,), "LLC"))
 
 
-REFERENCE_CHUNK = 1 << 16  # values binned at a time: no temporary of the input's size
+REFERENCE_CHUNK = 1 << 18  # values binned at a time (even, so only the last chunk has an odd one)
 
 
 def reference(inputs: Arrays) -> Arrays:
+    """Counted two values at a time: the uint8 bins of neighbouring values, read as one uint16,
+    index a BINS x BINS table of pairs whose row and column sums are the counts. bincount's cost is
+    per index, so this halves it: 8.8 ms against 12.4 for 8M values here. The isolated protocol
+    checks every timed call, so this is computed after every pair of calls (docs/sandbox.md#cost)."""
     x = inputs["x"].ravel()
+    pairs = np.zeros(BINS * BINS, dtype=np.int64)
     counts = np.zeros(BINS, dtype=np.int64)
+    scaled = np.empty(min(REFERENCE_CHUNK, x.size), dtype=np.float32)
+    bins = np.empty(scaled.size, dtype=np.uint8)
     for start in range(0, x.size, REFERENCE_CHUNK):
-        bins = np.floor(x[start : start + REFERENCE_CHUNK] * np.float32(BINS)).astype(np.intp)
-        counts += np.bincount(bins, minlength=BINS)
-    return {"hist": counts.astype(np.int32)}
+        n = min(REFERENCE_CHUNK, x.size - start)
+        np.multiply(x[start : start + n], np.float32(BINS), out=scaled[:n])  # exact: BINS is a power of 2
+        bins[:n] = scaled[:n]  # the cast truncates: the floor of a value in [0, BINS)
+        even = n - n % 2
+        pairs += np.bincount(bins[:even].view(np.uint16), minlength=BINS * BINS)
+        counts += np.bincount(bins[even:n], minlength=BINS)
+    table = pairs.reshape(BINS, BINS)
+    return {"hist": (counts + table.sum(axis=0) + table.sum(axis=1)).astype(np.int32)}
 
 
 def render_c(config: Config) -> str:
