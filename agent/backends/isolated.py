@@ -78,9 +78,10 @@ CHECKED_ROWS = 64
 # after a short call). The serial one (b"n") is timed by its CPU time, as a serial kernel is; the
 # parallel one (b"p": the same work over every core the kernel is given, all busy until the answer)
 # by the wall time, as a parallel kernel is, and the wall time has the hand-over's latencies in it.
-# 8 calls of 0.5 ms measured the same overheads as 12 of 1 ms (matmul best-A, 8 profiles of each,
-# interleaved: CPU 24-27 us against 24-27, wall 40-47 against 40-47), in 0.03 s of each evaluation
-# instead of 0.07 (results/evaluator11-cost/).
+# 8 calls of 0.5 ms measured the overheads 12 of 1 ms did (medians over profiles run interleaved,
+# 10 of each for matmul best-A: CPU 28.4 us against 28.5, wall 47.1 against 45.3; 8 of each for
+# layernorm best-B: 47.4 against 53.8, 71.1 against 70.3), in 0.034 s of matmul best-A's
+# evaluation instead of 0.074 (results/evaluator11-cost/).
 OVERHEAD_CALLS = 8
 STAND_INS = (b"n", b"p")
 STAND_IN_BYTES = 4 << 20
@@ -141,6 +142,15 @@ QUIET_PAIRS = True
 # instead of using up the pairs a run may lose (a quiet comparison started right after the cost bench
 # ended was once not judged; what ran then was not captured), so only load that lasts gets a run
 # refused (after about 8 s of waits); a lone crowded pair on a quiet host costs no wait.
+# Neither kernel can tell from the calls it gets whether it is the candidate or the parent: each
+# block of two pairs runs one in each order (so order effects still hit both alike), which order
+# first drawn by this process; the children are started and their kernels loaded in a drawn order;
+# the evaluator does the same work after either's call. With the pairs strictly A B, B A, a kernel
+# that timed the gaps between its own calls (the other's call falls into every second gap) knew its
+# role, and one that slowed itself down only as the parent was, once kept, the parent of every later
+# comparison, in which an identical copy read as 1.3x faster (the stop-44 adversary,
+# `test_a_kernel_cannot_tell_whether_it_is_the_candidate_or_the_parent`). Off only in its control.
+RANDOM_PAIR_ORDER = True
 CROWDED_WAIT_S = 0.05
 CROWDED_WAIT_MAX_S = 0.5
 # After writing a call's inputs and filling its outputs, the evaluator reads one byte of every cache
@@ -773,20 +783,29 @@ def time_isolated(
     with contextlib.ExitStack() as stack:
         stack.enter_context(_timing_turn())
         stack.enter_context(_one_blas_thread())
-        servers: list[KernelServer] = []
+        started: dict[int, KernelServer] = {}  # by role (0: the candidate), in the order started
         try:
-            for artifact in artifacts:
+            for role in _drawn_order(len(artifacts), draw):
                 work = stack.enter_context(scratch_dir("kg-isolated-"))
-                servers.append(KernelServer(artifact, input_sets[0], specs, sizes, limits, work))
-                stack.callback(servers[-1].close)
+                started[role] = KernelServer(artifacts[role], input_sets[0], specs, sizes, limits, work)
+                stack.callback(started[role].close)
             deadline = time.monotonic() + limits.timeout_s
-            for server in servers:
+            for server in started.values():
                 server.wait_ready(deadline)
                 server.freeze()
+            servers = [started[role] for role in range(len(artifacts))]
             return _run(task, input_sets, specs, plan, servers, draw, deadline)
         except ProtocolError as exc:
             return RunReport(exc.status, message=exc.message), CheckResult(Outcome.CRASHED, exc.message)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _drawn_order(count: int, draw: random.Random) -> list[int]:
+    """0 .. count-1 in an order drawn by `draw` (`RANDOM_PAIR_ORDER`; in order where it is off)."""
+    order = list(range(count))
+    if RANDOM_PAIR_ORDER:
+        draw.shuffle(order)
+    return order
 
 
 @dataclass(frozen=True)
@@ -899,8 +918,8 @@ def _run(
         checker.write(server)
 
     overhead = call_overhead(servers, deadline, prepare)
-    for server in servers:
-        server.load_kernel(deadline)
+    for role in _drawn_order(len(servers), draw):
+        servers[role].load_kernel(deadline)
     times: list[list[int]] = [[] for _ in servers]
     walls: list[list[int]] = [[] for _ in servers]
     threads_used = 0
@@ -914,9 +933,12 @@ def _run(
         why = (f"not judged: the target gives the kernels {servers[0].cores} cores and this process may run on "
                f"{cpus} CPUs: a comparison is made only on free cores")  # fmt: skip
         return RunReport(RunStatus.OK, message=why), CheckResult(Outcome.DISCARDED, why, judged=False)
+    block: list[tuple[int, KernelServer]] = []
     for call in range(calls):
         checker.variant(factors, call)
-        order = list(enumerate(servers)) if call % 2 == 0 else list(enumerate(servers))[::-1]
+        if call % 2 == 0:  # a block of two pairs, one in each order (`RANDOM_PAIR_ORDER`)
+            block = [(k, servers[k]) for k in _drawn_order(len(servers), draw)]
+        order = block if call % 2 == 0 else block[::-1]
         if call == plan.warmup:
             group_start = [(s.group_cpu_ns(), s.accounted_ns) for s in servers]
             started = time.perf_counter()
@@ -933,8 +955,9 @@ def _run(
                 overhead.off(server.call_cpu_ns, wall_bound=False),
                 server.last_cpu(),
             )
+            threads = server.threads()  # after either kernel's call: the same work after both
             if k == 0 and threads_before:  # the most threads it ran with (stop 41: one started late counts)
-                threads_used = max(threads_used, 1, servers[0].threads() - threads_before + 1)
+                threads_used = max(threads_used, 1, threads - threads_before + 1)
         for k, why in enumerate(checker.check(call, servers)):
             if why:
                 if k == 0:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import random
 import re
 import signal
 import socket
@@ -26,6 +27,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
+import numpy as np
 import pytest
 
 from kernelgraph.agent.backends import admission, bubblewrap, isolated
@@ -36,7 +38,7 @@ from kernelgraph.agent.backends.sandbox import SandboxLimits
 from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED, TimingPlan
 from kernelgraph.agent.backends.triton import TritonBackend
 from kernelgraph.agent.evaluator import output_specs
-from kernelgraph.agent.loop import evaluate
+from kernelgraph.agent.loop import evaluate, keep_decision
 from kernelgraph.agent.results import CheckResult, Outcome
 from kernelgraph.agent.targets import Target, get_target
 from kernelgraph.agent.tasks import get_task
@@ -1124,10 +1126,12 @@ def test_a_pair_is_crowded_when_another_task_could_take_a_core_the_kernels_are_g
     assert isolated.crowded(runnable, cores, cpus) is crowded
 
 
-def _isolated_past_admission(tmp_path_factory: pytest.TempPathFactory, name: str) -> CBackend:
+def _isolated_past_admission(
+    tmp_path_factory: pytest.TempPathFactory, name: str, timing: TimingPlan = ATTACK_TIMING
+) -> CBackend:
     """The isolated protocol behind a backend that admits everything: the timer alone must hold."""
     return _PastAdmissionC(cache_dir=tmp_path_factory.mktemp(name), check_timeout_s=10.0, memory_bytes=768 << 20,
-                           counters=False, timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
+                           counters=False, timing=dataclasses.replace(timing, protocol=ISOLATED))  # fmt: skip
 
 
 def test_the_threads_recorded_are_the_most_a_kernel_ran_with(
@@ -1206,6 +1210,76 @@ def test_a_serial_kernel_runs_on_the_home_cpu_and_cannot_leave_it(
         assert set(ran_on) == {home}, (ran_on, home)
     else:
         assert home not in ran_on, (ran_on, home)
+
+
+def _role_votes(server: KernelServer) -> tuple[int, int]:
+    """role_from_order.c's (votes for candidate, votes for parent), from its state in the unused
+    bytes after its first array (struct kg_state there: magic, calls, two times, the two votes)."""
+    shared, x = server._map, server.inputs[0]  # the evaluator's mapping of the child's buffers
+    gap = x.__array_interface__["data"][0] - shared.__array_interface__["data"][0] + ((x.nbytes + 63) & ~63)
+    state = np.asarray(shared[gap : gap + 48]).view(np.uint64)
+    return int(state[4]), int(state[5])
+
+
+@pytest.mark.parametrize("drawn", [True, False], ids=["guarded", "control"])
+def test_the_order_of_each_pair_is_drawn_so_the_gaps_do_not_name_a_kernels_role(
+    drawn: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+    cpu_target: Target,
+) -> None:
+    """role_from_order.c votes, at each call, for the role the gaps between its calls say it has,
+    and spins 30% more once its votes say "parent". Control, the pairs strictly A B, B A: each
+    copy's votes name its true role, and a copy of it is kept as 1.3x faster than itself (16 of 16
+    runs, results/redteam-stop44). Guarded: each block of two pairs runs one in each order, which
+    first drawn per block, so the gaps a kernel sees depend on the draw, not on its role. That is a
+    mitigation, not a defence: the draw can still fall so that the votes name the roles (the same
+    comparison was kept in 2 of 16 runs), and a parent that slows down at random needs no votes
+    (docs/sandbox.md, "What this does not guarantee")."""
+    if not drawn:
+        monkeypatch.setattr(isolated, "RANDOM_PAIR_ORDER", False)
+    monkeypatch.setattr(isolated.random, "SystemRandom", lambda: random.Random(44))  # one fixed draw
+    calls: list[int] = []  # the role called, call by call (0: the candidate)
+    votes: list[tuple[int, int]] = []
+    paired: list[int] = []  # how many pairs the run made (warm-up and crowded ones included)
+    run, call = isolated._run, KernelServer.call
+
+    def voted(*args: Any, **kwargs: Any) -> Any:
+        servers = args[4]  # by role, the candidate first
+        monkeypatch.setattr(
+            KernelServer,
+            "call",
+            lambda server, *a, **k: calls.append(servers.index(server)) or call(server, *a, **k),
+        )
+        report, verdict = run(*args, **kwargs)
+        votes.extend(_role_votes(server) for server in servers)
+        paired.append(args[3].warmup + len(report.extra["times"][0]) + report.extra["crowded_pairs"])
+        return report, verdict
+
+    monkeypatch.setattr(isolated, "_run", voted)
+    # enough pairs after the few calls it takes to decide (calls 0-3) for them to set the median
+    timing = dataclasses.replace(ATTACK_TIMING, min_trials=24, max_trials=24)
+    backend = _isolated_past_admission(tmp_path_factory, "rt-role", timing)
+    source = (RED_TEAM / "role_from_order.c").read_text()
+    profile = backend.profile(get_task("rmsnorm"), source, _no_peaks(cpu_target), parent_source=source)
+    assert profile.outcome == Outcome.KEPT and profile.judged, profile.reason
+    stand_ins = 2 * len(isolated.STAND_INS) * isolated.OVERHEAD_CALLS  # each server's, every round
+    kernel_calls = calls[stand_ins : stand_ins + 2 * paired[0]]  # then the candidate's independent sets
+    pairs = [tuple(kernel_calls[i : i + 2]) for i in range(0, len(kernel_calls), 2)]
+    blocks = [pairs[i : i + 2] for i in range(0, len(pairs) - 1, 2)]
+    # each block of two pairs runs one in each order
+    assert len(blocks) >= 12 and all(first == second[::-1] for first, second in blocks), pairs
+    firsts = {first for first, _ in blocks}
+    candidate_share = [
+        says_candidate / (says_candidate + says_parent) for says_candidate, says_parent in votes
+    ]
+    if drawn:
+        assert firsts == {(0, 1), (1, 0)}, pairs  # both orders open blocks
+    else:
+        assert firsts == {(0, 1)}, pairs
+        assert candidate_share[0] >= 0.8 and candidate_share[1] <= 0.2, votes  # each knows its role
+        decision = keep_decision(profile, lambda: None, keep_threshold=0.02)
+        assert decision.keep and decision.speedup > 1.15, decision
 
 
 @pytest.mark.parametrize("fixed", [True, False], ids=["guarded", "control"])
