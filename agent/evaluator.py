@@ -69,7 +69,8 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    computed after every pair of the isolated protocol's calls. And the isolated protocol draws the
 #    order of each block of two pairs (one in each order) and of its children's start and load: from
 #    the strict A B, B A order a kernel learnt whether it was the candidate or the parent, and one
-#    that slowed itself down only as the parent made every comparison against it a fake speedup.
+#    that slowed itself down only as the parent made every comparison against it a fake speedup
+#    (a mitigation: a parent that slows down at random is not stopped; docs/sandbox.md).
 EVALUATOR_VERSION = 11
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)

@@ -137,20 +137,22 @@ VARIANT_OFFSETS = 1 << 16
 # had them dropped beside a hog (kept 2 of 2 at 1.02-1.04x: results/redteam-stop41). Off only in
 # the red-team control.
 QUIET_PAIRS = True
+# The order of the calls does not follow from a kernel's role: each block of two pairs runs one in
+# each order (so order effects still hit both alike), which first drawn by this process; the children
+# are started and their kernels loaded in a drawn order; the evaluator does the same work after
+# either's call. With the pairs strictly A B, B A the other kernel's call fell into every second gap
+# between a kernel's own calls, so the gaps named its role, and one that slowed itself down only as
+# the parent made a copy of itself read as 1.3x faster (the stop-44 adversary). One channel closed,
+# not the class: a kernel can know its role otherwise (a candidate runs seconds after it was
+# written), and a parent that slows down at random needs none (docs/sandbox.md, "What this does not
+# guarantee"). `test_the_order_of_each_pair_is_drawn_so_the_gaps_do_not_name_a_kernels_role`; off
+# only in its control.
+RANDOM_PAIR_ORDER = True
 # After crowded pairs in a row the evaluator waits, both kernels frozen, this long per crowded pair in
 # the row beyond the first (at most CROWDED_WAIT_MAX_S) before the next: a burst of other work passes
 # instead of using up the pairs a run may lose (a quiet comparison started right after the cost bench
 # ended was once not judged; what ran then was not captured), so only load that lasts gets a run
 # refused (after about 8 s of waits); a lone crowded pair on a quiet host costs no wait.
-# Neither kernel can tell from the calls it gets whether it is the candidate or the parent: each
-# block of two pairs runs one in each order (so order effects still hit both alike), which order
-# first drawn by this process; the children are started and their kernels loaded in a drawn order;
-# the evaluator does the same work after either's call. With the pairs strictly A B, B A, a kernel
-# that timed the gaps between its own calls (the other's call falls into every second gap) knew its
-# role, and one that slowed itself down only as the parent was, once kept, the parent of every later
-# comparison, in which an identical copy read as 1.3x faster (the stop-44 adversary,
-# `test_a_kernel_cannot_tell_whether_it_is_the_candidate_or_the_parent`). Off only in its control.
-RANDOM_PAIR_ORDER = True
 CROWDED_WAIT_S = 0.05
 CROWDED_WAIT_MAX_S = 0.5
 # After writing a call's inputs and filling its outputs, the evaluator reads one byte of every cache
@@ -858,8 +860,8 @@ def call_overhead(
     per child (interleaved, each prepared as a kernel call is), the median (CPU) or the least (wall) of what
     `KernelServer.call` measured less what the stand-in itself spent; taken before any kernel code is
     loaded. It is the operating system's side of the hand-over: about 100 us a call by the CPU
-    clock on a 2-core VM, 2-9% of a 1-6 ms kernel's median (docs/sandbox.md#cost). One figure per
-    clock for both kernels, so neither gains from the other's noise; the kernel cannot raise it (it
+    clock on a 2-core VM when it was first measured (stop 26), 25-55 us since the serve loop is C
+    (stop 44: docs/sandbox.md#cost). One figure per clock for both kernels, so neither gains from the other's noise; the kernel cannot raise it (it
     is not loaded yet), and lowering its own overhead below it would need a faster operating system.
     A serial kernel that keeps a second thread busy to be timed by the wall clock gains nothing: the
     wall clock's overhead was measured with every core busy until the answer, as it then is."""
@@ -936,9 +938,13 @@ def _run(
     block: list[tuple[int, KernelServer]] = []
     for call in range(calls):
         checker.variant(factors, call)
-        if call % 2 == 0:  # a block of two pairs, one in each order (`RANDOM_PAIR_ORDER`)
+        # A block of two pairs, one in each order, which first drawn (`RANDOM_PAIR_ORDER`); the blocks
+        # start at the first timed pair, so that an even count of timed pairs has as many of each order.
+        # Off: A B at even calls, B A at odd ones, as before version 11.
+        opens = call % 2 == 0 if not RANDOM_PAIR_ORDER else not block or (call - plan.warmup) % 2 == 0
+        if opens:
             block = [(k, servers[k]) for k in _drawn_order(len(servers), draw)]
-        order = block if call % 2 == 0 else block[::-1]
+        order = block if opens else block[::-1]
         if call == plan.warmup:
             group_start = [(s.group_cpu_ns(), s.accounted_ns) for s in servers]
             started = time.perf_counter()

@@ -177,21 +177,24 @@ def reachable_counts() -> dict[str, int]:
     return {t.name: len(list(iter_configs(t.baseline_config, t.transforms))) for t in TASKS}
 
 
-if __name__ == "__main__":
-    for name, count in reachable_counts().items():
-        print(f"{name:20s} {count}")
-
-
 @pytest.mark.parametrize("size", [0, 1, 40_009, (1 << 18) + 3, 8 * 1024 * 1024])
 def test_the_histograms_reference_counts_every_value_in_its_bin(size: int) -> None:
     """The reference counts bins two values at a time (a table of pairs, for speed): it must give
-    each value's own bin, floor(x * 256), odd counts and chunk tails included, edges (k / 256, 0,
-    the largest value below 1) and the task's skewed values alike."""
+    each value's own bin, floor(x * 256), odd counts and chunk tails included, for the task's skewed
+    values, its edge set (k / 256 and 0.999999) and the float32 just below 1 (bin 255)."""
     from kernelgraph.agent.tasks import histogram
 
     values = histogram.inputs_at(5, (size,))
-    for inputs in (values, histogram.edge_inputs(values)):
+    below_one = {
+        "x": np.where(np.arange(size) % 3 == 0, np.nextafter(np.float32(1), np.float32(0)), values["x"])
+    }
+    for inputs in (values, histogram.edge_inputs(values), below_one):
         x = inputs["x"].astype(np.float64)  # the bins computed in another precision: every k / 256 is exact
         want = np.bincount(np.floor(x * histogram.BINS).astype(np.int64), minlength=histogram.BINS)
         got = histogram.reference(inputs)["hist"]
         assert got.dtype == np.int32 and got.tolist() == want.tolist()
+
+
+if __name__ == "__main__":
+    for name, count in reachable_counts().items():
+        print(f"{name:20s} {count}")

@@ -40,8 +40,9 @@ class LandscapeVersionError(ValueError):
 # with CPU affinity (not set it; OpenMP told not to bind): no landscape config sets affinity, and
 # libgomp bound no thread in the sandbox before (it sees no CPU topology there), so a point of 9 is
 # one of 10. Version 11 changed only the isolated protocol (its calibration of a call's overhead:
-# fewer, shorter stand-in calls, the same figures; the order of its pairs and of its children's
-# start, drawn) and how fast histogram's reference counts (the same counts): a point of 10 is one of 11. A version is added here only with that argument written beside it.
+# fewer, shorter stand-in calls, the same figures within their spread; the order of its pairs and of
+# its children's start, drawn) and how fast histogram's reference counts (the same counts): a point
+# of 10 is one of 11. A version is added here only with that argument written beside it.
 SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9, 10, 11})
 
 
