@@ -65,7 +65,7 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    layout and CPU moved a kernel's time by up to 15%: a kernel compared with itself read 0.89-1.12x.
 # 11: the isolated protocol's call-overhead calibration in 8 calls of 0.5 ms stand-ins per child
 #    (12 of 1 ms before; the same overheads, measured: agent/backends/isolated.py OVERHEAD_CALLS),
-#    and histogram's reference counts two values at a time (the same counts, 1.7x faster): it is
+#    and histogram's reference counts two values at a time (the same counts, 1.4-1.8x faster): it is
 #    computed after every pair of the isolated protocol's calls. And the isolated protocol draws the
 #    order of each block of two pairs (one in each order) and of its children's start and load: from
 #    the strict A B, B A order a kernel learnt whether it was the candidate or the parent, and one

@@ -36,7 +36,7 @@ REFERENCE_CHUNK = 1 << 18  # values binned at a time (even, so only the last chu
 def reference(inputs: Arrays) -> Arrays:
     """Counted two values at a time: the uint8 bins of neighbouring values, read as one uint16,
     index a BINS x BINS table of pairs whose row and column sums are the counts. bincount's cost is
-    per index, so this halves it: 7.5 ms against 12.4 for 8M values here. The isolated protocol
+    per index, so this halves it: 7-8 ms against 12 for 8M values here. The isolated protocol
     checks every timed call, so this is computed after every pair of calls (docs/sandbox.md#cost).
     The values are float32 in [0, 1), as `inputs_at` clips them and the evaluator's variants (each
     value scaled by at most 1) keep them: the cast to uint8 is their bin, nothing else."""
