@@ -860,9 +860,10 @@ def call_overhead(
     per child (interleaved, each prepared as a kernel call is), the median (CPU) or the least (wall) of what
     `KernelServer.call` measured less what the stand-in itself spent; taken before any kernel code is
     loaded. It is the operating system's side of the hand-over: about 100 us a call by the CPU
-    clock on a 2-core VM when it was first measured (stop 26), 25-55 us since the serve loop is C
-    (stop 44: docs/sandbox.md#cost). One figure per clock for both kernels, so neither gains from the other's noise; the kernel cannot raise it (it
-    is not loaded yet), and lowering its own overhead below it would need a faster operating system.
+    clock on a 2-core VM when it was first measured (stop 26); medians of 25-54 us in stop 44's
+    profiles (docs/sandbox.md#cost). One figure per clock for both kernels, so neither gains from
+    the other's noise; the kernel cannot raise it (it is not loaded yet), and lowering its own
+    overhead below it would need a faster operating system.
     A serial kernel that keeps a second thread busy to be timed by the wall clock gains nothing: the
     wall clock's overhead was measured with every core busy until the answer, as it then is."""
     samples: dict[bytes, list[int]] = {stand_in: [] for stand_in in STAND_INS}
@@ -941,7 +942,7 @@ def _run(
         # A block of two pairs, one in each order, which first drawn (`RANDOM_PAIR_ORDER`); the blocks
         # start at the first timed pair, so that an even count of timed pairs has as many of each order.
         # Off: A B at even calls, B A at odd ones, as before version 11.
-        opens = call % 2 == 0 if not RANDOM_PAIR_ORDER else not block or (call - plan.warmup) % 2 == 0
+        opens = not block or (call - (plan.warmup if RANDOM_PAIR_ORDER else 0)) % 2 == 0
         if opens:
             block = [(k, servers[k]) for k in _drawn_order(len(servers), draw)]
         order = block if opens else block[::-1]
