@@ -991,9 +991,9 @@ def test_a_call_loses_the_overhead_of_the_clock_it_is_timed_by(
     # Timed by the wall clock when both cores were busy, by the CPU time when one was: most calls. A
     # parallel call whose second thread found no free core (other processes' load, or a virtual CPU
     # the hypervisor took: 9 of 15 wall-bound in the stop-44 CI run) is rightly timed by its CPU
-    # time, which is then under its wall time; a serial call read as wall-bound (1 of 15, once in 12
+    # time, which is then under its wall time. A serial call read as wall-bound (1 of 15, once in 12
     # runs here) loses the wall clock's overhead, measured with every core busy, not its CPU clock's.
-    assert by_wall > 7 if threads > 1 else by_wall < 8, by_wall
+    assert by_wall > 7 if threads > 1 else by_wall <= 2, by_wall
     assert 0 < overhead.cpu_ns < 5_000_000 and 0 < overhead.wall_ns < 5_000_000
     assert 1_900_000 <= sorted(charged)[7] <= 2_600_000, (overhead, sorted(charged))
 
@@ -1069,9 +1069,9 @@ def _cpu_hogs() -> Iterator[None]:
 
 
 def _judged_when_quiet(run: Callable[[], Evaluation], tries: int = 3) -> Evaluation:
-    """`run`'s verdict, run again (at most `tries` times) while it is not judged: the quiet halves of
-    the free-cores tests need a host that is quiet for a second or two, which a loaded CI machine is
-    not always (a verdict judged there is what is tested; one not judged is the rule at work)."""
+    """`run`'s verdict, run again (at most `tries` times) while it is not judged: an honest comparison
+    that a test needs judged needs a host quiet for a second or two, which a loaded CI machine is not
+    always (a verdict judged there is what is tested; one not judged is the rule at work)."""
     for _ in range(tries - 1):
         verdict = run()
         if verdict.judged:
@@ -1109,7 +1109,7 @@ def test_a_comparison_is_judged_only_on_free_cores(
                         for end in ("", "_parent"))  # fmt: skip
     quiet = _judged_when_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
     assert quiet.outcome == Outcome.DISCARDED and (quiet.speedup or 2) < 1.0, (quiet.speedup, quiet.reason)
-    vetoing_quiet = _judged_when_quiet(lambda: evaluate(matvec, backend, target, veto, its_parent))
+    vetoing_quiet = evaluate(matvec, backend, target, veto, its_parent)  # once: a host just seen quiet
     assert vetoing_quiet.judged and vetoing_quiet.outcome == Outcome.DISCARDED, vetoing_quiet.reason
     with _cpu_hogs():
         loaded = evaluate(layernorm, backend, target, serial, parallel)
@@ -1143,20 +1143,20 @@ def test_a_pair_is_crowded_when_another_task_could_take_a_core_the_kernels_are_g
 
 def test_stolen_time_is_read_from_the_steal_column_of_the_cpus_given() -> None:
     stat = "cpu  10 0 5 100 0 0 0 7 0 0\ncpu0 5 0 2 50 0 0 0 3 0 0\ncpu1 5 0 3 50 0 0 0 4 0 0\nintr 1 2\n"
-    tick_ns = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
-    assert isolated.stolen_ns({0}, stat) == 3 * tick_ns
-    assert isolated.stolen_ns({0, 1}, stat) == 7 * tick_ns  # the summary line "cpu" is not a CPU
-    assert isolated.stolen_ns({0}, "cpu0 5 0 2 50 0 0 0\n") == 0  # a kernel that reports no steal
+    assert isolated.cpu_jiffies(stat, {0}) == (3, 60)
+    assert isolated.cpu_jiffies(stat, {0, 1}) == (7, 122)  # the summary line "cpu" is not a CPU
+    assert isolated.cpu_jiffies(stat) == (7, 122)  # the whole machine: the summary line
+    assert isolated.cpu_jiffies("cpu0 5 0 2 50 0 0 0\n", {0}) == (0, 57)  # a kernel that reports no steal
 
 
 def test_a_comparison_is_not_judged_while_the_hypervisor_takes_the_cpus(
     tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Time a hypervisor takes from a virtual CPU is seen by no count of runnable tasks, and it slows
-    a parallel kernel's wall time, not a serial kernel's CPU time (`STOLEN_SHARE_MAX`). No steal has
-    been seen on this machine, so the steal column is replaced by one that grows at a tenth of the
-    CPUs' time: a comparison is then not judged, and the reason names the steal; with the real
-    column the same comparison is judged."""
+    a parallel kernel's wall time, not a serial kernel's CPU time (`STOLEN_SHARE_MAX`). Steal cannot
+    be made on demand, so the steal column is replaced by one that grows at half the CPUs' time: a
+    comparison is then not judged, and the reason names the steal; with the real column (on a host
+    quiet enough to judge) the same comparison is judged."""
     if (cpu_target.cores or 1) < 2 or len(os.sched_getaffinity(0)) < 2:
         unavailable("a comparison is judged only where the kernels' two cores are free")
     backend = _isolated_past_admission(tmp_path_factory, "rt-steal")
@@ -1164,12 +1164,10 @@ def test_a_comparison_is_not_judged_while_the_hypervisor_takes_the_cpus(
     baseline = task.source("c", task.baseline_config)
     quiet = _judged_when_quiet(lambda: evaluate(task, backend, cpu_target, baseline, baseline))
     assert quiet.judged, quiet.reason
-    monkeypatch.setattr(
-        isolated, "stolen_ns", lambda cpus, stat=None: int(time.perf_counter_ns() * len(cpus) * 0.1)
-    )
+    monkeypatch.setattr(isolated, "stolen_ns", lambda cpus: int(time.perf_counter_ns() * len(cpus) * 0.1))
     stolen = evaluate(task, backend, cpu_target, baseline, baseline)
     assert stolen.outcome == Outcome.DISCARDED and not stolen.judged, (stolen.outcome, stolen.reason)
-    assert stolen.speedup is None and "the hypervisor took 10%" in stolen.reason, stolen.reason
+    assert stolen.speedup is None and re.search(r"the hypervisor took \d+\.\d%", stolen.reason), stolen.reason
 
 
 def _isolated_past_admission(

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from kernelgraph.agent.backends import isolated
 from kernelgraph.agent.results import CheckResult, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks.base import Config, Task
@@ -49,11 +50,8 @@ class Evaluator(Protocol):
 
 
 def cpu_jiffies(path: Path = PROC_STAT) -> tuple[int, int]:
-    """(stolen, total) CPU time since boot, in jiffies, from the first line of /proc/stat (user nice
-    system idle iowait irq softirq steal; guest time is counted in user already)."""
-    fields = path.read_text().splitlines()[0].split()
-    values = [int(x) for x in fields[1:9]]
-    return values[7] if len(values) > 7 else 0, sum(values)
+    """(stolen, total) CPU time of the whole machine since boot, in jiffies (`isolated.cpu_jiffies`)."""
+    return isolated.cpu_jiffies(path.read_text())
 
 
 def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float:
