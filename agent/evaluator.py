@@ -72,7 +72,7 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    that slowed itself down only as the parent made every comparison against it a fake speedup
 #    (a mitigation: a parent that slows down at random is not stopped; docs/sandbox.md).
 # 12: the isolated protocol does not judge a comparison while the hypervisor took more than 5% of
-#    the time of the CPUs it keeps busy over its timed calls (/proc/stat's steal;
+#    the time of the CPUs it may run on over its timed calls (/proc/stat's steal;
 #    agent/backends/isolated.py STOLEN_SHARE_MAX): stolen time slows a parallel kernel's wall time and
 #    not a serial kernel's CPU time, and no count of runnable tasks sees it. The run's report carries
 #    the share (`stolen_share`).

@@ -155,8 +155,8 @@ RANDOM_PAIR_ORDER = True
 # refused (after about 8 s of waits); a lone crowded pair on a quiet host costs no wait.
 CROWDED_WAIT_S = 0.05
 CROWDED_WAIT_MAX_S = 0.5
-# A comparison is not judged either when the hypervisor ran something else on the CPUs it keeps busy
-# for more than this share of their time over the timed calls (/proc/stat's steal; `stolen_ns`).
+# A comparison is not judged either when the hypervisor ran something else on the CPUs this process
+# may run on for more than this share of their time over the timed calls (/proc/stat's steal).
 # Stolen time is invisible to the count of runnable tasks (no task of this machine runs then), and
 # it does not hit both kernels alike: with the guest's paravirtual steal accounting (this VM's) a
 # thread's CPU clock stops while its virtual CPU is taken, so a serial kernel's CPU time does not
@@ -1035,15 +1035,14 @@ def _run(
                    "timer cannot account it: a kernel may not start and end threads inside a call")  # fmt: skip
             outcome = Outcome.INCORRECT if k == 0 else Outcome.CRASHED
             return RunReport(RunStatus.OK, message=why), CheckResult(outcome, why)
-    # The CPUs a comparison keeps busy (the kernels' cores and the evaluator's): an idle virtual CPU
-    # accrues no steal. One tick per CPU is the column's own rounding, not steal.
-    busy = min(cpus, servers[0].cores + 1)
+    # Of the CPUs this process may run on, where the kernels run (on a host of many, an idle virtual CPU
+    # accrues no steal and dilutes the share). One tick per CPU is the column's own rounding, not steal.
     stolen = max(stolen_ns(affinity) - stolen_before - cpus * 1_000_000_000 // _TICKS, 0)
-    stolen_share = stolen / max((time.perf_counter() - started) * 1e9 * busy, 1.0)
+    stolen_share = stolen / max((time.perf_counter() - started) * 1e9 * cpus, 1.0)
     if quiet_pairs and stolen_share > STOLEN_SHARE_MAX:
-        why = (f"not judged: the hypervisor took {stolen_share:.1%} of the time of the {busy} CPUs the comparison "
-               "keeps busy while the kernels were timed (steal): a comparison is made only on CPUs the "
-               "hypervisor leaves alone (run it on a quiet host)")  # fmt: skip
+        why = (f"not judged: the hypervisor took {stolen_share:.1%} of the time of the {cpus} CPUs this process may "
+               "run on while the kernels were timed (steal): a comparison is made only on CPUs the hypervisor "
+               "leaves alone (run it on a quiet host)")  # fmt: skip
         return RunReport(RunStatus.OK, message=why), CheckResult(Outcome.DISCARDED, why, judged=False)
     outputs, digests = [], []
     candidate = servers[0]
