@@ -71,11 +71,11 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    the strict A B, B A order a kernel learnt whether it was the candidate or the parent, and one
 #    that slowed itself down only as the parent made every comparison against it a fake speedup
 #    (a mitigation: a parent that slows down at random is not stopped; docs/sandbox.md).
-# 12: the isolated protocol does not judge a comparison while the hypervisor took more than 5% of
-#    the time of the CPUs it may run on over its timed calls (/proc/stat's steal;
-#    agent/backends/isolated.py STOLEN_SHARE_MAX): stolen time slows a parallel kernel's wall time and
-#    not a serial kernel's CPU time, and no count of runnable tasks sees it. The run's report carries
-#    the share (`stolen_share`).
+# 12: the isolated protocol does not judge a comparison of a kernel timed by its CPU time with one
+#    timed by the wall clock while the hypervisor took more than 5% of the time of the CPUs it may run
+#    on over its timed calls (/proc/stat's steal; agent/backends/isolated.py STOLEN_SHARE_MAX): stolen
+#    time slows a parallel kernel's wall time and not a serial kernel's CPU time, and no count of
+#    runnable tasks sees it. The run's report carries the share (`stolen_share`).
 EVALUATOR_VERSION = 12
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)

@@ -1069,6 +1069,16 @@ def _cpu_hogs() -> Iterator[None]:
             hog.wait()
 
 
+def _serial_and_parallel_layernorm() -> tuple[str, str]:
+    """The stop-29 adversary's honest serial layernorm, and the same code under `omp parallel for`
+    (faster on two free cores: timed by the CPU clock and by the wall clock)."""
+    serial = (RESULTS / "redteam-stop29" / "serial_vs_parallel_layernorm.c").read_text()
+    loop = "    for (int i = 0; i < r; i++) {"
+    parallel = serial.replace(loop, "#pragma omp parallel for schedule(static)\n" + loop, 1)
+    assert parallel != serial
+    return serial, parallel
+
+
 def _judged_when_quiet(run: Callable[[], Evaluation], tries: int = 3) -> Evaluation:
     """`run`'s verdict, run again (at most `tries` times) while it is not judged: an honest comparison
     that a test needs judged needs a host quiet for a second or two, which a loaded CI machine is not
@@ -1102,10 +1112,7 @@ def test_a_comparison_is_judged_only_on_free_cores(
                        memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
     target = _no_peaks(cpu_target)
     layernorm, matvec = get_task("layernorm"), get_task("matvec")
-    serial = (RESULTS / "redteam-stop29" / "serial_vs_parallel_layernorm.c").read_text()
-    loop = "    for (int i = 0; i < r; i++) {"
-    parallel = serial.replace(loop, "#pragma omp parallel for schedule(static)\n" + loop, 1)
-    assert parallel != serial
+    serial, parallel = _serial_and_parallel_layernorm()
     veto, its_parent = ((RESULTS / "redteam-stop41" / f"veto_slow_calls_matvec{end}.c").read_text()
                         for end in ("", "_parent"))  # fmt: skip
     quiet = _judged_when_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
@@ -1150,20 +1157,25 @@ def test_stolen_time_is_read_from_the_steal_column_of_the_cpus_given() -> None:
     assert isolated.cpu_jiffies("cpu0 5 0 2 50 0 0 0\n", {0}) == (0, 57)  # a kernel that reports no steal
 
 
-def test_a_comparison_is_not_judged_while_the_hypervisor_takes_the_cpus(
+def test_a_comparison_across_clocks_is_not_judged_while_the_hypervisor_takes_the_cpus(
     tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Time a hypervisor takes from a virtual CPU is seen by no count of runnable tasks, and it slows
     a parallel kernel's wall time, not a serial kernel's CPU time (`STOLEN_SHARE_MAX`). Steal cannot
-    be made on demand, so the steal column is replaced by one that grows at half the CPUs' time: a
-    comparison is then not judged, and the reason names the steal; with the real column (on a host
-    quiet enough to judge) the same comparison is judged."""
+    be made on demand, so the steal column is replaced by one that grows at half the CPUs' time:
+    serial layernorm against its parallel parent is then not judged, and the reason names the
+    steal; with the real column (on a host quiet enough to judge) it is judged. Two kernels timed by
+    one clock share the steal: their comparison is judged under it."""
     if (cpu_target.cores or 1) < 2 or len(os.sched_getaffinity(0)) < 2:
         unavailable("a comparison is judged only where the kernels' two cores are free")
-    backend = _isolated_past_admission(tmp_path_factory, "rt-steal")
-    task = get_task("rmsnorm")
-    baseline = task.source("c", task.baseline_config)
-    quiet = _judged_when_quiet(lambda: evaluate(task, backend, cpu_target, baseline, baseline))
+    plan = TimingPlan(warmup=2, min_trials=20, max_trials=40, budget_s=4.0, protocol=ISOLATED)
+    backend = CBackend(cache_dir=tmp_path_factory.mktemp("rt-steal"), check_timeout_s=10.0,
+                       memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
+    target = _no_peaks(cpu_target)
+    layernorm, rmsnorm = get_task("layernorm"), get_task("rmsnorm")
+    serial, parallel = _serial_and_parallel_layernorm()
+    baseline = rmsnorm.source("c", rmsnorm.baseline_config)
+    quiet = _judged_when_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
     assert quiet.judged, quiet.reason
     tick_ns, reads = 1_000_000_000 // os.sysconf("SC_CLK_TCK"), itertools.count()
     # half of every CPU's time, and the tick of rounding allowed per CPU at each reading: a short run's
@@ -1171,11 +1183,13 @@ def test_a_comparison_is_not_judged_while_the_hypervisor_takes_the_cpus(
     monkeypatch.setattr(
         isolated, "stolen_ns", lambda cpus: len(cpus) * (time.perf_counter_ns() // 2 + next(reads) * tick_ns)
     )
-    stolen = evaluate(task, backend, cpu_target, baseline, baseline)
+    stolen = evaluate(layernorm, backend, target, serial, parallel)
     assert stolen.outcome == Outcome.DISCARDED and not stolen.judged, (stolen.outcome, stolen.reason)
     assert stolen.speedup is None and re.search(r"the hypervisor took (49|50)\.\d%", stolen.reason), (
         stolen.reason
     )
+    one_clock = _judged_when_quiet(lambda: evaluate(rmsnorm, backend, target, baseline, baseline))
+    assert one_clock.judged, one_clock.reason
 
 
 def _isolated_past_admission(

@@ -42,9 +42,8 @@ class LandscapeVersionError(ValueError):
 # one of 10. Version 11 changed only the isolated protocol (its calibration of a call's overhead:
 # fewer, shorter stand-in calls, the same figures within their spread; the order of its pairs and of
 # its children's start, drawn) and how fast histogram's reference counts (the same counts): a point
-# of 10 is one of 11. Version 12 changed only which isolated comparisons are judged (none while the
-# hypervisor took over 5% of the CPUs), and records the stolen share beside a run's times: a point of
-# 11 is one of 12. A version is added here only with that argument written beside it.
+# of 10 is one of 11. Version 12 changed only which isolated comparisons are judged (none across
+# clocks while the hypervisor took over 5% of the CPUs): a point of 11 is one of 12. A version is added here only with that argument written beside it.
 SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9, 10, 11, 12})
 
 
