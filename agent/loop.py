@@ -54,6 +54,17 @@ log = logging.getLogger(__name__)
 STATIC_ONLY = "compiled and correct; static metrics recorded, not timed (no GPU here to time it)"
 DEFAULT_KEEP_THRESHOLD = 0.02  # keep only >2% faster, so timing noise is not kept
 MAX_IDLE_STEPS = 3  # stop after this many steps in a row with nothing to propose
+# A comparison's parent is an earlier candidate, code a model wrote: its time is what its code chooses.
+# One that spins more in some runs (a coin per process) made a copy of itself read 1.3x faster in the
+# runs where it spun (the stop-44 adversary's blind sandbag: kept in 5 of 16 comparisons). A gain
+# against a model-written parent is judged only while the parent ran within this share of the
+# fastest median its code has been timed at in this run (as the candidate it was kept as, and as the
+# parent since); against a slower parent it is not judged (recorded as nothing; the loop goes on). A
+# bound, not a fix: a parent may still slow down by up to this share unseen, and one kept while it
+# was slow sets a slow mark until it is timed faster (docs/sandbox.md, "What this does not
+# guarantee"). The task's baseline is trusted code: no mark. 15%: more than the drift of a median
+# between evaluations a few seconds apart on this host, less than the adversary's 30%.
+PARENT_SLOWDOWN_MAX = 0.15
 
 
 class OptimizeError(Exception):
@@ -247,6 +258,9 @@ class _Best:
     # The id the service gave this kernel's measurement once recorded; later attempts from this
     # parent reference it instead of sending the source and measurement again.
     measurement_id: str | None = None
+    # The fastest median this kernel's code has been timed at in this run (`PARENT_SLOWDOWN_MAX`);
+    # None for the task's baseline, which is trusted code.
+    fastest_ns: float | None = None
 
 
 def _judge(task: Task, backend: Backend, target: Target, source: str, parent_source: str) -> Evaluation:
@@ -340,6 +354,7 @@ def evaluate(
     parent_source: str,
     *,
     parent_median_ns: float | None = None,
+    parent_fastest_ns: float | None = None,
     keep_threshold: float = DEFAULT_KEEP_THRESHOLD,
 ) -> Evaluation:
     """The full evaluation the loop applies to a candidate: admission and compile, correctness on
@@ -347,6 +362,8 @@ def evaluate(
     outputs verified, impossible times IMPLAUSIBLE), counters, and the keep decision.
 
     `parent_median_ns` is used only when the profile did not time the parent interleaved.
+    `parent_fastest_ns`, the fastest the parent's code was timed at before (None for trusted code):
+    a gain against a parent that ran slower than that by more than PARENT_SLOWDOWN_MAX is not judged.
     """
     verdict = _judge(task, backend, target, source, parent_source)
     profile = verdict.profile
@@ -362,6 +379,9 @@ def evaluate(
             return Evaluation(Outcome.DISCARDED, f"promising, but re-measured {decision.refused}", profile,
                               judged=False)  # fmt: skip
         if decision.keep and ratio > 1.0:
+            slowed = _parent_slowed(profile, parent_fastest_ns)
+            if slowed:
+                return Evaluation(Outcome.DISCARDED, slowed, profile, judged=False)
             return replace(verdict, speedup=ratio)
         # Kept means faster in the evidence stored too (the service refuses a `kept` whose recorded pair
         # is not): pooled pairs that prove a gain the first measurement's medians do not show are not kept.
@@ -379,6 +399,17 @@ def evaluate(
         else "correct, but the parent was not timed: nothing to compare"
     )
     return Evaluation(Outcome.DISCARDED, reason, profile, speedup)
+
+
+def _parent_slowed(profile: ProfileResult, fastest_ns: float | None) -> str:
+    """Why a gain against the parent timed in `profile` is not judged (`PARENT_SLOWDOWN_MAX`), or ""."""
+    parent_ns = profile.parent_median_ns
+    if fastest_ns is None or not parent_ns or parent_ns <= fastest_ns * (1.0 + PARENT_SLOWDOWN_MAX):
+        return ""
+    return (f"not judged: the parent ran {parent_ns / fastest_ns - 1:.0%} slower (median {parent_ns / 1e3:.1f} us) "
+            f"than its code was timed at before in this run ({fastest_ns / 1e3:.1f} us); a parent's time is what "
+            "its code chooses, so a gain against it is judged only within "
+            f"{PARENT_SLOWDOWN_MAX:.0%} of its fastest")  # fmt: skip
 
 
 def _remeasure(
@@ -518,13 +549,16 @@ def _attempt(
     except Exception as exc:  # a task that cannot render a proposed config is a compile error of that config
         source, verdict = f"/* render failed: {exc} */", Evaluation(Outcome.COMPILE_ERROR, str(exc))
     else:
-        verdict = evaluate(task, backend, target, source, best.source,
-                           parent_median_ns=best.profile.median_ns, keep_threshold=keep_threshold)  # fmt: skip
+        verdict = evaluate(task, backend, target, source, best.source, parent_median_ns=best.profile.median_ns,
+                           parent_fastest_ns=best.fastest_ns, keep_threshold=keep_threshold)  # fmt: skip
     outcome, diagnosis, profile, speedup = verdict.outcome, verdict.reason, verdict.profile, verdict.speedup
+    parent_ns = profile.parent_median_ns if profile is not None and verdict.judged else None
+    if best.fastest_ns is not None and parent_ns and math.isfinite(parent_ns):
+        best.fastest_ns = min(best.fastest_ns, parent_ns)
     new_best = best
     if outcome == Outcome.KEPT and profile is not None and speedup is not None:
         label = describe_config(proposal.config) if proposal.config is not None else f"llm step {step}"
-        new_best = _Best(proposal.config, source, profile, label)
+        new_best = _Best(proposal.config, source, profile, label, fastest_ns=profile.median_ns)
         result.chained_speedup *= speedup
         result.best_ns, result.best_source, result.best_config = (
             profile.median_ns,

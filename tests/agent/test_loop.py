@@ -6,10 +6,12 @@ import fcntl
 import os
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from kernelgraph.agent import loop
 from kernelgraph.agent.backends import isolated
 from kernelgraph.agent.backends.c import CBackend
 from kernelgraph.agent.backends.timing import TimingPlan
@@ -17,7 +19,7 @@ from kernelgraph.agent.evaluator import EVALUATOR_VERSION
 from kernelgraph.agent.loop import optimize
 from kernelgraph.agent.proposers.base import Proposal, ProposalContext
 from kernelgraph.agent.proposers.memoryless import MemorylessProposer
-from kernelgraph.agent.results import Outcome, ProfileResult
+from kernelgraph.agent.results import Evaluation, Outcome, ProfileResult
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.client.http import AttemptLike
@@ -186,6 +188,35 @@ def test_an_attempt_not_judged_is_reported_and_not_recorded(
     assert not step.judged and not step.recorded and result.to_json()["steps"][0]["judged"] is False
     assert (result.not_judged, result.unrecorded) == (1, 0)
     assert attempts_in_graph(store, namespace, result.run_id) == []
+
+
+def test_a_kept_parent_is_held_to_the_fastest_its_code_was_timed_at(
+    quick_backend: CBackend, cpu_target: Target, client: InProcessClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parent's time is what its code chooses (`loop.PARENT_SLOWDOWN_MAX`): the loop gives
+    `evaluate` no mark for the trusted baseline, the kept candidate's own median once it is the
+    parent, and the parent's faster median of a later comparison from then on (a slower one leaves
+    the mark). The evaluations are scripted; the baseline is really timed."""
+    task = get_task("matmul")
+    template = quick_backend.profile(task, task.source("c", task.baseline_config), cpu_target)
+    # (candidate median, parent median) per step: kept at step 0, then parents timed at 120 and 80 us
+    script = iter([(100_000.0, 200_000.0), (90_000.0, 120_000.0), (95_000.0, 80_000.0), (95_000.0, 85_000.0)])
+    marks: list[float | None] = []
+
+    def scripted(*_: object, parent_fastest_ns: float | None = None, **__: object) -> Evaluation:
+        marks.append(parent_fastest_ns)
+        median, parent = next(script)
+        profile = replace(template, median_ns=median, parent_median_ns=parent)
+        kept = len(marks) == 1
+        return Evaluation(
+            Outcome.KEPT if kept else Outcome.DISCARDED, "", profile, parent / median if kept else None
+        )
+
+    monkeypatch.setattr(loop, "evaluate", scripted)
+    result = optimize(task, quick_backend, cpu_target, MemorylessProposer(seed=5), client, budget=4,
+                      final_check=False)  # fmt: skip
+    assert [s.outcome for s in result.steps] == [Outcome.KEPT] + [Outcome.DISCARDED] * 3
+    assert marks == [None, 100_000.0, 100_000.0, 80_000.0]
 
 
 def test_evaluations_on_one_machine_take_turns_at_timing(quick_backend: CBackend, cpu_target: Target) -> None:

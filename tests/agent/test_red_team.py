@@ -1079,13 +1079,14 @@ def _serial_and_parallel_layernorm() -> tuple[str, str]:
     return serial, parallel
 
 
-def _judged_when_quiet(run: Callable[[], Evaluation], tries: int = 3) -> Evaluation:
-    """`run`'s verdict, run again (at most `tries` times) while it is not judged: an honest comparison
-    that a test needs judged needs a host quiet for a second or two, which a loaded CI machine is not
-    always (a verdict judged there is what is tested; one not judged is the rule at work)."""
+def _when_the_host_was_quiet(run: Callable[[], Evaluation], tries: int = 3) -> Evaluation:
+    """`run`'s verdict, run again (at most `tries` times) while the host's load or steal refused it
+    ("a comparison is made only on ..."): a comparison a test needs judged needs a host quiet for a
+    second or two, which a loaded CI machine is not always (a verdict judged there is what is
+    tested; one refused for the host is the rule at work)."""
     for _ in range(tries - 1):
         verdict = run()
-        if verdict.judged:
+        if verdict.judged or "a comparison is made only on" not in verdict.reason:
             return verdict
         time.sleep(1.0)
     return run()
@@ -1115,7 +1116,7 @@ def test_a_comparison_is_judged_only_on_free_cores(
     serial, parallel = _serial_and_parallel_layernorm()
     veto, its_parent = ((RESULTS / "redteam-stop41" / f"veto_slow_calls_matvec{end}.c").read_text()
                         for end in ("", "_parent"))  # fmt: skip
-    quiet = _judged_when_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
+    quiet = _when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
     assert quiet.outcome == Outcome.DISCARDED and (quiet.speedup or 2) < 1.0, (quiet.speedup, quiet.reason)
     vetoing_quiet = evaluate(matvec, backend, target, veto, its_parent)  # once: a host just seen quiet
     assert vetoing_quiet.judged and vetoing_quiet.outcome == Outcome.DISCARDED, vetoing_quiet.reason
@@ -1175,7 +1176,7 @@ def test_a_comparison_across_clocks_is_not_judged_while_the_hypervisor_takes_the
     layernorm, rmsnorm = get_task("layernorm"), get_task("rmsnorm")
     serial, parallel = _serial_and_parallel_layernorm()
     baseline = rmsnorm.source("c", rmsnorm.baseline_config)
-    quiet = _judged_when_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
+    quiet = _when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
     assert quiet.judged, quiet.reason
     tick_ns, reads = 1_000_000_000 // os.sysconf("SC_CLK_TCK"), itertools.count()
     # half of every CPU's time, and the tick of rounding allowed per CPU at each reading: a short run's
@@ -1188,8 +1189,42 @@ def test_a_comparison_across_clocks_is_not_judged_while_the_hypervisor_takes_the
     assert stolen.speedup is None and re.search(r"the hypervisor took (49|50)\.\d%", stolen.reason), (
         stolen.reason
     )
-    one_clock = _judged_when_quiet(lambda: evaluate(rmsnorm, backend, target, baseline, baseline))
+    one_clock = _when_the_host_was_quiet(lambda: evaluate(rmsnorm, backend, target, baseline, baseline))
     assert one_clock.judged, one_clock.reason
+
+
+def test_a_gain_against_a_parent_slower_than_its_code_was_timed_is_not_judged(
+    tmp_path_factory: pytest.TempPathFactory, cpu_target: Target
+) -> None:
+    """A parent's time is what its code chooses: the stop-44 adversary's parent spun 30% more in the
+    runs its coin chose, and a copy of itself was kept against it at 1.3x (5 of 16). The loop gives
+    `evaluate` the fastest median the parent's code was timed at in the run, and a gain against a
+    parent slower than that by more than PARENT_SLOWDOWN_MAX is not judged. Here the parent is the
+    same code spinning 40% more on every call: kept against it without the mark (the control), not
+    judged with it; an honest comparison with the mark taken from its own parent's last median is
+    judged as before."""
+    backend = _isolated_past_admission(tmp_path_factory, "rt-slow-parent")
+    task = get_task("rmsnorm")
+    target = _no_peaks(cpu_target)
+    honest = (RED_TEAM / "slow_parent.c").read_text()
+    spinning = honest.replace("#define KG_SPIN_PCT 0", "#define KG_SPIN_PCT 40", 1)
+    assert spinning != honest
+    first = _when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, spinning))
+    assert first.outcome == Outcome.KEPT and (first.speedup or 0) > 1.2, (first.outcome, first.reason)
+    assert first.profile is not None
+    fastest_ns = first.profile.median_ns  # the honest code's median: what the spinning copy's code can run at
+    guarded = _when_the_host_was_quiet(
+        lambda: evaluate(task, backend, target, honest, spinning, parent_fastest_ns=fastest_ns)
+    )
+    assert guarded.outcome == Outcome.DISCARDED and not guarded.judged, (guarded.outcome, guarded.reason)
+    assert "the parent ran" in guarded.reason and guarded.speedup is None, guarded.reason
+    assert first.profile.parent_median_ns is not None
+    again = _when_the_host_was_quiet(
+        lambda: evaluate(
+            task, backend, target, honest, spinning, parent_fastest_ns=first.profile.parent_median_ns
+        )
+    )
+    assert again.outcome == Outcome.KEPT, (again.outcome, again.reason)
 
 
 def _isolated_past_admission(
