@@ -11,6 +11,7 @@ child becomes the next parent already recorded), so a run sends each parent's so
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
@@ -54,16 +55,13 @@ log = logging.getLogger(__name__)
 STATIC_ONLY = "compiled and correct; static metrics recorded, not timed (no GPU here to time it)"
 DEFAULT_KEEP_THRESHOLD = 0.02  # keep only >2% faster, so timing noise is not kept
 MAX_IDLE_STEPS = 3  # stop after this many steps in a row with nothing to propose
-# A comparison's parent is an earlier candidate, code a model wrote: its time is what its code chooses.
-# One that spins more in some runs (a coin per process) made a copy of itself read 1.3x faster in the
-# runs where it spun (the stop-44 adversary's blind sandbag: kept in 5 of 16 comparisons). A gain
-# against a model-written parent is judged only while the parent ran within this share of the
-# fastest median its code has been timed at in this run (as the candidate it was kept as, and as the
-# parent since); against a slower parent it is not judged (recorded as nothing; the loop goes on). A
-# bound, not a fix: a parent may still slow down by up to this share unseen, and one kept while it
-# was slow sets a slow mark until it is timed faster (docs/sandbox.md, "What this does not
-# guarantee"). The task's baseline is trusted code: no mark. 15%: more than the drift of a median
-# between evaluations a few seconds apart on this host, less than the adversary's 30%.
+# A comparison's parent is an earlier candidate, code a model wrote: its time is what its code chooses
+# (one that spins in the runs a coin chooses made a copy of itself read 1.3x faster: the stop-44
+# adversary). So the loop marks the fastest median a kept kernel's code has been timed at in the run,
+# and a gain against it as a parent that ran more than this share slower than its mark is not judged.
+# A bound, with its limits in docs/sandbox.md ("What this does not guarantee"): above the 8% a
+# parent's median moved within a few comparisons here, below the 20-33% the adversary's spin gave
+# (at 20% some of its fakes went through: results/parent-mark-stop45/rejudge.log).
 PARENT_SLOWDOWN_MAX = 0.15
 
 
@@ -104,7 +102,9 @@ class OptimizeResult:
     best_config: Config | None
     steps: list[StepReport] = field(default_factory=list)
     unrecorded: int = 0  # attempts the service did not take
-    not_judged: int = 0  # attempts not compared fairly (other tasks wanted the cores): not recorded
+    not_judged: int = (
+        0  # attempts not compared fairly (a busy host, or a parent slower than its mark): not recorded
+    )
     chained_speedup: float = 1.0  # product of the kept steps' interleaved speedups
     final_interleaved: bool = False  # baseline_ns and best_ns come from one interleaved profile
     library: LibraryTiming | None = None  # the task's library call, timed at the run's start
@@ -258,9 +258,10 @@ class _Best:
     # The id the service gave this kernel's measurement once recorded; later attempts from this
     # parent reference it instead of sending the source and measurement again.
     measurement_id: str | None = None
-    # The fastest median this kernel's code has been timed at in this run (`PARENT_SLOWDOWN_MAX`);
-    # None for the task's baseline, which is trusted code.
-    fastest_ns: float | None = None
+    # Its mark: the fastest median its code has been timed at in this run, as the candidate it was kept
+    # as and as the parent of each judged comparison since (`PARENT_SLOWDOWN_MAX`); None for the task's
+    # baseline, which is trusted code.
+    mark_ns: float | None = None
 
 
 def _judge(task: Task, backend: Backend, target: Target, source: str, parent_source: str) -> Evaluation:
@@ -354,7 +355,7 @@ def evaluate(
     parent_source: str,
     *,
     parent_median_ns: float | None = None,
-    parent_fastest_ns: float | None = None,
+    parent_mark_ns: float | None = None,
     keep_threshold: float = DEFAULT_KEEP_THRESHOLD,
 ) -> Evaluation:
     """The full evaluation the loop applies to a candidate: admission and compile, correctness on
@@ -362,16 +363,19 @@ def evaluate(
     outputs verified, impossible times IMPLAUSIBLE), counters, and the keep decision.
 
     `parent_median_ns` is used only when the profile did not time the parent interleaved.
-    `parent_fastest_ns`, the fastest the parent's code was timed at before (None for trusted code):
-    a gain against a parent that ran slower than that by more than PARENT_SLOWDOWN_MAX is not judged.
+    `parent_mark_ns`, the fastest the parent's code was timed at before (None for trusted code): a
+    gain against a parent that ran slower than that by more than PARENT_SLOWDOWN_MAX is not judged,
+    in the first measurement and in every re-measurement.
     """
     verdict = _judge(task, backend, target, source, parent_source)
     profile = verdict.profile
     if profile is None or profile.static:
         return verdict
     if profile.paired_ratios:
-        decision = keep_decision(profile, lambda: _remeasure(task, backend, target, source, parent_source),
-                                 keep_threshold)  # fmt: skip
+        remeasure = functools.partial(
+            _remeasure, task, backend, target, source, parent_source, parent_mark_ns
+        )
+        decision = keep_decision(profile, remeasure, keep_threshold)
         # The recorded speedup is the stored measurement's own (parent median / median); the
         # decision rests on the interval of the pairs.
         ratio = profile.parent_median_ns / profile.median_ns if profile.parent_median_ns else decision.speedup
@@ -379,7 +383,7 @@ def evaluate(
             return Evaluation(Outcome.DISCARDED, f"promising, but re-measured {decision.refused}", profile,
                               judged=False)  # fmt: skip
         if decision.keep and ratio > 1.0:
-            slowed = _parent_slowed(profile, parent_fastest_ns)
+            slowed = _parent_slowed(profile, parent_mark_ns)
             if slowed:
                 return Evaluation(Outcome.DISCARDED, slowed, profile, judged=False)
             return replace(verdict, speedup=ratio)
@@ -392,6 +396,9 @@ def evaluate(
     parent_ns = profile.parent_median_ns or parent_median_ns
     speedup = parent_ns / profile.median_ns if parent_ns else None
     if speedup is not None and speedup > 1.0 + keep_threshold:
+        slowed = _parent_slowed(profile, parent_mark_ns)  # a parent timed beside it (Triton), not paired
+        if slowed:
+            return Evaluation(Outcome.DISCARDED, slowed, profile, judged=False)
         return replace(verdict, speedup=speedup)
     reason = (
         f"correct but not faster: {speedup:.3f}x the current best (threshold {1 + keep_threshold:.2f}x)"
@@ -401,21 +408,30 @@ def evaluate(
     return Evaluation(Outcome.DISCARDED, reason, profile, speedup)
 
 
-def _parent_slowed(profile: ProfileResult, fastest_ns: float | None) -> str:
+def _parent_slowed(profile: ProfileResult, mark_ns: float | None) -> str:
     """Why a gain against the parent timed in `profile` is not judged (`PARENT_SLOWDOWN_MAX`), or ""."""
     parent_ns = profile.parent_median_ns
-    if fastest_ns is None or not parent_ns or parent_ns <= fastest_ns * (1.0 + PARENT_SLOWDOWN_MAX):
+    if mark_ns is None or not parent_ns or not math.isfinite(parent_ns):
         return ""
-    return (f"not judged: the parent ran {parent_ns / fastest_ns - 1:.0%} slower (median {parent_ns / 1e3:.1f} us) "
-            f"than its code was timed at before in this run ({fastest_ns / 1e3:.1f} us); a parent's time is what "
-            "its code chooses, so a gain against it is judged only within "
-            f"{PARENT_SLOWDOWN_MAX:.0%} of its fastest")  # fmt: skip
+    if parent_ns <= mark_ns * (1.0 + PARENT_SLOWDOWN_MAX):
+        return ""
+    return (f"not judged: the parent ran {parent_ns / mark_ns - 1:.0%} slower (median {parent_ns / 1e3:.1f} us) "
+            f"than its code was timed at before in this run ({mark_ns / 1e3:.1f} us); a parent's time is what its "
+            f"code chooses, so a gain against it is judged only within {PARENT_SLOWDOWN_MAX:.0%} of its fastest")  # fmt: skip
 
 
 def _remeasure(
-    task: Task, backend: Backend, target: Target, source: str, parent_source: str
+    task: Task,
+    backend: Backend,
+    target: Target,
+    source: str,
+    parent_source: str,
+    parent_mark_ns: float | None,
 ) -> ProfileResult | None:
     again = backend.profile(task, source, target, parent_source=parent_source)
+    slowed = _parent_slowed(again, parent_mark_ns) if again.outcome == Outcome.KEPT else ""
+    if slowed:  # its pairs would be pooled into the decision: no decision instead
+        return replace(again, judged=False, reason=slowed)
     return again if again.outcome == Outcome.KEPT or not again.judged else None
 
 
@@ -550,15 +566,15 @@ def _attempt(
         source, verdict = f"/* render failed: {exc} */", Evaluation(Outcome.COMPILE_ERROR, str(exc))
     else:
         verdict = evaluate(task, backend, target, source, best.source, parent_median_ns=best.profile.median_ns,
-                           parent_fastest_ns=best.fastest_ns, keep_threshold=keep_threshold)  # fmt: skip
+                           parent_mark_ns=best.mark_ns, keep_threshold=keep_threshold)  # fmt: skip
     outcome, diagnosis, profile, speedup = verdict.outcome, verdict.reason, verdict.profile, verdict.speedup
     parent_ns = profile.parent_median_ns if profile is not None and verdict.judged else None
-    if best.fastest_ns is not None and parent_ns and math.isfinite(parent_ns):
-        best.fastest_ns = min(best.fastest_ns, parent_ns)
+    if best.mark_ns is not None and parent_ns and math.isfinite(parent_ns):
+        best.mark_ns = min(best.mark_ns, parent_ns)
     new_best = best
     if outcome == Outcome.KEPT and profile is not None and speedup is not None:
         label = describe_config(proposal.config) if proposal.config is not None else f"llm step {step}"
-        new_best = _Best(proposal.config, source, profile, label, fastest_ns=profile.median_ns)
+        new_best = _Best(proposal.config, source, profile, label, mark_ns=profile.median_ns)
         result.chained_speedup *= speedup
         result.best_ns, result.best_source, result.best_config = (
             profile.median_ns,
@@ -615,7 +631,7 @@ def _attempt(
         attempt_key=record.attempt_key, recorded=recorded, retrieval=proposal.retrieval, judged=verdict.judged,
     )  # fmt: skip
     entry = HistoryEntry(step=step, transform=proposal.transform, params=dict(proposal.params), outcome=outcome,
-                         speedup=speedup, config=proposal.config, diagnosis=diagnosis)  # fmt: skip
+                         speedup=speedup, config=proposal.config, diagnosis=diagnosis, judged=verdict.judged)  # fmt: skip
     return report, new_best, entry
 
 

@@ -35,6 +35,7 @@ class HistoryEntry:
     speedup: float | None  # over the parent it was tried on, when both ran
     config: Config | None
     diagnosis: str = ""
+    judged: bool = True  # False: not compared fairly (`Evaluation.judged`), no evidence either way
 
 
 @dataclass(frozen=True)

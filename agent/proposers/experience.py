@@ -87,7 +87,7 @@ def posterior(
         rate = evidence.success_rate
         successes, failures = weight * rate, weight * (1.0 - rate)
         gain_sum = weight * evidence.weighted_log_speedup
-    for entry in run:
+    for entry in (e for e in run if e.judged):  # a step not judged says nothing of its transform
         kept = entry.outcome == Outcome.KEPT
         successes += 1.0 if kept else 0.0
         failures += 0.0 if kept else 1.0

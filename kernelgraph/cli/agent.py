@@ -252,7 +252,8 @@ def optimize_cmd(
         console.print(f"best source written to {out}")
     if result.not_judged:
         err.print(f"[yellow]warning:[/] {result.not_judged} attempts were not judged and not recorded: two kernels "
-                  "are compared only on free cores, and other processes wanted them")  # fmt: skip
+                  "are compared only on free cores and a parent only near its fastest (each step's reason says "
+                  "which)")  # fmt: skip
     if result.unrecorded:
         err.print(f"[yellow]warning:[/] {result.unrecorded} attempts could not be recorded (see the log)")
 

@@ -3,7 +3,8 @@ per process) against copies of itself, as the loop would meet it: the parent's c
 the candidate it was kept as (its median is the mark), then RUNS comparisons of a copy against it,
 the mark lowered to the parent's median whenever a comparison timed it faster (agent/loop.py
 PARENT_SLOWDOWN_MAX). Each comparison is judged twice on the same measurement: kept without the mark
-(stop 44's rule) and kept with it. `python results/parent-mark-stop45/rates.py TRIALS RUNS`."""
+(stop 44's rule) and kept with it. `python results/parent-mark-stop45/rates.py TRIALS RUNS [HEADS]`:
+HEADS of 8 the coin's chance of spinning (4, a fair coin, by default)."""
 import dataclasses, sys, tempfile
 from pathlib import Path
 from kernelgraph.agent import loop
@@ -14,7 +15,11 @@ from kernelgraph.agent.tasks import get_task
 
 CBackend._admit = lambda self, *a, **k: []  # past admission: the timer alone (as stop 44's rates.py)
 trials, runs = int(sys.argv[1]), int(sys.argv[2])
+heads = int(sys.argv[3]) if len(sys.argv) > 3 else 4
 source = (Path(__file__).parents[1] / "redteam-stop44" / "blind_sandbag_rmsnorm.c").read_text()
+coin = "st->votes_parent = (start >> 12) & 1;"
+assert coin in source
+source = source.replace(coin, f"st->votes_parent = ((start >> 12) & 7) < {heads};")
 timing = TimingPlan(warmup=1, min_trials=24, max_trials=24, budget_s=6.0, verified_calls=3, protocol=ISOLATED)
 target = dataclasses.replace(get_target("cpu-x86-64-v2"), peak_gflops=None, peak_gbps=None)
 task = get_task("rmsnorm")

@@ -195,28 +195,31 @@ def test_a_kept_parent_is_held_to_the_fastest_its_code_was_timed_at(
 ) -> None:
     """A parent's time is what its code chooses (`loop.PARENT_SLOWDOWN_MAX`): the loop gives
     `evaluate` no mark for the trusted baseline, the kept candidate's own median once it is the
-    parent, and the parent's faster median of a later comparison from then on (a slower one leaves
-    the mark). The evaluations are scripted; the baseline is really timed."""
+    parent, and the parent's faster median of a later judged comparison from then on (a slower one,
+    or one of a comparison not judged, leaves the mark). The evaluations are scripted; the
+    baseline is really timed."""
     task = get_task("matmul")
     template = quick_backend.profile(task, task.source("c", task.baseline_config), cpu_target)
-    # (candidate median, parent median) per step: kept at step 0, then parents timed at 120 and 80 us
-    script = iter([(100_000.0, 200_000.0), (90_000.0, 120_000.0), (95_000.0, 80_000.0), (95_000.0, 85_000.0)])
+    # (candidate median, parent median, judged) per step: kept at step 0, then its code timed as the
+    # parent at 120 us, at 50 us in a comparison not judged, at 80 us
+    script = iter([(100_000.0, 200_000.0, True), (90_000.0, 120_000.0, True), (95_000.0, 50_000.0, False),
+                   (95_000.0, 80_000.0, True), (95_000.0, 85_000.0, True)])  # fmt: skip
     marks: list[float | None] = []
 
-    def scripted(*_: object, parent_fastest_ns: float | None = None, **__: object) -> Evaluation:
-        marks.append(parent_fastest_ns)
-        median, parent = next(script)
+    def scripted(*_: object, parent_mark_ns: float | None = None, **__: object) -> Evaluation:
+        marks.append(parent_mark_ns)
+        median, parent, judged = next(script)
         profile = replace(template, median_ns=median, parent_median_ns=parent)
-        kept = len(marks) == 1
-        return Evaluation(
-            Outcome.KEPT if kept else Outcome.DISCARDED, "", profile, parent / median if kept else None
-        )
+        if len(marks) == 1:
+            return Evaluation(Outcome.KEPT, "", profile, parent / median)
+        return Evaluation(Outcome.DISCARDED, "" if judged else "not judged: scripted", profile, judged=judged)
 
     monkeypatch.setattr(loop, "evaluate", scripted)
-    result = optimize(task, quick_backend, cpu_target, MemorylessProposer(seed=5), client, budget=4,
+    result = optimize(task, quick_backend, cpu_target, MemorylessProposer(seed=5), client, budget=5,
                       final_check=False)  # fmt: skip
-    assert [s.outcome for s in result.steps] == [Outcome.KEPT] + [Outcome.DISCARDED] * 3
-    assert marks == [None, 100_000.0, 100_000.0, 80_000.0]
+    assert [s.outcome for s in result.steps] == [Outcome.KEPT] + [Outcome.DISCARDED] * 4
+    assert result.not_judged == 1
+    assert marks == [None, 100_000.0, 100_000.0, 100_000.0, 80_000.0]
 
 
 def test_evaluations_on_one_machine_take_turns_at_timing(quick_backend: CBackend, cpu_target: Target) -> None:

@@ -138,6 +138,9 @@ def test_run_outcomes_update_the_belief() -> None:
     won = posterior("tile", None, [HistoryEntry(0, "tile", {}, Outcome.KEPT, 2.0, None)])
     assert failed.gain_mean < fresh.gain_mean < won.gain_mean
     assert failed.beta > fresh.beta and won.alpha > fresh.alpha
+    # a step not judged (a busy host, or a parent slower than its mark: agent/loop.py) is no failure
+    unjudged = HistoryEntry(1, "tile", {}, Outcome.DISCARDED, None, None, "not judged", judged=False)
+    assert posterior("tile", None, [unjudged]) == fresh
 
 
 def _schedule_evidence() -> RetrievedTransform:

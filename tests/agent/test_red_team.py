@@ -1198,33 +1198,25 @@ def test_a_gain_against_a_parent_slower_than_its_code_was_timed_is_not_judged(
 ) -> None:
     """A parent's time is what its code chooses: the stop-44 adversary's parent spun 30% more in the
     runs its coin chose, and a copy of itself was kept against it at 1.3x (5 of 16). The loop gives
-    `evaluate` the fastest median the parent's code was timed at in the run, and a gain against a
-    parent slower than that by more than PARENT_SLOWDOWN_MAX is not judged. Here the parent is the
-    same code spinning 40% more on every call: kept against it without the mark (the control), not
-    judged with it; an honest comparison with the mark taken from its own parent's last median is
-    judged as before."""
+    `evaluate` the parent's mark, the fastest median its code was timed at in the run, and a gain
+    against a parent slower than that by more than PARENT_SLOWDOWN_MAX is not judged. Here the
+    parent is the same code spinning 40% more on every call, and its mark the median of its code
+    without the spin: kept against it without the mark (the control), not judged with it."""
     backend = _isolated_past_admission(tmp_path_factory, "rt-slow-parent")
     task = get_task("rmsnorm")
     target = _no_peaks(cpu_target)
     honest = (RED_TEAM / "slow_parent.c").read_text()
     spinning = honest.replace("#define KG_SPIN_PCT 0", "#define KG_SPIN_PCT 40", 1)
     assert spinning != honest
-    first = _when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, spinning))
-    assert first.outcome == Outcome.KEPT and (first.speedup or 0) > 1.2, (first.outcome, first.reason)
-    assert first.profile is not None
-    fastest_ns = first.profile.median_ns  # the honest code's median: what the spinning copy's code can run at
+    control = _when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, spinning))
+    assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 1.2, (control.outcome, control.reason)
+    assert control.profile is not None
+    mark_ns = control.profile.median_ns  # the code without its spin, timed in the same run
     guarded = _when_the_host_was_quiet(
-        lambda: evaluate(task, backend, target, honest, spinning, parent_fastest_ns=fastest_ns)
+        lambda: evaluate(task, backend, target, honest, spinning, parent_mark_ns=mark_ns)
     )
     assert guarded.outcome == Outcome.DISCARDED and not guarded.judged, (guarded.outcome, guarded.reason)
     assert "the parent ran" in guarded.reason and guarded.speedup is None, guarded.reason
-    assert first.profile.parent_median_ns is not None
-    again = _when_the_host_was_quiet(
-        lambda: evaluate(
-            task, backend, target, honest, spinning, parent_fastest_ns=first.profile.parent_median_ns
-        )
-    )
-    assert again.outcome == Outcome.KEPT, (again.outcome, again.reason)
 
 
 def _isolated_past_admission(
