@@ -102,9 +102,8 @@ class OptimizeResult:
     best_config: Config | None
     steps: list[StepReport] = field(default_factory=list)
     unrecorded: int = 0  # attempts the service did not take
-    not_judged: int = (
-        0  # attempts not compared fairly (a busy host, or a parent slower than its mark): not recorded
-    )
+    # attempts not compared fairly (a busy host, or a parent slower than its mark): not recorded
+    not_judged: int = 0
     chained_speedup: float = 1.0  # product of the kept steps' interleaved speedups
     final_interleaved: bool = False  # baseline_ns and best_ns come from one interleaved profile
     library: LibraryTiming | None = None  # the task's library call, timed at the run's start

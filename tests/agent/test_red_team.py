@@ -1079,6 +1079,14 @@ def _serial_and_parallel_layernorm() -> tuple[str, str]:
     return serial, parallel
 
 
+def _serial_and_parallel_backend(tmp_path_factory: pytest.TempPathFactory, name: str) -> CBackend:
+    """The isolated protocol at 20-40 pairs, admission on: what `_serial_and_parallel_layernorm`'s
+    comparisons are timed with."""
+    plan = TimingPlan(warmup=2, min_trials=20, max_trials=40, budget_s=4.0, protocol=ISOLATED)
+    return CBackend(cache_dir=tmp_path_factory.mktemp(name), check_timeout_s=10.0, memory_bytes=768 << 20,
+                    counters=False, timing=plan)  # fmt: skip
+
+
 def _when_the_host_was_quiet(run: Callable[[], Evaluation], tries: int = 3) -> Evaluation:
     """`run`'s verdict, run again (at most `tries` times) while the host's load or steal refused it
     ("a comparison is made only on ..."): a comparison a test needs judged needs a host quiet for a
@@ -1108,9 +1116,7 @@ def test_a_comparison_is_judged_only_on_free_cores(
     hogs, and the serial candidate reads as the faster."""
     if (cpu_target.cores or 1) < 2 or len(os.sched_getaffinity(0)) < 2:  # CI's machine has two: it runs there
         unavailable("two CPUs are needed to compare a serial and a parallel kernel")
-    plan = TimingPlan(warmup=2, min_trials=20, max_trials=40, budget_s=4.0, protocol=ISOLATED)
-    backend = CBackend(cache_dir=tmp_path_factory.mktemp("rt-free-cores"), check_timeout_s=10.0,
-                       memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
+    backend = _serial_and_parallel_backend(tmp_path_factory, "rt-free-cores")
     target = _no_peaks(cpu_target)
     layernorm, matvec = get_task("layernorm"), get_task("matvec")
     serial, parallel = _serial_and_parallel_layernorm()
@@ -1169,9 +1175,7 @@ def test_a_comparison_across_clocks_is_not_judged_while_the_hypervisor_takes_the
     one clock share the steal: their comparison is judged under it."""
     if (cpu_target.cores or 1) < 2 or len(os.sched_getaffinity(0)) < 2:
         unavailable("a comparison is judged only where the kernels' two cores are free")
-    plan = TimingPlan(warmup=2, min_trials=20, max_trials=40, budget_s=4.0, protocol=ISOLATED)
-    backend = CBackend(cache_dir=tmp_path_factory.mktemp("rt-steal"), check_timeout_s=10.0,
-                       memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
+    backend = _serial_and_parallel_backend(tmp_path_factory, "rt-steal")
     target = _no_peaks(cpu_target)
     layernorm, rmsnorm = get_task("layernorm"), get_task("rmsnorm")
     serial, parallel = _serial_and_parallel_layernorm()
