@@ -75,7 +75,7 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    timed by the wall clock while the hypervisor took more than 5% of the time of the CPUs it may run
 #    on over its timed calls (/proc/stat's steal; agent/backends/isolated.py STOLEN_SHARE_MAX): stolen
 #    time slows a parallel kernel's wall time and not a serial kernel's CPU time, and no count of
-#    runnable tasks sees it. The run's report carries the share (`stolen_share`).
+#    runnable tasks sees it.
 EVALUATOR_VERSION = 12
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)

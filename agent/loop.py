@@ -59,9 +59,9 @@ MAX_IDLE_STEPS = 3  # stop after this many steps in a row with nothing to propos
 # (one that spins in the runs a coin chooses made a copy of itself read 1.3x faster: the stop-44
 # adversary). So the loop marks the fastest median a kept kernel's code has been timed at in the run,
 # and a gain against it as a parent that ran more than this share slower than its mark is not judged.
-# A bound, with its limits in docs/sandbox.md ("What this does not guarantee"): above the 8% a
+# A bound, with its limits in docs/sandbox.md ("What this does not guarantee"): above the 7.6% a
 # parent's median moved within a few comparisons here, below the 20-33% the adversary's spin gave
-# (at 20% some of its fakes went through: results/parent-mark-stop45/rejudge.log).
+# (at 20% some of its fakes went through; results/parent-mark-stop45/: spread.py, rejudge.log).
 PARENT_SLOWDOWN_MAX = 0.15
 
 

@@ -965,9 +965,7 @@ def _run(
     threads_used = 0
     cpu_ns = [0] * len(servers)  # per kernel, its threads' CPU time in the timed calls, less the overhead
     ran_on: list[list[int | None]] = [[] for _ in servers]  # per kernel, the CPU each call ended on
-    by_wall: list[list[bool]] = [
-        [] for _ in servers
-    ]  # per kernel, whether each call was timed by the wall clock
+    wall_bound_calls = [0] * len(servers)  # per kernel, its timed calls whose time is their wall time
     started = time.perf_counter()
     crowded_pairs = crowded_in_a_row = 0
     quiet_pairs = QUIET_PAIRS and len(servers) > 1  # a comparison; one kernel timed alone compares nothing
@@ -989,7 +987,7 @@ def _run(
         order = block if opens else block[::-1]
         if call == plan.warmup:
             group_start = [(s.group_cpu_ns(), s.accounted_ns) for s in servers]
-            stolen_before = stolen_ns(affinity)
+            stolen_before = stolen_ns(affinity) if quiet_pairs else 0
             started = time.perf_counter()
         pair: dict[int, tuple[int, int, int, int | None, bool]] = {}
         runnable = [runnable_tasks()] if quiet_pairs else []
@@ -1032,7 +1030,7 @@ def _run(
             walls[k].append(wall)
             cpu_ns[k] += cpu
             ran_on[k].append(last_cpu)
-            by_wall[k].append(wall_bound)
+            wall_bound_calls[k] += wall_bound
         if enough_trials(times[0], time.perf_counter() - started, plan.request()):
             break
     for k, (server, (group, accounted)) in enumerate(zip(servers, group_start, strict=True)):
@@ -1042,18 +1040,19 @@ def _run(
                    "timer cannot account it: a kernel may not start and end threads inside a call")  # fmt: skip
             outcome = Outcome.INCORRECT if k == 0 else Outcome.CRASHED
             return RunReport(RunStatus.OK, message=why), CheckResult(outcome, why)
-    # Of the CPUs this process may run on, where the kernels run (on a host of many, an idle virtual CPU
-    # accrues no steal and dilutes the share). One tick per CPU is the column's own rounding, not steal.
-    stolen = max(stolen_ns(affinity) - stolen_before - cpus * 1_000_000_000 // _TICKS, 0)
-    stolen_share = stolen / max((time.perf_counter() - started) * 1e9 * cpus, 1.0)
     # Steal hits two kernels timed by the same clock alike (interleaved pairs share it); it is refused
     # where most of one kernel's calls were timed by the wall clock and most of the other's by the CPU.
-    clocks_differ = len({2 * sum(calls) > len(calls) for calls in by_wall}) > 1
-    if quiet_pairs and clocks_differ and stolen_share > STOLEN_SHARE_MAX:
-        why = (f"not judged: the hypervisor took {stolen_share:.1%} of the time of the {cpus} CPUs this process may "
-               "run on while the kernels were timed (steal): a comparison is made only on CPUs the hypervisor "
-               "leaves alone (run it on a quiet host)")  # fmt: skip
-        return RunReport(RunStatus.OK, message=why), CheckResult(Outcome.DISCARDED, why, judged=False)
+    clocks_differ = len({2 * n > len(t) for n, t in zip(wall_bound_calls, times, strict=True)}) > 1
+    if quiet_pairs and clocks_differ:
+        # Of the CPUs this process may run on, where the kernels run (on a host of many, an idle virtual
+        # CPU accrues no steal and dilutes the share). A tick per CPU is the column's rounding, not steal.
+        stolen = max(stolen_ns(affinity) - stolen_before - cpus * 1_000_000_000 // _TICKS, 0)
+        stolen_share = stolen / max((time.perf_counter() - started) * 1e9 * cpus, 1.0)
+        if stolen_share > STOLEN_SHARE_MAX:
+            why = (f"not judged: the hypervisor took {stolen_share:.1%} of the time of the {cpus} CPUs this process "
+                   "may run on while the kernels were timed (steal): a comparison is made only on CPUs the "
+                   "hypervisor leaves alone (run it on a quiet host)")  # fmt: skip
+            return RunReport(RunStatus.OK, message=why), CheckResult(Outcome.DISCARDED, why, judged=False)
     outputs, digests = [], []
     candidate = servers[0]
     for values in input_sets:  # the independent sets, for `evaluator.verify` (untimed)
@@ -1068,7 +1067,6 @@ def _run(
         "times": times, "wall_times": walls, "cpu_ns": cpu_ns, "threads_used": threads_used, "protocol": "isolated",
         "call_overhead_ns": overhead.cpu_ns, "call_wall_overhead_ns": overhead.wall_ns,
         "checked_rows": CHECKED_ROWS if checker.rows_of is not None else "all", "crowded_pairs": crowded_pairs,
-        "stolen_share": round(stolen_share, 4),
         "ran_on": ran_on, "home_cpu": min(placement.home),
     }  # fmt: skip
     checked = call + 1  # crowded pairs and the warm-up calls were checked too
