@@ -76,7 +76,16 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    on over its timed calls (/proc/stat's steal; agent/backends/isolated.py STOLEN_SHARE_MAX): stolen
 #    time slows a parallel kernel's wall time and not a serial kernel's CPU time, and no count of
 #    runnable tasks sees it.
-EVALUATOR_VERSION = 12
+# 13: a pair of the isolated protocol's calls counts only when other tasks ran no more than 150 us plus
+#    2% of each call beside it (the root cgroup-v1 cpuacct's CPU time of every task over the call, less
+#    the call's sandbox and the evaluator's thread; agent/backends/isolated.py `ran_beside`): the
+#    runnable samples are taken between calls, and bursts of load inside them moved a serial kernel
+#    against its parallel parent from 0.62-0.72x to up to 1.04x unseen (results/stop46-host). And the
+#    hypervisor's steal is judged for every comparison in which a kernel ran more than one thread,
+#    not only where the two kernels were timed mostly by different clocks (under steal a parallel
+#    kernel's calls may be charged their summed CPU time: the stop-46 adversary). Admission 6 (its own
+#    version, agent/backends/admission.py) holds a kernel's instructions to its target's x86-64 level.
+EVALUATOR_VERSION = 13
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

@@ -10,7 +10,9 @@ writable data) is read with `nm` and `objdump` inside the sandbox, and rejected 
   preamble at ANY byte offset of an executable section of the linked `kernel.so` (not only at the
   instruction starts a disassembler decodes: a jump into the middle of another instruction runs the
   bytes there), or a constructor/destructor section (code that runs at load, before any call is
-  measured or checked, and sees the harness's argv and environment).
+  measured or checked, and sees the harness's argv and environment);
+- holds an instruction its target's x86-64 level lacks, in what `objdump -d` decodes of the linked
+  `kernel.so`, or calls libmvec's variant for a wider instruction set (`isa_rejections`).
 Triton: the Python source's imports and a few escape hatches are checked on its syntax tree; the
 sandbox, not this check, is the boundary (Python has too many ways around any list).
 Each rejection is one sentence a model can act on: which symbol or construct, and why.
@@ -24,8 +26,9 @@ import struct
 from dataclasses import dataclass
 
 # 3: a forbidden sequence the link's layout made is linked away (LAYOUT_PAD); 4: no executable stack;
-# 5: no indirect function (its resolver is load-time code, as a constructor is)
-ADMISSION_VERSION = 5
+# 5: no indirect function (its resolver is load-time code, as a constructor is); 6: no instruction
+# beyond the target's x86-64 level, and no libmvec variant of a wider one (`isa_rejections`)
+ADMISSION_VERSION = 6
 
 _MATH = [
     "sin",
@@ -106,7 +109,37 @@ ALLOWED_EXACT = frozenset(
 )
 ALLOWED_PREFIXES = ("GOMP_", "omp_", "__kmpc_")  # the OpenMP runtime (libgomp)
 # libmvec's vector variants of the math functions: _ZGV<isa><mask><lanes><args>_<name>
-_LIBMVEC = re.compile(r"^_ZGV[a-zA-Z]+\d+[a-zA-Z]*_(?P<name>\w+)$")
+_LIBMVEC = re.compile(r"^_ZGV(?P<isa>[a-zA-Z])[a-zA-Z]*\d+[a-zA-Z]*_(?P<name>\w+)$")
+# The x86-64 levels the CPU targets build for (agent/targets.py CPU_LEVELS: `-march=`), lowest first.
+# A target is a claim about the machines a measurement stands for: code that uses what its level
+# lacks runs here (this host has AVX-512) and would fault on the machines named, and was kept at up
+# to 4.1x against the best its level allows (the stop-46 adversary: a `#pragma GCC target`, an
+# `__attribute__((target))`, a cpuid dispatch, libmvec's AVX2 variants; results/redteam-stop46).
+X86_LEVELS = ("x86-64-v2", "x86-64-v3", "x86-64-v4")
+# The lowest level whose code may call a libmvec variant, by its ISA letter (the x86-64 vector
+# function ABI: b SSE, c AVX, d AVX2, e AVX-512).
+LIBMVEC_LEVEL = {"b": "x86-64-v2", "c": "x86-64-v3", "d": "x86-64-v3", "e": "x86-64-v4"}
+# Instructions of extensions no x86-64 level holds (a level's machines need not have them), by the
+# start of their mnemonic as objdump prints it: AES, carry-less multiply, SHA, SM3/4 and GFNI in any
+# encoding; ADX; RDRAND/RDSEED; the VNNI, IFMA, VBMI, VBMI2, BITALG, VPOPCNTDQ, BF16, VP2INTERSECT
+# and Xeon Phi extensions of AVX-512 and their VEX forms; AMX.
+BEYOND_EVERY_LEVEL = (
+    "aes", "vaes", "pclmul", "vpclmul", "sha1", "sha256", "sha512", "vsha512", "sm3", "sm4", "vsm3", "vsm4",
+    "gf2p8", "vgf2p8", "adcx", "adox", "rdrand", "rdseed", "vpdpb", "vpdpw", "vpmadd52", "vpermb", "vpermi2b",
+    "vpermt2b", "vpmultishiftqb", "vpcompressb", "vpcompressw", "vpexpandb", "vpexpandw", "vpshld", "vpshrd",
+    "vpopcnt", "vpshufbitqmb", "vcvtne", "vdpbf16ps", "vbcstne", "vp2intersect", "v4fmadd", "v4fnmadd",
+    "vp4dpw", "vexp2", "vrcp28", "vrsqrt28", "vgatherpf", "vscatterpf", "tile", "tdp", "ldtilecfg",
+    "sttilecfg", "tcmm",
+)  # fmt: skip
+# AVX512-FP16's arithmetic on halves (F16C's two conversions, in x86-64-v3, excepted).
+_FP16 = re.compile(r"^v[a-z0-9]*(ph|sh)[xyz]?$")
+_F16C = frozenset({"vcvtps2ph"})
+# Instructions of x86-64-v3 in legacy encodings (its AVX, AVX2, FMA, F16C, BMI1 and BMI2 are all VEX).
+# Not tzcnt: it is `rep bsf`, which older processors run as bsf, and gcc emits it for x86-64-v2.
+_V3_LEGACY = frozenset({"lzcnt", "movbe"})
+_LEGACY_PREFIXES = frozenset({0xF0, 0xF2, 0xF3, 0x2E, 0x36, 0x3E, 0x26, 0x64, 0x65, 0x66, 0x67})
+_PREFIX_MNEMONICS = frozenset({"rep", "repz", "repnz", "repe", "repne", "lock", "notrack", "bnd", "data16",
+                               "addr32", "cs", "ds", "es", "fs", "gs", "ss"})  # fmt: skip
 # nm symbol types of writable storage: data, bss, common, small data/bss, unique globals.
 WRITABLE_TYPES = frozenset("DdBbCGgSsu")
 # Byte sequences a kernel's code may hold at no offset: each reaches the OS, or the counter tool,
@@ -149,26 +182,115 @@ class Rejection:
     encoding: bool = False
 
 
-def allowed_symbol(name: str) -> bool:
-    """True for the undefined symbols a kernel may call (unversioned name, as `nm` prints it)."""
+def allowed_symbol(name: str, level: str = X86_LEVELS[-1]) -> bool:
+    """True for the undefined symbols a kernel built for x86-64 `level` may call (unversioned name,
+    as `nm` prints it)."""
     name = name.split("@", 1)[0]
     if name in ALLOWED_EXACT or name.startswith(ALLOWED_PREFIXES):
         return True
     vector = _LIBMVEC.match(name)
-    return bool(vector and vector["name"] in ALLOWED_EXACT)
+    if not vector or vector["name"] not in ALLOWED_EXACT or vector["isa"] not in LIBMVEC_LEVEL:
+        return False
+    return _rank(LIBMVEC_LEVEL[vector["isa"]]) <= _rank(level)
 
 
-def check_object(nm_output: str, kernel_object: bytes, shared_object: bytes) -> list[Rejection]:
-    """Rejections of a kernel from `nm kernel.o`, the bytes of `kernel.o` and those of the linked
-    `kernel.so` (empty: admitted)."""
+def _rank(level: str) -> int:
+    return X86_LEVELS.index(level)
+
+
+def instruction_level(code: bytes, mnemonic: str) -> str | None:
+    """The lowest x86-64 level that has the instruction encoded as `code` (objdump's `mnemonic` for
+    it); None for one of an extension no level has. By encoding: EVEX (opcode byte 62) is AVX-512,
+    VEX (C4, C5) AVX to BMI2; both are those instructions in 64-bit mode, where the legacy opcodes
+    they reuse are invalid."""
+    if mnemonic.startswith(BEYOND_EVERY_LEVEL) or (_FP16.match(mnemonic) and mnemonic not in _F16C):
+        return None
+    k = 0
+    while k < len(code) and code[k] in _LEGACY_PREFIXES:
+        k += 1
+    opcode = code[k] if k < len(code) else 0
+    if opcode == 0x8F and mnemonic.startswith("v"):  # AMD's XOP: in no level
+        return None
+    if opcode == 0x62:
+        return "x86-64-v4"
+    if opcode in (0xC4, 0xC5) or mnemonic in _V3_LEGACY:
+        return "x86-64-v3"
+    return X86_LEVELS[0]
+
+
+def isa_rejections(disassembly: str, level: str) -> list[Rejection]:
+    """Rejections of the instructions in `objdump -d --insn-width=16`'s `disassembly` that the x86-64
+    `level` lacks: one naming the first instruction of the highest level needed, one naming the
+    first of an extension no level has. What a linear disassembly decodes: bytes reached only by a
+    jump into the middle of another instruction are not seen (docs/sandbox.md, "What this does not
+    guarantee")."""
+    highest: tuple[str, str] | None = None  # (level, the first instruction that needs it)
+    beyond = ""
+    decoded = 0
+    for line in disassembly.splitlines():
+        fields = line.split("\t")
+        if len(fields) < 3 or not fields[0].rstrip().endswith(":"):
+            continue
+        words = [w for w in fields[2].split() if w not in _PREFIX_MNEMONICS]
+        try:
+            code = bytes.fromhex(fields[1])
+        except ValueError:
+            continue
+        decoded += 1
+        if not words or words[0] == "(bad)":
+            continue
+        needs = instruction_level(code, words[0])
+        where = f"`{words[0]}` at {fields[0].strip().rstrip(':')}"
+        if needs is None:
+            beyond = beyond or where
+        elif _rank(needs) > _rank(level) and (highest is None or _rank(needs) > _rank(highest[0])):
+            highest = (needs, where)
+    if not decoded:  # a linked object always has code: an empty listing is a failed one, not a clean one
+        return [
+            Rejection(
+                "its code could not be disassembled (objdump printed no instruction): it is not admitted unread"
+            )
+        ]
+    found = []
+    if highest is not None:
+        found.append(
+            Rejection(
+                f"uses {highest[1]}, an instruction of {highest[0]}, beyond the target's {level} (a `#pragma "
+                "GCC target`, `__attribute__((target))` or intrinsics of a wider instruction set): a "
+                f"measurement on {level} must stand for every {level} machine; build it for a target of "
+                "that level instead"
+            )
+        )
+    if beyond:
+        found.append(
+            Rejection(
+                f"uses {beyond}, of an instruction-set extension no x86-64 level has: a measurement on "
+                f"{level} must stand for every {level} machine; remove the intrinsics or `target` "
+                "attribute that asks for it"
+            )
+        )
+    return found
+
+
+def check_object(
+    nm_output: str, kernel_object: bytes, shared_object: bytes, disassembly: str, isa: str | None
+) -> list[Rejection]:
+    """Rejections of a kernel built for the target's `isa` from `nm kernel.o`, the bytes of
+    `kernel.o`, those of the linked `kernel.so` and its `objdump -d --insn-width=16` (empty:
+    admitted). An `isa` that is not one of X86_LEVELS is held to no level."""
+    level = isa if isa in X86_LEVELS else X86_LEVELS[-1]
     found: list[Rejection] = []
     for line in nm_output.splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[0] in ("U", "w"):
-            if not allowed_symbol(parts[1]):
+            if not allowed_symbol(parts[1], level):
+                wider = _LIBMVEC.match(parts[1].split("@", 1)[0]) and allowed_symbol(parts[1])
                 found.append(
                     Rejection(
-                        f"calls `{parts[1]}`, which is not an allowed external symbol: a kernel may call "
+                        f"calls `{parts[1]}`, libmvec's variant for a wider instruction set than the target's "
+                        f"{level}: call the one of its level (`_ZGVb...` on x86-64-v2)"
+                        if wider
+                        else f"calls `{parts[1]}`, which is not an allowed external symbol: a kernel may call "
                         "only libm, memset/memcpy/memmove, malloc/free and the OpenMP runtime; compute "
                         "the result from the arguments alone"
                     )
@@ -200,6 +322,7 @@ def check_object(nm_output: str, kernel_object: bytes, shared_object: bytes) -> 
                 )
                 break
         found += scan_encodings(shared_object)
+        found += isa_rejections(disassembly, level) if isa in X86_LEVELS else []
         if stack_executable(shared_object):
             found.append(
                 Rejection(

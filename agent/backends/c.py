@@ -67,6 +67,7 @@ gcc -fmax-include-depth=24 -fmax-errors=20 "$@" -c kernel.c -o kernel.o 2> compi
 nm kernel.o > nm.txt 2>> compile.log || exit 11
 gcc -shared -fopenmp kernel.o -o kernel.so -lm 2>> compile.log || exit 12
 nm -D --defined-only kernel.so > exports.txt 2>> compile.log || exit 11
+objdump -d --insn-width=16 kernel.so > kernel.so.dis 2>> compile.log || exit 14
 """
 # The same objects linked once more behind admission's LAYOUT_PAD, which the script itself writes.
 _RELINK_SCRIPT = f"""set -u
@@ -75,6 +76,7 @@ cat > pad.s <<'PAD'
 {admission.LAYOUT_PAD}PAD
 gcc -c pad.s -o pad.o 2>> compile.log || exit 13
 gcc -shared -fopenmp pad.o kernel.o -o kernel.padded.so -lm 2>> compile.log || exit 12
+objdump -d --insn-width=16 kernel.padded.so > kernel.padded.so.dis 2>> compile.log || exit 14
 """
 COMPILE_LIMITS = Rlimits(
     address_space_bytes=COMPILE_MEMORY_BYTES, cpu_seconds=COMPILE_CPU_S, file_size_bytes=256 << 20
@@ -198,15 +200,17 @@ class CBackend:
                     diags = (Diagnostic(over_compile_limits("ran out of memory or CPU time")), *diags)
                 return CompileResult(False, diagnostics=diags, log=text)
             # Read once: the bytes admitted are the bytes cached and run.
-            nm_output, kernel_object, linked = (
+            nm_output, kernel_object, linked, code = (
                 _read(work / "nm.txt"),
                 _read_bytes(work / "kernel.o"),
                 _read_bytes(work / "kernel.so"),
+                _read(work / "kernel.so.dis"),
             )
-            rejections = self._admit(nm_output, kernel_object, linked)
+            rejections = self._admit(nm_output, kernel_object, linked, code, target.isa)
             if rejections and all(r.encoding for r in rejections) and self._relink_padded(work):
-                linked = _read_bytes(work / "kernel.padded.so")  # the layout made them: run the clean link
-                rejections = self._admit(nm_output, kernel_object, linked)
+                # the layout made them: run the clean link
+                linked, code = _read_bytes(work / "kernel.padded.so"), _read(work / "kernel.padded.so.dis")
+                rejections = self._admit(nm_output, kernel_object, linked, code, target.isa)
             if rejections:
                 return CompileResult(
                     False,
@@ -239,10 +243,17 @@ class CBackend:
                                 env={}, cwd=work, limits=COMPILE_LIMITS, timeout_s=COMPILE_TIMEOUT_S)  # fmt: skip
         return not done.timed_out and done.returncode == 0
 
-    def _admit(self, nm_output: str, kernel_object: bytes, shared_object: bytes) -> list[admission.Rejection]:
+    def _admit(
+        self,
+        nm_output: str,
+        kernel_object: bytes,
+        shared_object: bytes,
+        disassembly: str,
+        isa: str | None,
+    ) -> list[admission.Rejection]:
         """The admission checks on kernel.o and kernel.so (a seam: the red-team tests also run kernels
         past them)."""
-        return admission.check_object(nm_output, kernel_object, shared_object)
+        return admission.check_object(nm_output, kernel_object, shared_object, disassembly, isa)
 
     def _limits(self, target: Target, timeout_s: float) -> SandboxLimits:
         return SandboxLimits(

@@ -56,7 +56,8 @@ new C source. Rules: keep the exported function `void kernel(...)` with exactly 
 compute exactly what the current source computes (outputs are compared with the reference at fp32 \
 tolerance on several input sets, and inputs must not be modified); gcc -O2 -fopenmp -std=gnu11 with the \
 target's -march builds it; OpenMP pragmas, GCC vector extensions and <immintrin.h> intrinsics of the \
-target's ISA are allowed; no I/O, no global state that caches results."""
+target's ISA are allowed (code beyond it, through `#pragma GCC target` or `__attribute__((target))`, is \
+rejected before it runs); no I/O, no global state that caches results."""
 
 # What explicit vector code may use on each CPU level (cpu-native: what this host's flags allow).
 VECTOR_ISA = {

@@ -20,6 +20,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -140,7 +141,14 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
 class _PastAdmissionC(CBackend):
     """Admits everything: the sandbox alone must contain what the kernel does."""
 
-    def _admit(self, nm_output: str, kernel_object: bytes, shared_object: bytes) -> list[admission.Rejection]:
+    def _admit(
+        self,
+        nm_output: str,
+        kernel_object: bytes,
+        shared_object: bytes,
+        disassembly: str,
+        isa: str | None,
+    ) -> list[admission.Rejection]:
         return []
 
 
@@ -194,6 +202,9 @@ ADMISSION_REJECTS = {
     "content_cache.c": "writable global or static data",
     "call_counting.c": "writable global or static data `calls`",
     "ifunc_resolver.c": "indirect function `loaded`",
+    "isa_pragma.c": "an instruction of x86-64-v3, beyond the target's x86-64-v2",
+    "isa_attribute.c": "an instruction of x86-64-v4, beyond the target's x86-64-v2",
+    "isa_libmvec.c": "`_ZGVdN8v_expf`, libmvec's variant for a wider instruction set",
 }
 
 
@@ -205,6 +216,88 @@ def test_admission_rejects_with_the_reason(
     assert result.outcome == Outcome.REJECTED, result.reason
     assert ADMISSION_REJECTS[kernel] in result.reason, result.reason
     world.assert_no_effect(result.reason)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "mnemonic", "level"),
+    [
+        ("0f58c1", "addps", "x86-64-v2"),
+        ("f30fbcc7", "tzcnt", "x86-64-v2"),  # `rep bsf`: older processors run it as bsf; gcc emits it for v2
+        ("660f3817c1", "ptest", "x86-64-v2"),  # SSE4.1
+        ("f30fbdc7", "lzcnt", "x86-64-v3"),  # older processors run it as bsr, a different answer
+        ("c5f858c1", "vaddps", "x86-64-v3"),  # VEX: AVX
+        ("c4e27df2c1", "andn", "x86-64-v3"),  # VEX: BMI1, no v in its name
+        ("c4e3791dc100", "vcvtps2ph", "x86-64-v3"),  # F16C, though it ends in ph
+        ("66c4e2f9a8c2", "vfmadd213pd", "x86-64-v3"),  # a legacy prefix before the VEX one
+        ("62f17c4858c1", "vaddps", "x86-64-v4"),  # EVEX: AVX-512
+        ("62e27d4855c1", "vpopcntd", None),  # AVX512_VPOPCNTDQ: in no level
+        ("62f5744858c2", "vaddph", None),  # AVX512_FP16
+        ("c4e27550c2", "vpdpbusd", None),  # AVX-VNNI, VEX-encoded
+        ("660f38dcc1", "aesenc", None),
+    ],
+)
+def test_an_instruction_is_held_to_the_lowest_level_that_has_it(
+    encoding: str, mnemonic: str, level: str | None
+) -> None:
+    assert admission.instruction_level(bytes.fromhex(encoding), mnemonic) == level
+
+
+def test_a_disassembly_is_refused_for_the_highest_level_it_needs_and_for_what_no_level_has() -> None:
+    listing = "\n".join([
+        "0000000000001100 <kernel>:",
+        "    1100:\tc5 f8 58 c1          \tvaddps %xmm1,%xmm0,%xmm0",
+        "    1104:\t62 f1 7c 48 58 c1    \tvaddps %zmm1,%zmm0,%zmm0",
+        "    110a:\t62 f1 7c 48 59 c1    \tvmulps %zmm1,%zmm0,%zmm0",
+        "    1110:\tf3 0f bc c7          \ttzcnt  %edi,%eax",
+        "    1114:\t66 0f 38 dc c1       \taesenc %xmm1,%xmm0",
+        "    1119:\tc3                   \tret",
+    ])  # fmt: skip
+    v2 = [r.reason for r in admission.isa_rejections(listing, "x86-64-v2")]
+    assert len(v2) == 2, v2
+    assert "`vaddps` at 1104, an instruction of x86-64-v4, beyond the target's x86-64-v2" in v2[0]
+    assert "`aesenc` at 1114, of an instruction-set extension no x86-64 level has" in v2[1]
+    v4 = [r.reason for r in admission.isa_rejections(listing, "x86-64-v4")]
+    assert len(v4) == 1 and "aesenc" in v4[0], v4
+    clean = "\n".join(line for line in listing.splitlines() if "aesenc" not in line)
+    assert admission.isa_rejections(clean, "x86-64-v4") == []
+    assert "could not be disassembled" in admission.isa_rejections("", "x86-64-v4")[0].reason
+
+
+def test_each_level_admits_its_own_instructions_and_refuses_a_wider_ones(guarded: CBackend) -> None:
+    """What the adversary's forms compile to is held to each target's level (admission on every CPU
+    target), whatever the host: compiling runs no kernel."""
+    task = get_task("rmsnorm")
+    admitted = {}
+    for name in ("isa_pragma.c", "isa_attribute.c", "isa_libmvec.c"):
+        for level in admission.X86_LEVELS:
+            target = get_target(f"cpu-{level}")
+            built = guarded.compile(
+                task, (RED_TEAM / name).read_text(), dataclasses.replace(target, available=True)
+            )
+            admitted[name, level] = built.ok
+    assert admitted == {
+        ("isa_pragma.c", "x86-64-v2"): False, ("isa_pragma.c", "x86-64-v3"): True,
+        ("isa_pragma.c", "x86-64-v4"): True, ("isa_attribute.c", "x86-64-v2"): False,
+        ("isa_attribute.c", "x86-64-v3"): False, ("isa_attribute.c", "x86-64-v4"): True,
+        ("isa_libmvec.c", "x86-64-v2"): False, ("isa_libmvec.c", "x86-64-v3"): True,
+        ("isa_libmvec.c", "x86-64-v4"): True,
+    }  # fmt: skip
+
+
+def test_code_beyond_the_targets_level_would_be_kept_faster_than_the_level_allows(
+    guarded: CBackend, unguarded: CBackend, cpu_target: Target
+) -> None:
+    """The stop-46 adversary's matmul under a `#pragma GCC target("avx2,fma")`, against the same code
+    at what x86-64-v2 allows: past admission (the control) kept at over 2x on a host with AVX2 (3.3x
+    when found), a speed no x86-64-v2 machine has; admitted as usual, refused before it runs."""
+    if not get_target("cpu-x86-64-v3").available:
+        pytest.skip("this host has no AVX2 and FMA: the control cannot run the wider code")
+    task, target = get_task("matmul"), _no_peaks(cpu_target)
+    wide, own = (RED_TEAM / "isa_avx2_matmul.c").read_text(), (RED_TEAM / "isa_control_matmul.c").read_text()
+    faked = _when_the_host_was_quiet(lambda: evaluate(task, unguarded, target, wide, own))
+    assert faked.outcome == Outcome.KEPT and (faked.speedup or 0) > 2.0, (faked.outcome, faked.reason)
+    refused = evaluate(task, guarded, target, wide, own)
+    assert refused.outcome == Outcome.REJECTED and "beyond the target's x86-64-v2" in refused.reason
 
 
 # Past admission, what the sandbox makes of each attack (the kernel may crash trying).
@@ -578,13 +671,16 @@ def test_work_in_threads_that_end_within_a_call_is_not_hidden_from_the_clock(
 
 
 def test_work_in_a_process_reaped_within_a_call_is_refused(
-    world: World, isolated_timer: CBackend, tmp_path_factory: pytest.TempPathFactory, cpu_target: Target
-) -> None:
+    world: World, isolated_timer: CBackend, tmp_path_factory: pytest.TempPathFactory, cpu_target: Target,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
     """Found by the second adversary (it passes admission as written): 7/8 of the rows are computed
     by a clone(CLONE_VM) process, not a thread, that is reaped (SIGCHLD ignored) before the call
     returns, so neither the per-thread clock nor the process's own CPU total sees its time. The kernel
     filter lets clone make threads only, so the kernel falls back to its own serial loop and gains
-    nothing; the control, without the filter, is kept with a fake speedup."""
+    nothing. Without the filter, the CPU time the reaped process ran is what other tasks ran beside
+    each call (version 13, where the machine has the root cgroup-v1 figure): not judged. The control,
+    without the filter and without that rule, is kept with a fake speedup."""
     task, honest = get_task("rmsnorm"), (CHEATS / "correct.c").read_text()
     source = world.render("hidden_process.c")
     verdict = evaluate(task, isolated_timer, _no_peaks(cpu_target), source, honest)
@@ -593,6 +689,10 @@ def test_work_in_a_process_reaped_within_a_call_is_refused(
     unfiltered = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-process"), check_timeout_s=10.0,
                                  memory_bytes=768 << 20, counters=False, sandbox=Sandbox(seccomp=False),
                                  timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
+    if isolated.host_cpu_ns() is not None:
+        seen = evaluate(task, unfiltered, _no_peaks(cpu_target), source, honest)
+        assert not seen.judged and "ran beside a call" in seen.reason, (seen.outcome, seen.reason)
+    monkeypatch.setattr(isolated, "OTHERS_CPU_ALLOWED_NS", float("inf"))
     control = evaluate(task, unfiltered, _no_peaks(cpu_target), source, honest)
     assert control.outcome == Outcome.KEPT, control.reason
     assert control.speedup is not None and control.speedup > 1.6, control.speedup
@@ -1166,15 +1266,17 @@ def test_stolen_time_is_read_from_the_steal_column_of_the_cpus_given() -> None:
     assert isolated.cpu_jiffies("cpu0 5 0 2 50 0 0 0\n", {0}) == (0, 57)  # a kernel that reports no steal
 
 
-def test_a_comparison_across_clocks_is_not_judged_while_the_hypervisor_takes_the_cpus(
+def test_a_comparison_with_a_parallel_kernel_is_not_judged_while_the_hypervisor_takes_the_cpus(
     tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Time a hypervisor takes from a virtual CPU is seen by no count of runnable tasks, and it slows
     a parallel kernel's wall time, not a serial kernel's CPU time (`STOLEN_SHARE_MAX`). Steal cannot
     be made on demand, so the steal column is replaced by one that grows at half the CPUs' time:
     serial layernorm against its parallel parent is then not judged, and the reason names the
-    steal; with the real column (on a host quiet enough to judge) it is judged. Two kernels timed by
-    one clock share the steal: their comparison is judged under it."""
+    steal; with the real column (on a host quiet enough to judge) it is judged. The parallel kernel
+    against itself is not judged under it either (under steal its calls may be charged their summed
+    CPU time, the stop-46 adversary's case against version 12's rule); two serial kernels are
+    charged what steal does not grow, and their comparison is judged under it."""
     if (cpu_target.cores or 1) < 2 or len(os.sched_getaffinity(0)) < 2:
         unavailable("a comparison is judged only where the kernels' two cores are free")
     backend = _serial_and_parallel_backend(tmp_path_factory, "rt-steal")
@@ -1196,8 +1298,61 @@ def test_a_comparison_across_clocks_is_not_judged_while_the_hypervisor_takes_the
     assert stolen.speedup is None and re.search(r"the hypervisor took (49|50)\.\d%", stolen.reason), (
         stolen.reason
     )
-    one_clock = _when_the_host_was_quiet(lambda: evaluate(rmsnorm, backend, target, baseline, baseline))
-    assert one_clock.judged, one_clock.reason
+    both_parallel = _when_the_host_was_quiet(
+        lambda: evaluate(layernorm, backend, target, parallel, parallel), crowded
+    )
+    assert not both_parallel.judged and "the hypervisor took" in both_parallel.reason, both_parallel.reason
+    serial_only = _when_the_host_was_quiet(lambda: evaluate(rmsnorm, backend, target, baseline, baseline))
+    assert serial_only.judged, serial_only.reason
+
+
+def test_the_host_cpu_time_holds_what_another_process_runs() -> None:
+    """`host_cpu_ns` is every task's CPU time (the root cgroup-v1 cpuacct): another process busy for
+    60 ms of CPU is in it. Skipped where the machine has none (the runnable samples then decide
+    alone); not an install step, so not a failure on CI."""
+    before = isolated.host_cpu_ns()
+    if before is None:
+        pytest.skip("no root cgroup-v1 cpuacct here: a pair is judged by the runnable samples alone")
+    busy = "import time\nend = time.process_time() + 0.06\nwhile time.process_time() < end: pass"
+    subprocess.run([sys.executable, "-c", busy], check=True)
+    after = isolated.host_cpu_ns()
+    assert after is not None and after - before >= 60_000_000
+
+
+def test_a_pair_beside_which_another_task_ran_is_not_counted(
+    tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runnable samples are taken between calls, so load inside a call is not in them (bursts of
+    it moved serial layernorm against its parallel parent from 0.62-0.72x to up to 1.04x:
+    results/stop46-host/rule-off.log). Here the samples see nothing (their rule is replaced), and a
+    process busy 1 ms in every 3 is seen by what every task ran over each call less the kernels' and
+    the evaluator's (`ran_beside`): the comparison is not judged, and the reason says so. The
+    control, with no limit on it: the same comparison beside the same process is judged. (A process
+    that never sleeps is the samples' to see: the root figure takes a running task's time in at the
+    scheduler's ticks, so over a call of a millisecond or two it may not grow at all.)"""
+    if (cpu_target.cores or 1) < 2 or len(os.sched_getaffinity(0)) < 2:
+        unavailable("a comparison is judged only where the kernels' two cores are free")
+    if isolated.host_cpu_ns() is None:
+        pytest.skip("no root cgroup-v1 cpuacct here: a pair is judged by the runnable samples alone")
+    backend = _serial_and_parallel_backend(tmp_path_factory, "rt-beside")
+    target = _no_peaks(cpu_target)
+    layernorm = get_task("layernorm")
+    serial, parallel = _serial_and_parallel_layernorm()
+    monkeypatch.setattr(isolated, "crowded", lambda runnable, cores, cpus: False)
+    monkeypatch.setattr(isolated, "CROWDED_WAIT_MAX_S", 0.05)  # the waits for a burst to pass: not the point
+    bursts = "import time\nwhile True:\n    end = time.monotonic() + 0.001\n    while time.monotonic() < end: pass\n    time.sleep(0.002)"
+    hog = subprocess.Popen([sys.executable, "-c", bursts])
+    try:
+        time.sleep(0.2)
+        beside = evaluate(layernorm, backend, target, serial, parallel)
+        monkeypatch.setattr(isolated, "OTHERS_CPU_ALLOWED_NS", float("inf"))
+        unseen = _when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
+    finally:
+        hog.kill()
+        hog.wait()
+    assert beside.outcome == Outcome.DISCARDED and not beside.judged, (beside.outcome, beside.reason)
+    assert re.search(r"ran beside a call \((2\d|3\d|4\d) pairs\)", beside.reason), beside.reason
+    assert unseen.judged, unseen.reason
 
 
 def test_a_gain_against_a_parent_slower_than_its_code_was_timed_is_not_judged(

@@ -43,8 +43,13 @@ class LandscapeVersionError(ValueError):
 # fewer, shorter stand-in calls, the same figures within their spread; the order of its pairs and of
 # its children's start, drawn) and how fast histogram's reference counts (the same counts): a point
 # of 10 is one of 11. Version 12 changed only which isolated comparisons are judged (none across
-# clocks while the hypervisor took over 5% of the CPUs): a point of 11 is one of 12. A version is added here only with that argument written beside it.
-SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9, 10, 11, 12})
+# clocks while the hypervisor took over 5% of the CPUs): a point of 11 is one of 12. Version 13 changed
+# only which isolated comparisons are judged and which of their pairs count (none beside which other
+# tasks ran; steal judged wherever a kernel is parallel; a landscape point is one kernel's profile, no
+# comparison), and admission 6 refuses only code beyond its target's x86-64 level, which no landscape
+# config has (each builds for its target's -march): a point of 12 is one of 13. A version is added here
+# only with that argument written beside it.
+SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9, 10, 11, 12, 13})
 
 
 def _as_running(evaluator: int | None) -> int | None:
