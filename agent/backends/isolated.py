@@ -157,16 +157,19 @@ CROWDED_WAIT_S = 0.05
 CROWDED_WAIT_MAX_S = 0.5
 # The runnable samples are taken between calls, so a burst of other work inside a call is not in them:
 # beside a process busy 1 ms in every 6, serial layernorm against its parallel parent (0.62-0.72x on
-# free cores) was judged at up to 1.03x, and with a thinner margin a serial kernel was kept as faster
+# free cores) was judged at up to 1.04x, and with a thinner margin a serial kernel was kept as faster
 # than its parallel parent in 4 of 8 runs (results/stop46-host). So the CPU time every task of the
-# machine ran over each call (the root cgroup-v1 cpuacct, exact to the scheduler's last update of a
-# running task: `host_cpu_ns`) less the CPU time of the call's sandbox and of the evaluator's thread
-# over it is what other tasks ran beside the call, and a pair counts only when that is within
-# OTHERS_CPU_ALLOWED_NS plus OTHERS_CPU_ALLOWED_SHARE of each call's wall time. Quiet, it was 35-41 us
-# at the median of a call and at most about 100 (kernel threads, the evaluator's own /proc reads
-# freed later); beside the 1 ms bursts, 1.0-1.1 ms at the 90th percentile. Where the machine has no
-# such figure (cgroup v2 only: its root's CPU time counts scheduler ticks, and the groups under it do
-# not hold the tasks of the root) only the samples decide.
+# machine ran over each call (the root cgroup-v1 cpuacct: `host_cpu_ns`) less the CPU time of the
+# call's sandbox and of the evaluator's thread over it is what other tasks ran beside the call, and a
+# pair counts only when that is within OTHERS_CPU_ALLOWED_NS plus OTHERS_CPU_ALLOWED_SHARE of each
+# call's wall time. Quiet, it was 35-41 us at the median of a call and at most about 100 (kernel
+# threads; not traced further); beside the 1 ms bursts, 1.0-1.1 ms at the 90th percentile. The figure
+# takes a task's time in when it is descheduled, so load that sleeps and wakes is counted exactly,
+# and a task that never sleeps only at the scheduler's ticks: that one is the samples' to see (it is
+# runnable at every one). CPU time of a process the kernel started and reaped within a call, which
+# its sandbox's clocks miss, is counted here too. Where the machine has no such figure (cgroup v2
+# only: its root's CPU time counts ticks, and the groups under it do not hold the tasks of the root)
+# only the samples decide.
 OTHERS_CPU_ALLOWED_NS = 150_000
 OTHERS_CPU_ALLOWED_SHARE = 0.02
 HOST_CPU_USAGE = ("/sys/fs/cgroup/cpuacct/cpuacct.usage", "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage")

@@ -293,7 +293,12 @@ def test_code_beyond_the_targets_level_would_be_kept_faster_than_the_level_allow
     if not get_target("cpu-x86-64-v3").available:
         pytest.skip("this host has no AVX2 and FMA: the control cannot run the wider code")
     task, target = get_task("matmul"), _no_peaks(cpu_target)
-    wide, own = (RED_TEAM / "isa_avx2_matmul.c").read_text(), (RED_TEAM / "isa_control_matmul.c").read_text()
+    wide = (RED_TEAM / "isa_avx2_matmul.c").read_text()
+    pragma = '#pragma GCC target("avx2,fma")\n#define KG_W 8\n'
+    assert pragma in wide
+    own = wide.replace(
+        pragma, "#define KG_W 4\n"
+    )  # one SSE register a vector: what this code does best on v2
     faked = _when_the_host_was_quiet(lambda: evaluate(task, unguarded, target, wide, own))
     assert faked.outcome == Outcome.KEPT and (faked.speedup or 0) > 2.0, (faked.outcome, faked.reason)
     refused = evaluate(task, guarded, target, wide, own)
@@ -1071,29 +1076,43 @@ def test_a_call_loses_the_overhead_of_the_clock_it_is_timed_by(
     task = get_task("rmsnorm")
     built = unguarded.compile(task, _BUSY_FOR_2_MS.replace("THREADS", str(threads)), cpu_target)
     assert built.ok and built.artifact, built.diagnosis
-    inputs = task.make_inputs(7, True)
+    artifact, inputs = built.artifact, task.make_inputs(7, True)
     limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=2)
-    with scratch_dir("kg-rt-clocks-") as work:
-        server = KernelServer(built.artifact, inputs, output_specs(task, inputs), list(task.sizes(inputs).values()),
-                              limits, work)  # fmt: skip
-        try:
-            deadline = time.monotonic() + limits.timeout_s
-            server.wait_ready(deadline)
-            server.freeze()
-            overhead = isolated.call_overhead([server], deadline, lambda *_: None)
-            server.load_kernel(deadline)
-            charged, by_wall = [], 0
-            for _ in range(15):
-                elapsed, _ = server.call(deadline)
-                charged.append(overhead.off(elapsed, server.wall_bound))
-                by_wall += server.wall_bound
-        finally:
-            server.close()
+
+    def fifteen_calls() -> tuple[isolated.CallOverhead, list[int], int]:
+        """15 calls beside which no other task ran (`ran_beside`, as the evaluator counts pairs): their
+        charges and how many were timed by the wall clock."""
+        with scratch_dir("kg-rt-clocks-") as work:
+            server = KernelServer(artifact, inputs, output_specs(task, inputs),
+                                  list(task.sizes(inputs).values()), limits, work)  # fmt: skip
+            try:
+                deadline = time.monotonic() + limits.timeout_s
+                server.wait_ready(deadline)
+                server.freeze()
+                overhead = isolated.call_overhead([server], deadline, lambda *_: None)
+                server.load_kernel(deadline)
+                charged: list[int] = []
+                by_wall = 0
+                while len(charged) < 15:
+                    elapsed, wall = server.call(deadline)
+                    if not isolated.ran_beside(server.call_others_ns, wall):
+                        charged.append(overhead.off(elapsed, server.wall_bound))
+                        by_wall += server.wall_bound
+            finally:
+                server.close()
+        return overhead, charged, by_wall
+
     # Timed by the wall clock when both cores were busy, by the CPU time when one was: most calls. A
     # parallel call whose second thread found no free core (other processes' load, or a virtual CPU
-    # the hypervisor took: 9 of 15 wall-bound in the stop-44 CI run) is rightly timed by its CPU
-    # time, which is then under its wall time. A serial call read as wall-bound (1 of 15, once in 12
-    # runs here) loses the wall clock's overhead, measured with every core busy, not its CPU clock's.
+    # the hypervisor took: 9 of 15 wall-bound in the stop-44 CI run, 3 of 15 in a suite of stop 46's,
+    # 15 of 15 in five runs after it) is rightly timed by its CPU time, which is then under its wall
+    # time: such a run is measured again (at most twice). A serial call read as wall-bound (1 of 15,
+    # once in 12 runs here) loses the wall clock's overhead, measured with every core busy, not its
+    # CPU clock's.
+    for _ in range(3):
+        overhead, charged, by_wall = fifteen_calls()
+        if threads == 1 or by_wall > 7:
+            break
     assert by_wall > 7 if threads > 1 else by_wall <= 2, by_wall
     assert 0 < overhead.cpu_ns < 5_000_000 and 0 < overhead.wall_ns < 5_000_000
     assert 1_900_000 <= sorted(charged)[7] <= 2_600_000, (overhead, sorted(charged))
