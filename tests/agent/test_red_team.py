@@ -676,16 +676,13 @@ def test_work_in_threads_that_end_within_a_call_is_not_hidden_from_the_clock(
 
 
 def test_work_in_a_process_reaped_within_a_call_is_refused(
-    world: World, isolated_timer: CBackend, tmp_path_factory: pytest.TempPathFactory, cpu_target: Target,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+    world: World, isolated_timer: CBackend, tmp_path_factory: pytest.TempPathFactory, cpu_target: Target
+) -> None:
     """Found by the second adversary (it passes admission as written): 7/8 of the rows are computed
     by a clone(CLONE_VM) process, not a thread, that is reaped (SIGCHLD ignored) before the call
     returns, so neither the per-thread clock nor the process's own CPU total sees its time. The kernel
     filter lets clone make threads only, so the kernel falls back to its own serial loop and gains
-    nothing. Without the filter, the CPU time the reaped process ran is what other tasks ran beside
-    each call (version 13, where the machine has the root cgroup-v1 figure): not judged. The control,
-    without the filter and without that rule, is kept with a fake speedup."""
+    nothing; the control, without the filter, is kept with a fake speedup."""
     task, honest = get_task("rmsnorm"), (CHEATS / "correct.c").read_text()
     source = world.render("hidden_process.c")
     verdict = evaluate(task, isolated_timer, _no_peaks(cpu_target), source, honest)
@@ -694,10 +691,6 @@ def test_work_in_a_process_reaped_within_a_call_is_refused(
     unfiltered = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-process"), check_timeout_s=10.0,
                                  memory_bytes=768 << 20, counters=False, sandbox=Sandbox(seccomp=False),
                                  timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
-    if isolated.host_cpu_ns() is not None:
-        seen = evaluate(task, unfiltered, _no_peaks(cpu_target), source, honest)
-        assert not seen.judged and "ran beside a call" in seen.reason, (seen.outcome, seen.reason)
-    monkeypatch.setattr(isolated, "OTHERS_CPU_ALLOWED_NS", float("inf"))
     control = evaluate(task, unfiltered, _no_peaks(cpu_target), source, honest)
     assert control.outcome == Outcome.KEPT, control.reason
     assert control.speedup is not None and control.speedup > 1.6, control.speedup
