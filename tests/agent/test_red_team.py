@@ -296,9 +296,7 @@ def test_code_beyond_the_targets_level_would_be_kept_faster_than_the_level_allow
     wide = (RED_TEAM / "isa_avx2_matmul.c").read_text()
     pragma = '#pragma GCC target("avx2,fma")\n#define KG_W 8\n'
     assert pragma in wide
-    own = wide.replace(
-        pragma, "#define KG_W 4\n"
-    )  # one SSE register a vector: what this code does best on v2
+    own = wide.replace(pragma, "#define KG_W 4\n")  # a vector per SSE register: v2's best of this code
     faked = _when_the_host_was_quiet(lambda: evaluate(task, unguarded, target, wide, own))
     assert faked.outcome == Outcome.KEPT and (faked.speedup or 0) > 2.0, (faked.outcome, faked.reason)
     refused = evaluate(task, guarded, target, wide, own)
