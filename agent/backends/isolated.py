@@ -164,8 +164,8 @@ CROWDED_WAIT_MAX_S = 0.5
 # pair counts only when that is within OTHERS_CPU_ALLOWED_NS plus OTHERS_CPU_ALLOWED_SHARE of each
 # call's wall time, in a comparison in which a kernel ran more than one thread: a serial kernel is
 # charged its CPU time, which other tasks' work does not grow, and refusing its pairs for the kernel
-# threads' bursts (up to 0.5 ms beside a 16 ms call here) cost the cost bench's serial cells 10-30% of
-# their wall time for nothing. Quiet, it was 35-48 us at the median of a call and 52-92 at the 90th
+# threads' bursts (up to 0.5 ms beside a 16 ms call here) made the cost bench's serial evaluations
+# take 14% longer at the median and up to 32% (prefix_scan) for nothing. Quiet, it was 35-48 us at the median of a call and 52-92 at the 90th
 # percentile (kernel threads; not traced further); beside 1 ms bursts, 1.07 ms at the 90th
 # percentile. The figure takes a task's time in when it is descheduled, so load that sleeps and wakes
 # is counted exactly, and a task that never sleeps only at the scheduler's ticks: that one is the
@@ -1026,7 +1026,7 @@ def _run(
     threads_used = 0
     cpu_ns = [0] * len(servers)  # per kernel, its threads' CPU time in the timed calls, less the overhead
     ran_on: list[list[int | None]] = [[] for _ in servers]  # per kernel, the CPU each call ended on
-    most_threads = 0  # the most threads either kernel's process had after a call
+    parallel = False  # whether either kernel's process has had more threads than before its load
     started = time.perf_counter()
     crowded_pairs = crowded_in_a_row = ran_beside_pairs = 0
     quiet_pairs = QUIET_PAIRS and len(servers) > 1  # a comparison; one kernel timed alone compares nothing
@@ -1066,7 +1066,7 @@ def _run(
                 server.last_cpu(),
             )
             threads = server.threads()  # after either kernel's call: the same work after both
-            most_threads = max(most_threads, threads)
+            parallel = parallel or threads > max(threads_before, 1)
             if k == 0 and threads_before:  # the most threads it ran with (stop 41: one started late counts)
                 threads_used = max(threads_used, 1, threads - threads_before + 1)
         for k, why in enumerate(checker.check(call, servers)):
@@ -1077,7 +1077,7 @@ def _run(
                 return RunReport(RunStatus.OK, message=message), CheckResult(Outcome.CRASHED, message)
         if call < plan.warmup:
             continue
-        others_ran = others_ran and most_threads > max(threads_before, 1)
+        others_ran = others_ran and parallel
         if quiet_pairs and (crowded(runnable, servers[0].cores, cpus) or others_ran):
             crowded_pairs += 1
             ran_beside_pairs += others_ran
@@ -1108,7 +1108,7 @@ def _run(
     # is refused where a kernel ran more than one thread: its calls' wall time holds the steal, and so
     # may its summed CPU time when steal keeps its threads from overlapping (the stop-46 adversary:
     # a rule on which clock timed most calls then read no steal at all).
-    if quiet_pairs and most_threads > max(threads_before, 1):
+    if quiet_pairs and parallel:
         # Of the CPUs this process may run on, where the kernels run (on a host of many, an idle virtual
         # CPU accrues no steal and dilutes the share). A tick per CPU is the column's rounding, not steal.
         stolen = max(stolen_ns(affinity) - stolen_before - cpus * 1_000_000_000 // _TICKS, 0)

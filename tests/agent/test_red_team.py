@@ -290,17 +290,17 @@ def test_code_beyond_the_targets_level_would_be_kept_faster_than_the_level_allow
     """The stop-46 adversary's matmul under a `#pragma GCC target("avx2,fma")`, against the same code
     at what x86-64-v2 allows: past admission (the control) kept at over 2x on a host with AVX2 (3.3x
     when found), a speed no x86-64-v2 machine has; admitted as usual, refused before it runs."""
-    if not get_target("cpu-x86-64-v3").available:
-        pytest.skip("this host has no AVX2 and FMA: the control cannot run the wider code")
     task, target = get_task("matmul"), _no_peaks(cpu_target)
     wide = (RED_TEAM / "isa_avx2_matmul.c").read_text()
     pragma = '#pragma GCC target("avx2,fma")\n#define KG_W 8\n'
     assert pragma in wide
     own = wide.replace(pragma, "#define KG_W 4\n")  # a vector per SSE register: v2's best of this code
+    refused = evaluate(task, guarded, target, wide, own)  # refused on any host: nothing runs
+    assert refused.outcome == Outcome.REJECTED and "beyond the target's x86-64-v2" in refused.reason
+    if not get_target("cpu-x86-64-v3").available:
+        pytest.skip("this host has no AVX2 and FMA: the control cannot run the wider code")
     faked = _when_the_host_was_quiet(lambda: evaluate(task, unguarded, target, wide, own))
     assert faked.outcome == Outcome.KEPT and (faked.speedup or 0) > 2.0, (faked.outcome, faked.reason)
-    refused = evaluate(task, guarded, target, wide, own)
-    assert refused.outcome == Outcome.REJECTED and "beyond the target's x86-64-v2" in refused.reason
 
 
 # Past admission, what the sandbox makes of each attack (the kernel may crash trying).
@@ -1363,6 +1363,33 @@ def test_a_pair_beside_which_another_task_ran_is_not_counted(
     assert beside.outcome == Outcome.DISCARDED and not beside.judged, (beside.outcome, beside.reason)
     assert re.search(r"ran beside a call \((2\d|3\d|4\d) pairs\)", beside.reason), beside.reason
     assert unseen.judged, unseen.reason
+
+
+def test_a_pair_is_not_counted_when_the_host_figure_says_others_ran_beside_it(
+    tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rule of `ran_beside` on any host, cgroup v1 or not: the machine's CPU figure replaced by one
+    that grows a second at every reading, so that others ran far more than the allowance beside each
+    call. Serial layernorm against its parallel parent is not judged, naming the pairs; two serial
+    kernels under the same figure are judged (a serial kernel is charged its CPU time, which others'
+    work does not grow)."""
+    if (cpu_target.cores or 1) < 2 or len(os.sched_getaffinity(0)) < 2:
+        unavailable("a comparison is judged only where the kernels' two cores are free")
+    backend = _serial_and_parallel_backend(tmp_path_factory, "rt-beside-fake")
+    target = _no_peaks(cpu_target)
+    layernorm, rmsnorm = get_task("layernorm"), get_task("rmsnorm")
+    serial, parallel = _serial_and_parallel_layernorm()
+    baseline = rmsnorm.source("c", rmsnorm.baseline_config)
+    reads = itertools.count()
+    # a second more at every reading: far beyond what this process and the sandboxes run over a call
+    monkeypatch.setattr(isolated, "host_cpu_ns", lambda: next(reads) * 1_000_000_000)
+    monkeypatch.setattr(isolated, "CROWDED_WAIT_MAX_S", 0.05)  # the waits for a burst to pass: not the point
+    beside = evaluate(layernorm, backend, target, serial, parallel)
+    assert not beside.judged and re.search(r"ran beside a call \((2\d|3\d|4\d) pairs\)", beside.reason), (
+        beside.reason
+    )
+    serial_only = _when_the_host_was_quiet(lambda: evaluate(rmsnorm, backend, target, baseline, baseline))
+    assert serial_only.judged, serial_only.reason
 
 
 def test_a_gain_against_a_parent_slower_than_its_code_was_timed_is_not_judged(
