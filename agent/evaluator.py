@@ -85,7 +85,14 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    not only where the two kernels were timed mostly by different clocks (under steal a parallel
 #    kernel's calls may be charged their summed CPU time: the stop-46 adversary). Admission 6 (its own
 #    version, agent/backends/admission.py) holds a kernel's instructions to its target's x86-64 level.
-EVALUATOR_VERSION = 13
+# 14: the isolated protocol's kernels read one copy of each call's inputs, mapped read-only in their
+#    processes (a write faults; agent/backends/isolated.py `SharedInputs`), written by the evaluator
+#    straight from the variant and checked against as it is: no second copy per kernel, no copy from a
+#    third, no byte comparison of the inputs after each call (a kernel cannot change them). Less of the
+#    evaluator's memory traffic between calls: a kernel timed alone read slower isolated than
+#    in-process by less (transpose's tiled best-A x1.26 against x1.33, 10 rounds each); a comparison's
+#    medians did not move measurably (results/stop47-cache).
+EVALUATOR_VERSION = 14
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

@@ -264,17 +264,20 @@ def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) ->
 def _serve(req: Any) -> None:
     """The isolated protocol's side of a call (agent/backends/isolated.py), served by the trusted C
     loop `serve_loop.c` (the evaluator built it; no Python runs between the go byte and the answer):
-    map the shared buffers the evaluator writes inputs into and reads outputs from, say ready (`r`),
+    map the inputs the evaluator writes (read-only) and the outputs it reads, say ready (`r`),
     answer each `n` or `p` with a call of one of the loop's stand-ins (the evaluator's measure of what a call costs
     beyond the kernel, taken before any kernel code is loaded, so the kernel cannot change it), then
     on `b` load the kernel and say ready again, then call it once per `c` and answer `d`; `q` ends.
     Nothing is timed or checked here: the evaluator takes the times, freezes this process and checks
     every call's outputs."""
+    inputs = _map_inputs(req["inputs_path"], bool(req["inputs_read_only"]))
     with open(req["shared_path"], "r+b") as f:
         shared = mmap.mmap(f.fileno(), 0)
-    start = ctypes.addressof(ctypes.c_char.from_buffer(shared))
-    # every input, then every output, at its offset in the mapping; then the sizes (all as longs)
-    values = [start + int(offset) for offset, _, _ in req["layout"]] + [int(s) for s in req["sizes"]]
+    outputs = ctypes.addressof(ctypes.c_char.from_buffer(shared))
+    # every input, then every output, at its offset in its mapping; then the sizes (all as longs)
+    values = [inputs + int(o) for o in req["input_offsets"]]
+    values += [outputs + int(o) for o in req["output_offsets"]]
+    values += [int(s) for s in req["sizes"]]
     if len(values) > SERVE_LOOP_ARGS:
         raise ValueError(
             f"a kernel of {len(values)} arguments: the serve loop passes at most {SERVE_LOOP_ARGS}"
@@ -289,12 +292,31 @@ def _serve(req: Any) -> None:
     nbytes = int(req["stand_in_bytes"])
     copy = ctypes.create_string_buffer(max(nbytes, 1))
     os.write(done, b"r")
-    stand_in = (start, nbytes, copy, int(req["stand_in_ns"]), int(req["stand_in_threads"]))
+    stand_in = (inputs, nbytes, copy, int(req["stand_in_ns"]), int(req["stand_in_threads"]))
     if serve(go, done, None, args, b"n", *stand_in) != ord("b"):
         return  # b"q", or the evaluator went away
     fn = _bind(req["artifacts"][0])
     os.write(done, b"r")
     serve(go, done, ctypes.cast(fn, ctypes.c_void_p), args, b"c", None, 0, None, 0, 0)
+
+
+def _map_inputs(path: str, read_only: bool) -> int:
+    """The address of `path` mapped shared, read-only from a read-only descriptor, closed after: the
+    kernel's writes there fault, and `mprotect` cannot make such a mapping writable (EACCES). Through
+    libc, since Python's mmap objects give no address of a read-only mapping. `read_only` off: the
+    red-team control only (agent/backends/isolated.py READ_ONLY_INPUTS)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]  # fmt: skip
+    fd = os.open(path, os.O_RDONLY if read_only else os.O_RDWR)
+    prot = mmap.PROT_READ if read_only else mmap.PROT_READ | mmap.PROT_WRITE
+    try:
+        address = libc.mmap(None, os.fstat(fd).st_size, prot, mmap.MAP_SHARED, fd, 0)
+    finally:
+        os.close(fd)
+    if address in (None, ctypes.c_void_p(-1).value):
+        raise OSError(ctypes.get_errno(), f"mapping the inputs read-only: {os.strerror(ctypes.get_errno())}")
+    return int(address)
 
 
 # Arguments `serve_loop.c` passes to a kernel (KG_MAX_ARGS there).

@@ -389,15 +389,19 @@ def read_untrusted(path: Path, max_bytes: int = 1 << 30) -> bytes:
 
 
 @contextlib.contextmanager
-def scratch_dir(prefix: str, size_bytes: int | None = None) -> Iterator[Path]:
+def scratch_dir(prefix: str, size_bytes: int | None = None, sandbox_writes: bool = True) -> Iterator[Path]:
     """A fresh host directory the sandboxed uid may write: the step's only writable bind. As root it
     is a tmpfs of at most `size_bytes` (SCRATCH_BYTES), so a step cannot fill the host's disk; without
-    root only the per-file size limit applies (docs/sandbox.md)."""
+    root only the per-file size limit applies (docs/sandbox.md). With `sandbox_writes` off, a
+    directory only the host writes, for a read-only bind (`Mount` not `writable`): as root the
+    sandboxed uid is not its owner either; without root the read-only bind alone keeps it so."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         path = Path(tmp)
         mounted = os.geteuid() == 0 and _mount_tmpfs(path, size_bytes or SCRATCH_BYTES)
         try:
-            if os.geteuid() == 0:
+            if not sandbox_writes:
+                path.chmod(0o755)
+            elif os.geteuid() == 0:
                 os.chown(path, SANDBOX_UID, SANDBOX_UID)
             else:  # not root: setpriv cannot switch uid, so bwrap's own user namespace maps us instead
                 path.chmod(0o777)

@@ -4,7 +4,8 @@ Assume the kernel runs any code in its own process and has read this file. Then 
 holds can be believed, so that process holds nothing the verdict rests on:
 - **Separate processes.** The candidate and the kernel it is compared with (the parent) each run in
   their own sandboxed child (`_child._serve`): no shared OpenMP settings, floating-point control
-  state, input buffers or memory between them. A child is frozen (SIGSTOP, every thread of every
+  state, output buffers or writable memory between them; the one copy of the inputs both read is
+  mapped read-only in each (`SharedInputs`). A child is frozen (SIGSTOP, every thread of every
   process it started) whenever it is not being called, so it cannot run beside the other's calls.
 - **The evaluator takes the times.** Each call is one byte to the child's go FIFO and one byte back
   on its done FIFO (the child's side is the trusted C loop `serve_loop.c`), the child frozen before
@@ -18,9 +19,9 @@ holds can be believed, so that process holds nothing the verdict rests on:
   checked.
 - **Every call is checked, at the same cost.** Each call, warm-up included, gets input values no call
   has seen before (a fresh variant of input set 0, `_child.write_variant`, with a seed drawn here),
-  written into the child's shared buffers while it is frozen; outputs are NaN-filled (ints: a
-  sentinel) before the call. After every call: the inputs are compared byte for byte with what was
-  written, every output element is scanned for NaN/inf/sentinel, and `CHECKED_ROWS` output rows
+  written into the inputs while both children are frozen; outputs are NaN-filled (ints: a
+  sentinel) before the call. After every call: every output element is scanned for NaN/inf/sentinel,
+  and `CHECKED_ROWS` output rows
   drawn after the call are compared with those rows of the reference of that call's inputs
   (`row_reference`: the task's own, or its reference on inputs sliced by row; the whole output for
   tasks with neither: reduction and histogram, whose outputs are one value and 256 counts). The
@@ -148,6 +149,12 @@ QUIET_PAIRS = True
 # guarantee"). `test_the_order_of_each_pair_is_drawn_so_the_gaps_do_not_name_a_kernels_role`; off
 # only in its control.
 RANDOM_PAIR_ORDER = True
+# Both kernels of a comparison read one copy of each call's inputs, which the evaluator checks their
+# outputs against (`SharedInputs`): a kernel that could write it could make the reference agree with
+# any output (zero its input and write zeros: kept at a fake speedup, and its parent, reading the same
+# zeros after it, right too). Mapped read-only, a write faults. Off only in the red-team control
+# (`test_a_kernel_cannot_write_the_inputs_it_is_checked_against`).
+READ_ONLY_INPUTS = True
 # After crowded pairs in a row the evaluator waits, both kernels frozen, this long per crowded pair in
 # the row beyond the first (at most CROWDED_WAIT_MAX_S) before the next: a burst of other work passes
 # instead of using up the pairs a run may lose (a quiet comparison started right after the cost bench
@@ -319,31 +326,99 @@ def _slice(inputs: Arrays, chosen: Sequence[tuple[str, int]], rows: np.ndarray) 
     return {n: (np.take(a, rows, axis=axis[n]) if n in axis else a) for n, a in inputs.items()}
 
 
+# The outputs' file of a server starts at this multiple in the one staggered layout of inputs and
+# outputs (`buffer_layout`): each array keeps its offset within a huge page, which on the huge pages
+# the scratch tmpfs has decides the cache sets its lines fall in (`STAGGER_BYTES` says why that
+# matters), as when both files were one.
+HUGE_PAGE = 2 << 20
+
+
+@dataclass(frozen=True)
+class BufferLayout:
+    """Where a kernel's arrays sit: (offset, shape, dtype) of each input in the inputs' file and of
+    each output in the outputs' file, and each file's size."""
+
+    inputs: tuple[tuple[int, tuple[int, ...], str], ...]
+    input_bytes: int
+    outputs: tuple[tuple[int, tuple[int, ...], str], ...]
+    output_bytes: int
+
+
+def buffer_layout(base: Arrays, specs: Sequence[OutputSpec]) -> BufferLayout:
+    """The in-process protocol's layout (`staggered_offsets`), cut where the outputs begin: the inputs
+    before, the outputs after, from the last huge page boundary before the first one."""
+    arrays = [(tuple(int(d) for d in a.shape), a.dtype.str) for a in base.values()] + [
+        (tuple(int(d) for d in s.shape), np.dtype(s.dtype).str) for s in specs
+    ]
+    offsets, size = staggered_offsets(
+        [int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize for shape, dtype in arrays]
+    )
+    placed = [(offset, shape, dtype) for offset, (shape, dtype) in zip(offsets, arrays, strict=True)]
+    split = offsets[len(base)] if specs else size
+    cut = split // HUGE_PAGE * HUGE_PAGE
+    outputs = tuple((offset - cut, shape, dtype) for offset, shape, dtype in placed[len(base) :])
+    return BufferLayout(tuple(placed[: len(base)]), max(split, 1), outputs, size - cut)
+
+
+def _views(mapping: np.ndarray, placed: Sequence[tuple[int, tuple[int, ...], str]]) -> list[np.ndarray]:
+    return [mapping[o : o + int(np.prod(s, dtype=np.int64)) * np.dtype(d).itemsize].view(d).reshape(s)
+            for o, s, d in placed]  # fmt: skip
+
+
+class SharedInputs:
+    """The inputs of a comparison's calls: one file that the evaluator writes and that both kernels'
+    processes map read-only. The file's directory is bound read-only into each sandbox, the child
+    opens it read-only and maps it PROT_READ, so no kernel can write it (a write faults; `mprotect`
+    cannot make a read-only file's shared mapping writable). So the evaluator writes each call's
+    inputs straight into it and checks the calls against it: what the kernels read is what the
+    reference is computed from, and no copy of it is made or compared. One copy for both kernels, as
+    the in-process protocol has: a copy per kernel, its own variant copied in from a third, made
+    cache-sensitive kernels read slower than in-process (transpose's tiled best-A x1.18, the checks
+    and the variant's copy alone x1.10: docs/sandbox.md#cost)."""
+
+    def __init__(self, base: Arrays, specs: Sequence[OutputSpec], directory: Path) -> None:
+        self.layout = buffer_layout(base, specs)
+        self.directory = directory
+        self.path = directory / "inputs.bin"
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644 if READ_ONLY_INPUTS else 0o666)
+        try:
+            os.fchmod(fd, 0o644 if READ_ONLY_INPUTS else 0o666)  # not the umask's choice
+            os.ftruncate(fd, self.layout.input_bytes)
+        finally:
+            os.close(fd)
+        self._map = np.memmap(self.path, dtype=np.uint8, mode="r+", shape=(self.layout.input_bytes,))
+        self.arrays = dict(zip(base, _views(self._map, self.layout.inputs), strict=True))
+
+    def read_back(self) -> None:
+        """Read one byte of every cache line (`CACHE_LINE`; the values are not used)."""
+        int(self._map[::CACHE_LINE].max())
+
+
+@contextlib.contextmanager
+def shared_inputs(base: Arrays, specs: Sequence[OutputSpec]) -> Iterator[SharedInputs]:
+    """`SharedInputs` in a scratch directory the sandboxed uid cannot write."""
+    with scratch_dir("kg-inputs-", sandbox_writes=not READ_ONLY_INPUTS) as directory:
+        yield SharedInputs(base, specs, directory)
+
+
 class KernelServer:
-    """One kernel in its own sandboxed child, called through FIFOs on buffers shared with it."""
+    """One kernel in its own sandboxed child, called through FIFOs: its inputs mapped read-only from
+    `SharedInputs`, its outputs in a file of its own."""
 
     def __init__(
-        self, artifact: str, base: Arrays, specs: Sequence[OutputSpec], sizes: Sequence[int],
-        limits: SandboxLimits, work: Path,
-    ) -> None:  # fmt: skip
-        arrays = [(tuple(int(d) for d in a.shape), a.dtype.str) for a in base.values()] + [
-            (tuple(int(d) for d in s.shape), np.dtype(s.dtype).str) for s in specs
-        ]
-        offsets, self.size = staggered_offsets(
-            [int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize for shape, dtype in arrays]
-        )
-        layout = [(offset, shape, dtype) for offset, (shape, dtype) in zip(offsets, arrays, strict=True)]
+        self, artifact: str, inputs: SharedInputs, sizes: Sequence[int], limits: SandboxLimits, work: Path
+    ) -> None:
+        layout = inputs.layout
         self.work = work
+        self.shared_inputs = inputs
+        self.size = layout.output_bytes
         shared = work / "shared.bin"
         self._fd = os.open(shared, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
         os.ftruncate(self._fd, self.size)
         os.fchmod(self._fd, 0o666)
         self._map = np.memmap(shared, dtype=np.uint8, mode="r+", shape=(self.size,))
-        views = [
-            self._map[o : o + int(np.prod(s, dtype=np.int64)) * np.dtype(d).itemsize].view(d).reshape(s)
-            for o, s, d in layout
-        ]
-        self.inputs, self.outputs = views[: len(base)], views[len(base) :]
+        self.inputs = list(inputs.arrays.values())
+        self.outputs = _views(self._map, layout.outputs)
         for name in ("go", "done"):
             os.mkfifo(work / name, 0o666)
             os.chmod(work / name, 0o666)
@@ -353,10 +428,13 @@ class KernelServer:
         self._done = os.open(work / "done", os.O_RDWR | os.O_NONBLOCK)
         loop = serve_loop()
         request = {
-            "mode": "serve", "artifacts": [artifact], "layout": layout, "inputs": len(base),
-            "sizes": [int(v) for v in sizes], "shared_path": str(shared), "go_path": str(work / "go"),
+            "mode": "serve", "artifacts": [artifact],
+            "inputs_path": str(inputs.path), "inputs_read_only": READ_ONLY_INPUTS,
+            "input_offsets": [o for o, _, _ in layout.inputs],
+            "shared_path": str(shared), "output_offsets": [o for o, _, _ in layout.outputs],
+            "sizes": [int(v) for v in sizes], "go_path": str(work / "go"),
             "done_path": str(work / "done"), "memory_bytes": limits.memory_bytes,
-            "stand_in_bytes": min(self.size, STAND_IN_BYTES), "stand_in_ns": STAND_IN_NS,
+            "stand_in_bytes": min(layout.input_bytes, STAND_IN_BYTES), "stand_in_ns": STAND_IN_NS,
             "stand_in_threads": limits.threads,
             "serve_loop": str(loop),
             "seccomp": kernel_filter(limits.sandbox),
@@ -366,7 +444,8 @@ class KernelServer:
         self._log = (work / "child.log").open("w+b")
         self.proc = limits.sandbox.popen(
             [python_executable(), "-I", str(CHILD), str(work / "request.pkl"), str(work), "serve"],
-            mounts=[Mount(work, writable=True), *python_mounts(), Mount(Path(artifact)), Mount(loop)],
+            mounts=[Mount(work, writable=True), Mount(inputs.directory, writable=not READ_ONLY_INPUTS),
+                    *python_mounts(), Mount(Path(artifact)), Mount(loop)],
             env=child_env(limits.threads), cwd=work, limits=limits.rlimits(),
             stdout=self._log, stderr=subprocess.STDOUT, fixed_layout=True,
         )  # fmt: skip
@@ -464,8 +543,9 @@ class KernelServer:
         self.cpus = cpus
 
     def read_back(self) -> None:
-        """Read one byte of every cache line of the shared buffers (`CACHE_LINE`; frozen: nothing
-        the kernel does changes what is read, and the values are not used)."""
+        """Read one byte of every cache line of the inputs and of this server's outputs (`CACHE_LINE`;
+        frozen: nothing the kernel does changes what is read, and the values are not used)."""
+        self.shared_inputs.read_back()
         int(self._map[::CACHE_LINE].max())
 
     def thaw(self, pids: Sequence[int] | None = None) -> None:
@@ -639,8 +719,11 @@ class KernelServer:
         tail = self._log.read(1500).decode(errors="replace").strip()
         if code is not None and (code < 0 or code >= 128):
             sig = -code if code < 0 else code - 128
+            hint = (
+                " (its inputs are mapped read-only: a write to them faults)" if sig == signal.SIGSEGV else ""
+            )
             with contextlib.suppress(ValueError):
-                return f"kernel process killed by {signal.Signals(sig).name}" + (f": {tail}" if tail else "")
+                return f"kernel process killed by {signal.Signals(sig).name}{hint}" + (f": {tail}" if tail else "")  # fmt: skip
         return f"kernel process exited with status {code} during a call" + (f": {tail}" if tail else "")
 
     def close(self) -> None:
@@ -683,45 +766,53 @@ def _threads_not_stopped(pid: int) -> list[str]:
 
 @dataclass
 class CallChecker:
-    """Checks one call's outputs and inputs against what the evaluator wrote: the same work on every
-    call (the whole-output scan, the input comparison, `CHECKED_ROWS` rows drawn after the call)."""
+    """Writes each call's inputs and checks each call's outputs against them: the same work on every
+    call (the whole-output scan, `CHECKED_ROWS` rows drawn after the call). The inputs need no
+    check: the kernels map them read-only (`SharedInputs`)."""
 
     task: Task
     base: Arrays
     specs: Sequence[OutputSpec]
     rows_of: RowReference | None
     draw: random.Random
+    expected: Arrays  # where the calls' inputs are written (`SharedInputs.arrays`)
 
     def __post_init__(self) -> None:
-        self.expected = {n: np.empty_like(a) for n, a in self.base.items()}
         self.used: dict[str, set[int]] = {n: set() for n in self.base}  # offsets each array has had
+        self._unwritten: tuple[np.ndarray, dict[str, int]] | None = None  # a variant `write` writes
 
     def variant(self, factors: np.ndarray, call: int) -> None:
-        """The inputs of call `call`: each array's base scaled by a window of `factors` that starts at
-        an offset this process draws (`RANDOM_VARIANT_OFFSETS`), none twice for one array, so no
-        call's inputs follow from the earlier ones or repeat them."""
+        """The inputs of call `call`, which the next `write` writes: each array's base scaled by a
+        window of `factors` that starts at an offset this process draws (`RANDOM_VARIANT_OFFSETS`),
+        none twice for one array, so no call's inputs follow from the earlier ones or repeat them."""
+        offsets = {}
         for name, array in self.base.items():
-            offset, offsets = call, factors.size - array.size + 1
+            offset, count = call, factors.size - array.size + 1
             if RANDOM_VARIANT_OFFSETS:
-                if len(self.used[name]) >= offsets:  # every one had (a run never calls this often)
+                if len(self.used[name]) >= count:  # every one had (a run never calls this often)
                     self.used[name].clear()
-                while (offset := self.draw.randrange(offsets)) in self.used[name]:
+                while (offset := self.draw.randrange(count)) in self.used[name]:
                     pass
                 self.used[name].add(offset)
-            write_variant(array, factors, offset, self.expected[name])
+            offsets[name] = offset
+        self._unwritten = (factors, offsets)
 
     def write(self, server: KernelServer) -> None:
-        """Just before the server's own call, so that each kernel starts from the cache state this
-        write leaves, whatever the other kernel's call did to the shared caches; written from the
-        core the call is placed on, else the one the kernel's main thread last ran on
-        (`_on_cpu_of`), so the lines sit in that core's caches as when a
-        kernel's own process writes its inputs (written from another core, every line the kernel
-        touches first crosses between the cores; layernorm's 2-thread best-B spread 0.56 unpinned,
-        0.12 pinned, in 5 repeats: docs/sandbox.md#cost); then read back from that core
-        (`CACHE_LINE` says why)."""
+        """Just before the server's own call: the call's inputs, unless the other kernel's call of
+        the pair had them written already (one copy, as in-process), then the server's outputs filled,
+        then both read back, so that each kernel starts from the cache state this leaves, whatever the
+        other kernel's call did to the shared caches (`CACHE_LINE` says why a read-back). Done from the
+        core the call is placed on, else the one the kernel's main thread last ran on (`_on_cpu_of`),
+        so the lines sit in that core's caches as when a kernel's own process writes its inputs
+        (written from another core, every line the kernel touches first crosses between the cores;
+        layernorm's 2-thread best-B spread 0.56 unpinned, 0.12 pinned, in 5 repeats:
+        docs/sandbox.md#cost)."""
         with _on_cpu_of(server):
-            for buf, name in zip(server.inputs, self.expected, strict=True):
-                np.copyto(buf, self.expected[name])
+            if self._unwritten is not None:
+                factors, offsets = self._unwritten
+                for name, array in self.base.items():
+                    write_variant(array, factors, offsets[name], self.expected[name])
+                self._unwritten = None
             for out in server.outputs:
                 out.fill(np.nan if out.dtype.kind == "f" else np.iinfo(out.dtype).min)
             server.read_back()
@@ -743,10 +834,6 @@ class CallChecker:
     def _check_one(
         self, call: int, server: KernelServer, want: Mapping[str, Any], rows: np.ndarray | None
     ) -> str:
-        changed = [n for n, buf in zip(self.expected, server.inputs, strict=True)
-                   if not _same_bytes(buf, self.expected[n])]  # fmt: skip
-        if changed:
-            return f"timed call {call}: the kernel modified input(s) {', '.join(changed)}"
         for spec, out in zip(self.specs, server.outputs, strict=True):
             # the rows not checked must still be written (compare scans the rows it checks)
             if rows is not None and not _all_written(out):
@@ -761,17 +848,6 @@ class CallChecker:
                 where = f" (rows {rows[:4].tolist()}... of those checked)" if rows is not None else ""
                 return f"timed call {call}: {reason}{where}"
         return ""
-
-
-def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
-    """Byte-for-byte equality (NaNs included), compared in the widest words the size allows."""
-    if a.nbytes != b.nbytes:
-        return False
-    flat_a, flat_b = a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)
-    for word in (np.uint64, np.uint32, np.uint16):
-        if a.nbytes % np.dtype(word).itemsize == 0:
-            return bool(np.array_equal(flat_a.view(word), flat_b.view(word)))
-    return bool(np.array_equal(flat_a, flat_b))
 
 
 def _all_written(out: np.ndarray) -> bool:
@@ -834,10 +910,11 @@ def time_isolated(
         stack.enter_context(_timing_turn())
         stack.enter_context(_one_blas_thread())
         started: dict[int, KernelServer] = {}  # by role (0: the candidate), in the order started
+        inputs = stack.enter_context(shared_inputs(input_sets[0], specs))
         try:
             for role in _drawn_order(len(artifacts), draw):
                 work = stack.enter_context(scratch_dir("kg-isolated-"))
-                started[role] = KernelServer(artifacts[role], input_sets[0], specs, sizes, limits, work)
+                started[role] = KernelServer(artifacts[role], inputs, sizes, limits, work)
                 stack.callback(started[role].close)
             deadline = time.monotonic() + limits.timeout_s
             for server in started.values():
@@ -1002,7 +1079,7 @@ def _run(
     servers: list[KernelServer], draw: random.Random, deadline: float,
 ) -> tuple[RunReport, CheckResult]:  # fmt: skip
     base = input_sets[0]
-    checker = CallChecker(task, base, specs, row_reference(task), draw)
+    checker = CallChecker(task, base, specs, row_reference(task), draw, servers[0].shared_inputs.arrays)
     calls = plan.warmup + 2 * plan.max_trials + 1  # a crowded pair (`crowded`) is replaced by a new one
     factors = variant_factors(
         max(a.size for a in base.values()), max(VARIANT_OFFSETS, calls), draw.randrange(1 << 31)

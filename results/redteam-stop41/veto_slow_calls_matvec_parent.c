@@ -36,17 +36,19 @@ static void rows(const float *restrict a, const float *restrict x, float *restri
     }
 }
 
-static struct kg_state *state_of(const float *a, const float *x, int m, int n) {
+/* Since evaluator 14 the inputs are mapped read-only: the state moved from the stagger gap after `a`
+   to the one after the output `y` (tests/agent/test_red_team.py runs this file). */
+static struct kg_state *state_of(const float *a, const float *x, float *y, int m, int n) {
     long bytes = ((long)m * n * 4 + 63) / 64 * 64;
     if ((const char *)x != (const char *)a + bytes + KG_STAGGER) return 0; /* not the shared layout */
-    return (struct kg_state *)((char *)a + bytes); /* the stagger gap after a */
+    return (struct kg_state *)((char *)y + ((long)m * 4 + 63) / 64 * 64); /* the stagger gap after y */
 }
 
 void kernel(const float *a, const float *x, float *y, int m, int n) {
     double t0 = omp_get_wtime();
     rows(a, x, y, m, n);
     double t = omp_get_wtime() - t0;
-    struct kg_state *s = state_of(a, x, m, n);
+    struct kg_state *s = state_of(a, x, y, m, n);
     if (!KG_VETO || !s) return;
     if (s->magic != KG_MAGIC) {
         s->magic = KG_MAGIC;

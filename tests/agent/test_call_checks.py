@@ -1,7 +1,8 @@
 """The isolated protocol's per-call check (agent/backends/isolated.py `CallChecker`), made cheap without
 becoming weaker (issue #26, point 4): rows checked through a task's own row reference (stencil2d: rows
 with their halo; spmv_csr: CSR row slices; prefix_scan: prefix sums at sampled positions), a whole-output
-scan for NaN/inf/sentinels and a byte comparison of the inputs on every call."""
+scan for NaN/inf/sentinels on every call; the inputs need no comparison, since the kernels map them
+read-only (tests/agent/test_red_team.py `test_a_kernel_cannot_write_the_inputs_it_is_checked_against`)."""
 
 from __future__ import annotations
 
@@ -43,12 +44,12 @@ def test_a_declared_row_reference_gives_the_rows_of_the_whole_reference(name: st
 def _checker(task: Task, seed: int = 1) -> tuple[CallChecker, SimpleNamespace]:
     base = task.make_inputs(3, False)
     specs = output_specs(task, base)
-    checker = CallChecker(task, base, specs, row_reference(task), random.Random(seed))
+    inputs = {n: np.empty_like(a) for n, a in base.items()}  # what `SharedInputs.arrays` would be
+    checker = CallChecker(task, base, specs, row_reference(task), random.Random(seed), inputs)
     # No kernel process behind it: like a server whose process cannot be read, it has no last CPU
     # (and none was chosen for its next call).
-    server = SimpleNamespace(inputs=[np.empty_like(a) for a in base.values()],
-                             outputs=[np.empty(s.shape, s.dtype) for s in specs], last_cpu=lambda: None,
-                             read_back=lambda: None, cpus=frozenset())  # fmt: skip
+    server = SimpleNamespace(inputs=list(inputs.values()), outputs=[np.empty(s.shape, s.dtype) for s in specs],
+                             last_cpu=lambda: None, read_back=lambda: None, cpus=frozenset())  # fmt: skip
     return checker, server
 
 
@@ -63,7 +64,7 @@ def _honest_call(checker: CallChecker, server: SimpleNamespace, factors: np.ndar
 @pytest.mark.parametrize("name", DECLARED)
 def test_a_kernel_that_botches_a_share_of_the_rows_is_caught_on_the_calls(name: str) -> None:
     """Finite wrong values in 1/16 of the rows (any share a fake speedup needs) are caught on nearly
-    every call, honest outputs on none; a single NaN, or one input element changed, on every call."""
+    every call, honest outputs on none; a single NaN on every call."""
     task = get_task(name)
     checker, server = _checker(task)
     calls = 10
@@ -71,7 +72,7 @@ def test_a_kernel_that_botches_a_share_of_the_rows_is_caught_on_the_calls(name: 
     rows = server.outputs[0].shape[0]
     botched = np.zeros(rows, dtype=bool)
     botched[random.Random(3).sample(range(rows), rows // 16)] = True
-    caught = {"honest": 0, "rows": 0, "nan": 0, "input": 0}
+    caught = {"honest": 0, "rows": 0, "nan": 0}
     for call in range(calls):
         _honest_call(checker, server, factors, call)
         caught["honest"] += bool(checker.check(call, [server])[0])  # type: ignore[list-item]
@@ -82,13 +83,9 @@ def test_a_kernel_that_botches_a_share_of_the_rows_is_caught_on_the_calls(name: 
         np.copyto(out, kept)
         out.reshape(-1)[(call * 7919) % out.size] = np.nan
         caught["nan"] += bool(checker.check(call, [server])[0])  # type: ignore[list-item]
-        np.copyto(out, kept)
-        server.inputs[0].reshape(-1).view(np.uint8)[(call * 104729) % server.inputs[0].nbytes] ^= 1  # one bit
-        why = checker.check(call, [server])[0]  # type: ignore[list-item]
-        caught["input"] += "modified input" in why
     # each call misses 1/16 of the rows with probability (15/16)^64 < 2%
     assert CHECKED_ROWS == 64
-    assert caught == {"honest": 0, "rows": caught["rows"], "nan": calls, "input": calls}
+    assert caught == {"honest": 0, "rows": caught["rows"], "nan": calls}
     assert caught["rows"] >= calls - 1, caught
 
 
@@ -178,11 +175,12 @@ def test_no_call_inputs_follow_from_the_earlier_calls_or_repeat_them(monkeypatch
     calls = 40
 
     def run() -> tuple[CallChecker, list[dict[str, np.ndarray]]]:
-        checker, _ = _checker(task)
+        checker, server = _checker(task)
         factors = variant_factors(max(a.size for a in checker.base.values()), VARIANT_OFFSETS, 7)
         seen = []
         for call in range(calls):
             checker.variant(factors, call)
+            checker.write(server)  # type: ignore[arg-type]
             seen.append({n: a.astype(np.float64).reshape(-1) for n, a in checker.expected.items()})
         return checker, seen
 

@@ -658,6 +658,36 @@ def test_a_truncated_shared_buffer_crashes_only_the_kernel(
     _honest_still_passes(isolated_timer, cpu_target)
 
 
+@pytest.mark.parametrize("read_only", [True, False], ids=["guarded", "control"])
+def test_a_kernel_cannot_write_the_inputs_it_is_checked_against(
+    read_only: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+    cpu_target: Target,
+) -> None:
+    """The kernels read one copy of each call's inputs, the copy the evaluator computes the reference
+    from (`SharedInputs`). rewrite_inputs.c zeroes its input and writes zeros on its first 7 calls at
+    the timed size, honest after. Control, the copy mapped writable: timed alone (as a loop's
+    baseline is), every call agrees with the reference of the zeros the copy then holds, the
+    verification calls after timing are honest, and it is kept at a fraction of the honest kernel's
+    time (in a comparison its parent, when called first, disagrees with that reference: void).
+    Guarded: its first write faults."""
+    monkeypatch.setattr(isolated, "READ_ONLY_INPUTS", read_only)
+    plan = TimingPlan(warmup=1, min_trials=6, max_trials=6, budget_s=6.0, protocol=ISOLATED)
+    backend = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-rewrite"), check_timeout_s=10.0,
+                              memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
+    task, target = get_task("rmsnorm"), _no_peaks(cpu_target)
+    attack = backend.profile(task, (RED_TEAM / "rewrite_inputs.c").read_text(), target)
+    if read_only:
+        assert attack.outcome == Outcome.CRASHED, attack.reason
+        assert "SIGSEGV" in attack.reason and "read-only" in attack.reason, attack.reason
+        return
+    honest = backend.profile(task, (CHEATS / "correct.c").read_text(), target)
+    assert honest.outcome == Outcome.KEPT, honest.reason
+    assert attack.outcome == Outcome.KEPT, attack.reason
+    assert attack.median_ns < 0.5 * honest.median_ns, (attack.median_ns, honest.median_ns)
+
+
 def test_work_in_threads_that_end_within_a_call_is_not_hidden_from_the_clock(
     world: World, isolated_timer: CBackend, cpu_target: Target
 ) -> None:
@@ -704,9 +734,11 @@ def _calls_untimed_cpu(artifact: str, target: Target, calls: int) -> list[int]:
     inputs = task.make_inputs(7, True)
     limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=target.cores or 1)
     escaped = []
-    with scratch_dir("kg-rt-late-") as work:
-        server = KernelServer(artifact, inputs, output_specs(task, inputs), list(task.sizes(inputs).values()),
-                              limits, work)  # fmt: skip
+    with (
+        scratch_dir("kg-rt-late-") as work,
+        isolated.shared_inputs(inputs, output_specs(task, inputs)) as shared,
+    ):
+        server = KernelServer(artifact, shared, list(task.sizes(inputs).values()), limits, work)
         try:
             deadline = time.monotonic() + limits.timeout_s
             server.wait_ready(deadline)
@@ -1023,9 +1055,11 @@ def test_an_empty_call_costs_about_the_measured_overhead(unguarded: CBackend, cp
     assert built.ok and built.artifact, built.diagnosis
     inputs = task.make_inputs(7, True)
     limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=1)
-    with scratch_dir("kg-rt-overhead-") as work:
-        server = KernelServer(built.artifact, inputs, output_specs(task, inputs), list(task.sizes(inputs).values()),
-                              limits, work)  # fmt: skip
+    with (
+        scratch_dir("kg-rt-overhead-") as work,
+        isolated.shared_inputs(inputs, output_specs(task, inputs)) as shared,
+    ):
+        server = KernelServer(built.artifact, shared, list(task.sizes(inputs).values()), limits, work)
         try:
             deadline = time.monotonic() + limits.timeout_s
             server.wait_ready(deadline)
@@ -1073,9 +1107,11 @@ def test_a_call_loses_the_overhead_of_the_clock_it_is_timed_by(
     def fifteen_calls() -> tuple[isolated.CallOverhead, list[int], int]:
         """15 calls beside which no other task ran (`ran_beside`, as the evaluator counts pairs): their
         charges and how many were timed by the wall clock."""
-        with scratch_dir("kg-rt-clocks-") as work:
-            server = KernelServer(artifact, inputs, output_specs(task, inputs),
-                                  list(task.sizes(inputs).values()), limits, work)  # fmt: skip
+        with (
+            scratch_dir("kg-rt-clocks-") as work,
+            isolated.shared_inputs(inputs, output_specs(task, inputs)) as shared,
+        ):
+            server = KernelServer(artifact, shared, list(task.sizes(inputs).values()), limits, work)
             try:
                 deadline = time.monotonic() + limits.timeout_s
                 server.wait_ready(deadline)
@@ -1506,9 +1542,9 @@ def test_a_serial_kernel_runs_on_the_home_cpu_and_cannot_leave_it(
 
 def _role_votes(server: KernelServer) -> tuple[int, int]:
     """role_from_order.c's (votes for candidate, votes for parent), from its state in the unused
-    bytes after its first array (struct kg_state there: magic, calls, two times, the two votes)."""
-    shared, x = server._map, server.inputs[0]  # the evaluator's mapping of the child's buffers
-    gap = x.__array_interface__["data"][0] - shared.__array_interface__["data"][0] + ((x.nbytes + 63) & ~63)
+    bytes after its output (struct kg_state there: magic, calls, two times, the two votes)."""
+    shared, y = server._map, server.outputs[0]  # the evaluator's mapping of the child's outputs
+    gap = y.__array_interface__["data"][0] - shared.__array_interface__["data"][0] + ((y.nbytes + 63) & ~63)
     state = np.asarray(shared[gap : gap + 48]).view(np.uint64)
     return int(state[4]), int(state[5])
 

@@ -3,7 +3,9 @@
    calls strictly A B, B A, the other kernel's call fell into every second gap between a kernel's
    own calls: the candidate saw its long gaps before odd calls, the parent before even ones. It
    counts its calls and times the gaps with the time-stamp counter (an instruction, no system call),
-   keeps its state in the unused bytes between two shared arrays, and as the parent spins 30% more
+   keeps its state in the unused bytes after its output (the inputs are read-only since evaluator
+   14), where the serving child lays out its arrays (its inputs `x` and `w` one stagger apart), and
+   as the parent spins 30% more
    on every call: charged to the parent, so a copy of itself read as 1.3x faster, and once such a
    kernel was kept every later comparison against it was rigged. As the candidate, or undecided,
    it runs honest code. */
@@ -58,8 +60,7 @@ void kernel(const float* x, const float* w, float* y, int r, int c) {
     uint64_t start = kg_tsc();
     struct kg_state* st = NULL;
     size_t xbytes = ((size_t)r * (size_t)c * sizeof(float) + 63) & ~(size_t)63;
-    const char* gap = (const char*)x + xbytes;
-    if ((const char*)w == gap + KG_STAGGER) st = (struct kg_state*)(uintptr_t)gap;
+    if ((const char*)w == (const char*)x + xbytes + KG_STAGGER) st = (struct kg_state*)(uintptr_t)((char*)y + xbytes);
     int parent = 0;
     if (st != NULL) {
         if (st->magic != KG_MAGIC) {
