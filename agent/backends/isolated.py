@@ -73,7 +73,7 @@ from kernelgraph.agent.tasks.base import Arrays, Task
 # 1 - (1 - q)^(CHECKED_ROWS * calls / 2): q = 1% over 20 calls leaves under 0.2%.
 CHECKED_ROWS = 64
 # Calls of each stand-in per child that measure a call's overhead (`call_overhead`, taken off each
-# call by `CallOverhead.off`). A stand-in reads up to STAND_IN_BYTES of the shared buffers (more than a
+# call by `CallOverhead.off`). A stand-in reads up to STAND_IN_BYTES of the inputs (more than a
 # core's L2 here, so it leaves the caches as a streaming kernel does) and stays on the CPU STAND_IN_NS,
 # long enough for this process's idle core to be halted (waking it then costs the child more than
 # after a short call). The serial one (b"n") is timed by its CPU time, as a serial kernel is; the
@@ -380,14 +380,23 @@ class SharedInputs:
         self.layout = buffer_layout(base, specs)
         self.directory = directory
         self.path = directory / "inputs.bin"
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644 if READ_ONLY_INPUTS else 0o666)
-        try:
-            os.fchmod(fd, 0o644 if READ_ONLY_INPUTS else 0o666)  # not the umask's choice
-            os.ftruncate(fd, self.layout.input_bytes)
-        finally:
-            os.close(fd)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        os.ftruncate(self._fd, self.layout.input_bytes)
         self._map = np.memmap(self.path, dtype=np.uint8, mode="r+", shape=(self.layout.input_bytes,))
         self.arrays = dict(zip(base, _views(self._map, self.layout.inputs), strict=True))
+        # Written through the mapping above from now on: no one needs write permission, which also
+        # holds where the sandbox's uid is the owner (unprivileged bubblewrap, or no sandbox at all).
+        os.fchmod(self._fd, 0o444 if READ_ONLY_INPUTS else 0o666)
+        if READ_ONLY_INPUTS:
+            directory.chmod(0o555)
+
+    def intact(self) -> bool:
+        """Whether the file still has its size (touching a truncated mapping would SIGBUS us)."""
+        return os.fstat(self._fd).st_size == self.layout.input_bytes
+
+    def close(self) -> None:
+        os.close(self._fd)
+        self.directory.chmod(0o755)  # so that its scratch directory can be removed
 
     def read_back(self) -> None:
         """Read one byte of every cache line (`CACHE_LINE`; the values are not used)."""
@@ -398,7 +407,11 @@ class SharedInputs:
 def shared_inputs(base: Arrays, specs: Sequence[OutputSpec]) -> Iterator[SharedInputs]:
     """`SharedInputs` in a scratch directory the sandboxed uid cannot write."""
     with scratch_dir("kg-inputs-", sandbox_writes=not READ_ONLY_INPUTS) as directory:
-        yield SharedInputs(base, specs, directory)
+        inputs = SharedInputs(base, specs, directory)
+        try:
+            yield inputs
+        finally:
+            inputs.close()
 
 
 class KernelServer:
@@ -509,7 +522,7 @@ class KernelServer:
                 break
             self._still_freezing(started, [])
         self.frozen, self._frozen_tree = True, found
-        if os.fstat(self._fd).st_size != self.size:  # touching a truncated mapping would SIGBUS us
+        if os.fstat(self._fd).st_size != self.size or not self.shared_inputs.intact():  # else: SIGBUS
             raise ProtocolError(RunStatus.CRASHED, "the kernel's process resized the shared buffers")
 
     def _still_freezing(self, started: float, running: list[str]) -> None:
@@ -719,9 +732,7 @@ class KernelServer:
         tail = self._log.read(1500).decode(errors="replace").strip()
         if code is not None and (code < 0 or code >= 128):
             sig = -code if code < 0 else code - 128
-            hint = (
-                " (its inputs are mapped read-only: a write to them faults)" if sig == signal.SIGSEGV else ""
-            )
+            hint = " (a bad address, or a write to its read-only inputs)" if sig == signal.SIGSEGV else ""
             with contextlib.suppress(ValueError):
                 return f"kernel process killed by {signal.Signals(sig).name}{hint}" + (f": {tail}" if tail else "")  # fmt: skip
         return f"kernel process exited with status {code} during a call" + (f": {tail}" if tail else "")

@@ -658,6 +658,25 @@ def test_a_truncated_shared_buffer_crashes_only_the_kernel(
     _honest_still_passes(isolated_timer, cpu_target)
 
 
+def test_the_inputs_file_is_writable_by_no_one_and_a_resize_is_seen() -> None:
+    """The evaluator writes the inputs through the mapping it made first; the file and its directory
+    then allow no write to anyone (where the sandbox's uid owns them, unprivileged, the permission
+    bits are what is left), and a resize, which would make the evaluator's next touch raise SIGBUS,
+    is seen before that touch (`KernelServer.freeze` checks `intact`)."""
+    task = get_task("rmsnorm")
+    inputs = task.make_inputs(7, True)
+    with isolated.shared_inputs(inputs, output_specs(task, inputs)) as shared:
+        assert (
+            shared.path.stat().st_mode & 0o777 == 0o444 and shared.directory.stat().st_mode & 0o777 == 0o555
+        )
+        shared.arrays["x"][:] = 1.5  # the evaluator's own mapping still writes
+        assert shared.intact() and float(shared.arrays["x"].min()) == 1.5
+        shared.path.chmod(0o644)
+        os.truncate(shared.path, 4096)
+        assert not shared.intact()
+    assert not shared.directory.exists()
+
+
 @pytest.mark.parametrize("read_only", [True, False], ids=["guarded", "control"])
 def test_a_kernel_cannot_write_the_inputs_it_is_checked_against(
     read_only: bool,
