@@ -315,7 +315,7 @@ def _map_inputs(path: str, read_only: bool) -> int:
     finally:
         os.close(fd)
     if address in (None, ctypes.c_void_p(-1).value):
-        raise OSError(ctypes.get_errno(), f"mapping the inputs read-only: {os.strerror(ctypes.get_errno())}")
+        raise OSError(ctypes.get_errno(), f"mapping the inputs: {os.strerror(ctypes.get_errno())}")
     return int(address)
 
 

@@ -394,7 +394,8 @@ def scratch_dir(prefix: str, size_bytes: int | None = None, sandbox_writes: bool
     is a tmpfs of at most `size_bytes` (SCRATCH_BYTES), so a step cannot fill the host's disk; without
     root only the per-file size limit applies (docs/sandbox.md). With `sandbox_writes` off, a
     directory only the host writes, for a read-only bind (`Mount` not `writable`): as root the
-    sandboxed uid is not its owner either; without root the read-only bind alone keeps it so."""
+    sandboxed uid is not its owner either; without root (the sandbox runs as the owner) the bind and
+    the permission bits the caller leaves keep it so."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         path = Path(tmp)
         mounted = os.geteuid() == 0 and _mount_tmpfs(path, size_bytes or SCRATCH_BYTES)

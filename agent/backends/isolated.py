@@ -151,9 +151,9 @@ QUIET_PAIRS = True
 RANDOM_PAIR_ORDER = True
 # Both kernels of a comparison read one copy of each call's inputs, which the evaluator checks their
 # outputs against (`SharedInputs`): a kernel that could write it could make the reference agree with
-# any output (zero its input and write zeros: kept at a fake speedup, and its parent, reading the same
-# zeros after it, right too). Mapped read-only, a write faults. Off only in the red-team control
-# (`test_a_kernel_cannot_write_the_inputs_it_is_checked_against`).
+# any output (zero its input and write zeros: timed alone, kept at a fraction of its honest time; in a
+# comparison, a parent called after it on the same zeros is right too). Mapped read-only, a write
+# faults. Off only in the red-team control (`test_a_kernel_cannot_write_the_inputs_it_is_checked_against`).
 READ_ONLY_INPUTS = True
 # After crowded pairs in a row the evaluator waits, both kernels frozen, this long per crowded pair in
 # the row beyond the first (at most CROWDED_WAIT_MAX_S) before the next: a burst of other work passes
@@ -372,9 +372,10 @@ class SharedInputs:
     cannot make a read-only file's shared mapping writable). So the evaluator writes each call's
     inputs straight into it and checks the calls against it: what the kernels read is what the
     reference is computed from, and no copy of it is made or compared. One copy for both kernels, as
-    the in-process protocol has: a copy per kernel, its own variant copied in from a third, made
-    cache-sensitive kernels read slower than in-process (transpose's tiled best-A x1.18, the checks
-    and the variant's copy alone x1.10: docs/sandbox.md#cost)."""
+    the in-process protocol has: less of the evaluator's memory traffic between calls than a copy per
+    kernel, each copied in from a third and compared after each call (a kernel timed alone read
+    slower than in-process by less: transpose's tiled best-A x1.26 against x1.33; a comparison's
+    medians did not move measurably: results/stop47-cache)."""
 
     def __init__(self, base: Arrays, specs: Sequence[OutputSpec], directory: Path) -> None:
         self.layout = buffer_layout(base, specs)
