@@ -90,8 +90,9 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    straight from the variant and checked against as it is: no second copy per kernel, no copy from a
 #    third, no byte comparison of the inputs after each call (a kernel cannot change them). Less of the
 #    evaluator's memory traffic between calls: a kernel timed alone read slower isolated than
-#    in-process by less (transpose's tiled best-A x1.26 against x1.33, 10 rounds each); a comparison's
-#    medians did not move measurably (results/stop47-cache).
+#    in-process by less (transpose's tiled best-A x1.26 against x1.33, 10 rounds each); transpose's
+#    comparisons did not move measurably, elementwise_chain's bests came within 2% of in-process
+#    (x1.056 and x1.031 at 13, x0.992 and x1.005: docs/sandbox.md#cost).
 EVALUATOR_VERSION = 14
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)

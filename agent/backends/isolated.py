@@ -374,8 +374,8 @@ class SharedInputs:
     reference is computed from, and no copy of it is made or compared. One copy for both kernels, as
     the in-process protocol has: less of the evaluator's memory traffic between calls than a copy per
     kernel, each copied in from a third and compared after each call (a kernel timed alone read
-    slower than in-process by less: transpose's tiled best-A x1.26 against x1.33; a comparison's
-    medians did not move measurably: results/stop47-cache)."""
+    slower than in-process by less: transpose's tiled best-A x1.26 against x1.33; docs/sandbox.md#cost
+    has what it did to comparisons)."""
 
     def __init__(self, base: Arrays, specs: Sequence[OutputSpec], directory: Path) -> None:
         self.layout = buffer_layout(base, specs)
