@@ -63,6 +63,15 @@ MAX_IDLE_STEPS = 3  # stop after this many steps in a row with nothing to propos
 # parent's median moved within a few comparisons here, below the 20-33% the adversary's spin gave
 # (at 20% some of its fakes went through; results/parent-mark-stop45/: spread.py, rejudge.log).
 PARENT_SLOWDOWN_MAX = 0.15
+# The mark bounds a slow parent per comparison, not across them, and two kernels of a comparison can
+# signal each other (the map counts of pages both map, the gaps between calls): a family of identical
+# kernels, each slow only as the parent of the next, was kept at 1.07-1.12x per generation under the
+# mark while 5-7% slower than honest code (the ninth adversary, results/redteam-stop47). So a gain
+# against a model-written parent is kept only once confirmed against the task's baseline, trusted code
+# that signals nothing, in a comparison of its own: the candidate's speedup over the baseline must be
+# above the parent's, measured so when the parent was kept, with the keep decision's confidence
+# (`keep_decision`, its re-measurements included). What a parent chose to spend as a parent then buys
+# nothing.
 
 
 class OptimizeError(Exception):
@@ -261,6 +270,8 @@ class _Best:
     # as and as the parent of each judged comparison since (`PARENT_SLOWDOWN_MAX`); None for the task's
     # baseline, which is trusted code.
     mark_ns: float | None = None
+    # Its speedup over the baseline, timed interleaved with it when it was kept (1 for the baseline).
+    over_baseline: float = 1.0
 
 
 def _judge(task: Task, backend: Backend, target: Target, source: str, parent_source: str) -> Evaluation:
@@ -355,6 +366,8 @@ def evaluate(
     *,
     parent_median_ns: float | None = None,
     parent_mark_ns: float | None = None,
+    baseline_source: str | None = None,
+    parent_over_baseline: float | None = None,
     keep_threshold: float = DEFAULT_KEEP_THRESHOLD,
 ) -> Evaluation:
     """The full evaluation the loop applies to a candidate: admission and compile, correctness on
@@ -364,7 +377,10 @@ def evaluate(
     `parent_median_ns` is used only when the profile did not time the parent interleaved.
     `parent_mark_ns`, the fastest the parent's code was timed at before (None for trusted code): a
     gain against a parent that ran slower than that by more than PARENT_SLOWDOWN_MAX is not judged,
-    in the first measurement and in every re-measurement.
+    in the first measurement and in every re-measurement. With `baseline_source` and
+    `parent_over_baseline` (a model-written parent's speedup over that trusted baseline), a gain is
+    kept only once confirmed against the baseline (`_confirm`); the verdict then carries the
+    candidate's own `over_baseline`.
     """
     verdict = _judge(task, backend, target, source, parent_source)
     profile = verdict.profile
@@ -385,7 +401,8 @@ def evaluate(
             slowed = _parent_slowed(profile, parent_mark_ns)
             if slowed:
                 return Evaluation(Outcome.DISCARDED, slowed, profile, judged=False)
-            return replace(verdict, speedup=ratio)
+            return _confirm(replace(verdict, speedup=ratio), task, backend, target, source, baseline_source,
+                            parent_over_baseline, keep_threshold)  # fmt: skip
         # Kept means faster in the evidence stored too (the service refuses a `kept` whose recorded pair
         # is not): pooled pairs that prove a gain the first measurement's medians do not show are not kept.
         why = decision.describe(keep_threshold) + (
@@ -398,13 +415,46 @@ def evaluate(
         slowed = _parent_slowed(profile, parent_mark_ns)  # a parent timed beside it (Triton), not paired
         if slowed:
             return Evaluation(Outcome.DISCARDED, slowed, profile, judged=False)
-        return replace(verdict, speedup=speedup)
+        return _confirm(replace(verdict, speedup=speedup), task, backend, target, source, baseline_source,
+                        parent_over_baseline, keep_threshold)  # fmt: skip
     reason = (
         f"correct but not faster: {speedup:.3f}x the current best (threshold {1 + keep_threshold:.2f}x)"
         if speedup is not None
         else "correct, but the parent was not timed: nothing to compare"
     )
     return Evaluation(Outcome.DISCARDED, reason, profile, speedup)
+
+
+def _confirm(
+    kept: Evaluation, task: Task, backend: Backend, target: Target, source: str, baseline_source: str | None,
+    parent_over_baseline: float | None, keep_threshold: float,
+) -> Evaluation:  # fmt: skip
+    """`kept` (a gain over its parent), confirmed against the trusted baseline where the parent is
+    model-written (the comment above PARENT_SLOWDOWN_MAX): kept with its `over_baseline` when its
+    speedup over the baseline is proven above `parent_over_baseline`, else discarded (not judged
+    where the confirming comparison was not)."""
+    if baseline_source is None or parent_over_baseline is None:
+        return kept
+    profile = backend.profile(task, source, target, parent_source=baseline_source)
+    if profile.outcome != Outcome.KEPT or not profile.judged:
+        why = f"not judged: its comparison with the baseline, which confirms a gain over a model-written parent: {profile.reason}"  # fmt: skip
+        return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
+    if profile.paired_ratios:
+        remeasure = functools.partial(_remeasure, task, backend, target, source, baseline_source, None)
+        decision = keep_decision(profile, remeasure, parent_over_baseline - 1.0)
+        if decision.refused:
+            why = f"not judged: re-measured against the baseline {decision.refused}"
+            return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
+        over, confirmed, shown = decision.speedup, decision.keep, f"{decision.low:.3f}-{decision.high:.3f}"
+    else:  # the baseline timed beside it (Triton), not paired: the point estimate, above the keep bar
+        over = profile.parent_median_ns / profile.median_ns if profile.parent_median_ns else 0.0
+        confirmed, shown = over > parent_over_baseline * (1.0 + keep_threshold), "no interval: not paired"
+    if confirmed:
+        return replace(kept, over_baseline=over)
+    why = (f"correct and {kept.speedup or 0:.3f}x its parent, but not confirmed against the baseline: {over:.3f}x "
+           f"the baseline ({KEEP_CONFIDENCE:.0%} interval {shown}), not above the parent's {parent_over_baseline:.3f}x "
+           "(a model-written parent's time is what its code chooses, so a gain over it must show against trusted code)")  # fmt: skip
+    return replace(kept, outcome=Outcome.DISCARDED, reason=why)
 
 
 def _parent_slowed(profile: ProfileResult, mark_ns: float | None) -> str:
@@ -490,7 +540,7 @@ def optimize(
                 continue
             idle = 0
             report, best, entry = _attempt(task, backend, target, client, proposal, best, result, step, run_id,
-                                           agent or proposer.name, keep_threshold)  # fmt: skip
+                                           agent or proposer.name, keep_threshold, baseline_source)  # fmt: skip
             if report.judged:  # a proposal not judged may be proposed again
                 tried.add(_proposal_key(proposal))
             history.append(entry)
@@ -557,15 +607,18 @@ def _proposal_key(proposal: Proposal) -> str:
 
 def _attempt(
     task: Task, backend: Backend, target: Target, client: ExperienceClient, proposal: Proposal, best: _Best,
-    result: OptimizeResult, step: int, run_id: str, agent: str, keep_threshold: float,
+    result: OptimizeResult, step: int, run_id: str, agent: str, keep_threshold: float, baseline_source: str,
 ) -> tuple[StepReport, _Best, HistoryEntry]:  # fmt: skip
     try:
         source = proposal.render(task, backend.name)
     except Exception as exc:  # a task that cannot render a proposed config is a compile error of that config
         source, verdict = f"/* render failed: {exc} */", Evaluation(Outcome.COMPILE_ERROR, str(exc))
     else:
+        model_written = best.mark_ns is not None  # the baseline has no mark: trusted code
         verdict = evaluate(task, backend, target, source, best.source, parent_median_ns=best.profile.median_ns,
-                           parent_mark_ns=best.mark_ns, keep_threshold=keep_threshold)  # fmt: skip
+                           parent_mark_ns=best.mark_ns, baseline_source=baseline_source if model_written else None,
+                           parent_over_baseline=best.over_baseline if model_written else None,
+                           keep_threshold=keep_threshold)  # fmt: skip
     outcome, diagnosis, profile, speedup = verdict.outcome, verdict.reason, verdict.profile, verdict.speedup
     parent_ns = profile.parent_median_ns if profile is not None and verdict.judged else None
     if best.mark_ns is not None and parent_ns and math.isfinite(parent_ns):
@@ -573,7 +626,10 @@ def _attempt(
     new_best = best
     if outcome == Outcome.KEPT and profile is not None and speedup is not None:
         label = describe_config(proposal.config) if proposal.config is not None else f"llm step {step}"
-        new_best = _Best(proposal.config, source, profile, label, mark_ns=profile.median_ns)
+        over = verdict.over_baseline if verdict.over_baseline is not None else best.over_baseline * speedup
+        new_best = _Best(
+            proposal.config, source, profile, label, mark_ns=profile.median_ns, over_baseline=over
+        )
         result.chained_speedup *= speedup
         result.best_ns, result.best_source, result.best_config = (
             profile.median_ns,

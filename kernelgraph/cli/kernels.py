@@ -230,8 +230,9 @@ def evaluate(
     unsafe_no_sandbox: bool = typer.Option(False, "--unsafe-no-sandbox", help=UNSAFE_HELP),
 ) -> None:
     """Evaluate a kernel as the optimization loop does: admission, correctness, timing interleaved
-    with the parent on distinct inputs, counters, the outcome and its reason. Exit status 0 when the
-    candidate would be kept, 1 otherwise, 2 on a usage error."""
+    with the parent on distinct inputs, counters, the outcome and its reason; a gain over a parent
+    given as a file is confirmed against the task's baseline, as the loop confirms one over a parent
+    a model wrote. Exit status 0 when the candidate would be kept, 1 otherwise, 2 on a usage error."""
     from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
     from kernelgraph.agent.evaluator import EVALUATOR_VERSION
     from kernelgraph.agent.loop import evaluate as evaluate_candidate
@@ -256,7 +257,11 @@ def evaluate(
         return
     chosen, confinement = _backend(backend, unsafe_no_sandbox)
     try:
-        verdict = evaluate_candidate(task, chosen, target, _read_source(source, "--source"), parent_source)
+        candidate = _read_source(source, "--source")
+        if parent == "baseline":
+            verdict = evaluate_candidate(task, chosen, target, candidate, parent_source)
+        else:  # a parent's time is what its code chooses: a gain over it is confirmed against the baseline
+            verdict = _evaluate_against_a_parent(task, chosen, target, candidate, parent_source)
         sandbox = confinement.label
     except SandboxUnavailable as exc:
         _fail(str(exc))
@@ -280,6 +285,25 @@ def evaluate(
         )
     if verdict.outcome.value != "kept":
         raise typer.Exit(1)
+
+
+def _evaluate_against_a_parent(
+    task: Task, backend: Backend, target: Target, candidate: str, parent_source: str
+) -> Evaluation:
+    """The loop's verdict against a parent that is not trusted code: the parent timed against the
+    task's baseline first, its speedup over it what a gain over the parent is confirmed against
+    (agent/loop.py `_confirm`)."""
+    from kernelgraph.agent.loop import evaluate as evaluate_candidate
+    from kernelgraph.agent.results import Evaluation, Outcome
+
+    baseline = task.source(backend.name, task.baseline_config)
+    against = backend.profile(task, parent_source, target, parent_source=baseline)
+    if against.outcome != Outcome.KEPT or not against.judged or not against.parent_median_ns:
+        why = f"not judged: the parent could not be timed against the baseline: {against.reason or against.outcome.value}"
+        return Evaluation(Outcome.DISCARDED, why, judged=False)
+    over_baseline = against.parent_median_ns / against.median_ns
+    return evaluate_candidate(task, backend, target, candidate, parent_source, baseline_source=baseline,
+                              parent_over_baseline=over_baseline)  # fmt: skip
 
 
 def _yardsticks(

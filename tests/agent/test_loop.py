@@ -222,6 +222,32 @@ def test_a_kept_parent_is_held_to_the_fastest_its_code_was_timed_at(
     assert marks == [None, 100_000.0, 100_000.0, 100_000.0, 80_000.0]
 
 
+def test_a_kept_kernel_is_confirmed_against_the_baseline_by_its_own_speedup_over_it(
+    quick_backend: CBackend, cpu_target: Target, client: InProcessClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gain over a model-written parent is confirmed against the baseline (`loop._confirm`): the loop
+    gives `evaluate` no baseline to confirm against while the parent is the baseline itself, and
+    afterwards the baseline's source with the parent's speedup over it: its speedup when it was kept
+    against the baseline, then the one its own confirmation measured. Scripted; the baseline is
+    really timed."""
+    task = get_task("matmul")
+    baseline = task.source("c", task.baseline_config)
+    template = quick_backend.profile(task, baseline, cpu_target)
+    asked: list[tuple[bool, float | None]] = []
+    kept = iter([Evaluation(Outcome.KEPT, "", replace(template, median_ns=100e3, parent_median_ns=200e3), 2.0),
+                 Evaluation(Outcome.KEPT, "", replace(template, median_ns=100e3, parent_median_ns=110e3), 1.1,
+                            over_baseline=2.3)])  # fmt: skip
+
+    def scripted(*_: object, baseline_source: str | None = None, parent_over_baseline: float | None = None,
+                 **__: object) -> Evaluation:  # fmt: skip
+        asked.append((baseline_source == baseline, parent_over_baseline))
+        return next(kept, Evaluation(Outcome.DISCARDED, "", template))
+
+    monkeypatch.setattr(loop, "evaluate", scripted)
+    optimize(task, quick_backend, cpu_target, MemorylessProposer(seed=5), client, budget=3, final_check=False)
+    assert asked == [(False, None), (True, 2.0), (True, 2.3)]
+
+
 def test_evaluations_on_one_machine_take_turns_at_timing(quick_backend: CBackend, cpu_target: Target) -> None:
     """Two comparisons timed at once would take each other's cores (and be refused): a profile waits
     while another process of this machine holds the timing turn (here this test, by its own lock)."""

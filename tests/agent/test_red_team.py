@@ -1473,6 +1473,42 @@ def test_a_gain_against_a_parent_slower_than_its_code_was_timed_is_not_judged(
     assert "the parent ran" in guarded.reason and guarded.speedup is None, guarded.reason
 
 
+def test_a_gain_over_a_model_written_parent_is_confirmed_against_the_baseline(
+    tmp_path_factory: pytest.TempPathFactory, cpu_target: Target
+) -> None:
+    """The ninth adversary (results/redteam-stop47): a family of identical kernels, each told by its
+    child through the pages both map that it is the parent, spun up to 13% more as the parent, under
+    the mark, and each generation was kept as 7-12% faster than the one before. Whatever the channel,
+    that is a parent slower only as a parent: here the same code spinning 30% more (the mark, tested
+    above, left out: this tests what holds under it). Control, no confirmation: kept against it.
+    Guarded, the gain confirmed against the baseline (trusted code) in a comparison of its own: the
+    candidate is no faster against the baseline than its parent's code was, and it is not kept."""
+    backend = _isolated_past_admission(tmp_path_factory, "rt-confirm")
+    task = get_task("rmsnorm")
+    target = _no_peaks(cpu_target)
+    baseline = task.source("c", task.baseline_config)
+    honest = (RED_TEAM / "slow_parent.c").read_text()
+    spinning = honest.replace("#define KG_SPIN_PCT 0", "#define KG_SPIN_PCT 30", 1)
+    assert spinning != honest
+    # The parent's code as the loop saw it when it was kept: timed against the baseline.
+    kept = _when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, baseline))
+    assert kept.outcome == Outcome.KEPT and kept.speedup, (kept.outcome, kept.reason)
+    over_baseline = kept.speedup
+    control = _when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, spinning))
+    assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 1.15, (
+        control.outcome,
+        control.reason,
+    )
+
+    def confirmed() -> Evaluation:
+        return evaluate(task, backend, target, honest, spinning, baseline_source=baseline,
+                        parent_over_baseline=over_baseline)  # fmt: skip
+
+    guarded = _when_the_host_was_quiet(confirmed)
+    assert guarded.outcome == Outcome.DISCARDED and guarded.judged, (guarded.outcome, guarded.reason)
+    assert "not confirmed against the baseline" in guarded.reason, guarded.reason
+
+
 def _isolated_past_admission(
     tmp_path_factory: pytest.TempPathFactory, name: str, timing: TimingPlan = ATTACK_TIMING
 ) -> CBackend:
