@@ -69,9 +69,10 @@ PARENT_SLOWDOWN_MAX = 0.15
 # mark while 5-7% slower than honest code (the ninth adversary, results/redteam-stop47). So a gain
 # against a model-written parent is kept only once confirmed against the task's baseline, trusted code
 # that signals nothing, in a comparison of its own: the candidate's speedup over the baseline must be
-# above the parent's, measured so when the parent was kept, with the keep decision's confidence
-# (`keep_decision`, its re-measurements included). What a parent chose to spend as a parent then buys
-# nothing.
+# above the parent's, measured so when the parent was kept, by the keep rule's bar and confidence
+# (`keep_decision`, its re-measurements included: without the bar, a copy of the parent passed
+# whenever the parent's figure had come out low by more than the interval's half-width, about 0.5%).
+# What a parent chose to spend as a parent then buys nothing.
 
 
 class OptimizeError(Exception):
@@ -431,28 +432,29 @@ def _confirm(
 ) -> Evaluation:  # fmt: skip
     """`kept` (a gain over its parent), confirmed against the trusted baseline where the parent is
     model-written (the comment above PARENT_SLOWDOWN_MAX): kept with its `over_baseline` when its
-    speedup over the baseline is proven above `parent_over_baseline`, else discarded (not judged
-    where the confirming comparison was not)."""
+    speedup over the baseline is proven above `parent_over_baseline` times 1 + `keep_threshold`, else
+    discarded (not judged where the confirming comparison was not)."""
     if baseline_source is None or parent_over_baseline is None:
         return kept
     profile = backend.profile(task, source, target, parent_source=baseline_source)
     if profile.outcome != Outcome.KEPT or not profile.judged:
         why = f"not judged: its comparison with the baseline, which confirms a gain over a model-written parent: {profile.reason}"  # fmt: skip
         return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
+    bar = parent_over_baseline * (1.0 + keep_threshold)  # the keep rule's bar, over the parent's figure
     if profile.paired_ratios:
         remeasure = functools.partial(_remeasure, task, backend, target, source, baseline_source, None)
-        decision = keep_decision(profile, remeasure, parent_over_baseline - 1.0)
+        decision = keep_decision(profile, remeasure, bar - 1.0)
         if decision.refused:
             why = f"not judged: re-measured against the baseline {decision.refused}"
             return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
         over, confirmed, shown = decision.speedup, decision.keep, f"{decision.low:.3f}-{decision.high:.3f}"
     else:  # the baseline timed beside it (Triton), not paired: the point estimate, above the keep bar
         over = profile.parent_median_ns / profile.median_ns if profile.parent_median_ns else 0.0
-        confirmed, shown = over > parent_over_baseline * (1.0 + keep_threshold), "no interval: not paired"
+        confirmed, shown = over > bar, "no interval: not paired"
     if confirmed:
         return replace(kept, over_baseline=over)
     why = (f"correct and {kept.speedup or 0:.3f}x its parent, but not confirmed against the baseline: {over:.3f}x "
-           f"the baseline ({KEEP_CONFIDENCE:.0%} interval {shown}), not above the parent's {parent_over_baseline:.3f}x "
+           f"the baseline ({KEEP_CONFIDENCE:.0%} interval {shown}), not above {1 + keep_threshold:.2f} times the parent's {parent_over_baseline:.3f}x "
            "(a model-written parent's time is what its code chooses, so a gain over it must show against trusted code)")  # fmt: skip
     return replace(kept, outcome=Outcome.DISCARDED, reason=why)
 
