@@ -360,6 +360,11 @@ def buffer_layout(base: Arrays, specs: Sequence[OutputSpec]) -> BufferLayout:
     return BufferLayout(tuple(placed[: len(base)]), max(split, 1), outputs, size - cut)
 
 
+def _read_lines(mapping: np.ndarray) -> None:
+    """Read one byte of every cache line of `mapping` (`CACHE_LINE` says why; the values are not used)."""
+    int(mapping[::CACHE_LINE].max())
+
+
 def _views(mapping: np.ndarray, placed: Sequence[tuple[int, tuple[int, ...], str]]) -> list[np.ndarray]:
     return [mapping[o : o + int(np.prod(s, dtype=np.int64)) * np.dtype(d).itemsize].view(d).reshape(s)
             for o, s, d in placed]  # fmt: skip
@@ -400,8 +405,7 @@ class SharedInputs:
         self.directory.chmod(0o755)  # so that its scratch directory can be removed
 
     def read_back(self) -> None:
-        """Read one byte of every cache line (`CACHE_LINE`; the values are not used)."""
-        int(self._map[::CACHE_LINE].max())
+        _read_lines(self._map)
 
 
 @contextlib.contextmanager
@@ -558,9 +562,9 @@ class KernelServer:
 
     def read_back(self) -> None:
         """Read one byte of every cache line of the inputs and of this server's outputs (`CACHE_LINE`;
-        frozen: nothing the kernel does changes what is read, and the values are not used)."""
+        frozen: nothing the kernel does changes what is read)."""
         self.shared_inputs.read_back()
-        int(self._map[::CACHE_LINE].max())
+        _read_lines(self._map)
 
     def thaw(self, pids: Sequence[int] | None = None) -> None:
         pids = self.tree() if pids is None else pids
