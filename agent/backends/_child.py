@@ -88,14 +88,12 @@ def _vm_size() -> int:
     return 0
 
 
-def _fresh(spec: Any) -> Any:
-    shape, dtype = spec
-    out = np.empty(shape, dtype=dtype)
+def fill_sentinel(out: Any) -> None:
+    """Fill an output before a call with what no right answer is, so a call that skips it is seen."""
     if out.dtype.kind == "f":
         out.fill(np.nan)
     else:
         out.fill(np.iinfo(out.dtype).min)  # a sentinel no real count or index takes
-    return out
 
 
 # Where the arrays a kernel is called on sit, in both protocols: one buffer, each array aligned to
@@ -148,15 +146,16 @@ def _args(inputs: Any, outputs: Any, sizes: Any) -> list[Any]:
 
 
 def _verify_runs(
-    fn: Any, buffers: Any, input_sets: Any, specs: Any, sizes: Any
+    fn: Any, buffers: Any, outputs_per_set: Any, input_sets: Any, sizes: Any
 ) -> tuple[list[Any], list[Any]]:
-    """Each set copied into the *same* input buffers (pointer-keyed caches return stale data),
-    outputs freshly allocated and NaN-filled, snapshotted right after the call returns."""
+    """Each set copied into the *same* input buffers (pointer-keyed caches return stale data), its
+    own outputs NaN-filled, snapshotted right after the call returns."""
     outputs, digests = [], []
-    for values in input_sets:
+    for values, outs in zip(input_sets, outputs_per_set, strict=True):
         for buf, val in zip(buffers, values, strict=True):
             np.copyto(buf, val)
-        outs = [_fresh(s) for s in specs]
+        for out in outs:
+            fill_sentinel(out)
         fn(*_args(buffers, outs, sizes))
         outputs.append([o.copy() for o in outs])
         digests.append([_digest(b) for b in buffers])
@@ -226,7 +225,7 @@ def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) ->
     kept: dict[int, Any] = {}
     for kernel_outs in outs:
         for o in kernel_outs:
-            o.fill(np.nan if o.dtype.kind == "f" else np.iinfo(o.dtype).min)
+            fill_sentinel(o)
     threads_before = _threads()
     threads_used = 0
     for call in range(warmup):
@@ -246,7 +245,7 @@ def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) ->
             write_variant(b, factors, call, buf)
         for k, fn in enumerate(fns):  # interleaved A B A B: drift hits both alike
             for o in outs[k]:
-                o.fill(np.nan if o.dtype.kind == "f" else np.iinfo(o.dtype).min)
+                fill_sentinel(o)
             args = _args(buffers, outs[k], sizes)
             c0 = time.process_time_ns()
             t0 = time.perf_counter_ns()
@@ -360,17 +359,24 @@ def main(request_path: str, result_dir: str) -> None:
         fns = [_bind(p) for p in req["artifacts"]]
         sets = req["input_sets"]
         specs, sizes = req["output_specs"], req["sizes"]
-        # The inputs and every kernel's outputs laid out as the isolated protocol lays out its own.
+        # The inputs and every kernel's outputs laid out as the isolated protocol lays out its own,
+        # then each verification call's outputs: carved from the same layout, so the gap after an
+        # output is there in every call (a kernel that keeps state in it ran over the heap when they
+        # were allocated alone), at addresses no other call had, as before.
         timed = len(fns) if req["mode"] == "time" else 0
-        arrays = _staggered_arrays([(a.shape, a.dtype) for a in sets[0]] + [tuple(s) for s in specs] * timed)
+        arrays = _staggered_arrays(
+            [(a.shape, a.dtype) for a in sets[0]] + [tuple(s) for s in specs] * (timed + len(sets))
+        )
         buffers = arrays[: len(sets[0])]
         for buf, values in zip(buffers, sets[0], strict=True):
             np.copyto(buf, values)
         outputs = arrays[len(sets[0]) :]
-        timed_outputs = [outputs[k * len(specs) : (k + 1) * len(specs)] for k in range(timed)]
+        kernel_outputs = [outputs[k * len(specs) : (k + 1) * len(specs)] for k in range(timed + len(sets))]
         if req["mode"] == "time":
-            result.update(_time(fns, buffers, timed_outputs, sets[0], sizes, req))
-        result["outputs"], result["input_digests"] = _verify_runs(fns[0], buffers, sets, specs, sizes)
+            result.update(_time(fns, buffers, kernel_outputs[:timed], sets[0], sizes, req))
+        result["outputs"], result["input_digests"] = _verify_runs(
+            fns[0], buffers, kernel_outputs[timed:], sets, sizes
+        )
     except Exception as exc:  # reported, not raised: the parent maps it to an Outcome
         result = {"error": f"{type(exc).__name__}: {exc}"}
     write_result(result_dir, result)

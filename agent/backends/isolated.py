@@ -54,7 +54,13 @@ from typing import Any
 
 import numpy as np
 
-from kernelgraph.agent.backends._child import enough_trials, staggered_offsets, variant_factors, write_variant
+from kernelgraph.agent.backends._child import (
+    enough_trials,
+    fill_sentinel,
+    staggered_offsets,
+    variant_factors,
+    write_variant,
+)
 from kernelgraph.agent.backends.bubblewrap import (
     Mount,
     kill_tree,
@@ -830,7 +836,7 @@ class CallChecker:
                     write_variant(array, factors, offsets[name], self.expected[name])
                 self._unwritten = None
             for out in server.outputs:
-                out.fill(np.nan if out.dtype.kind == "f" else np.iinfo(out.dtype).min)
+                fill_sentinel(out)
             server.read_back()
 
     def check(self, call: int, servers: Sequence[KernelServer]) -> list[str]:
@@ -1217,7 +1223,7 @@ def _run(
         for buf, array in zip(candidate.inputs, values.values(), strict=True):
             np.copyto(buf, array)
         for out in candidate.outputs:
-            out.fill(np.nan if out.dtype.kind == "f" else np.iinfo(out.dtype).min)
+            fill_sentinel(out)
         candidate.call(deadline)
         outputs.append({s.name: np.array(o) for s, o in zip(specs, candidate.outputs, strict=True)})
         digests.append({n: digest(b) for n, b in zip(values, candidate.inputs, strict=True)})

@@ -15,10 +15,11 @@ from kernelgraph.agent.backends._child import (
     enough_trials,
     staggered_offsets,
 )
+from kernelgraph.agent.backends.c import CBackend
 from kernelgraph.agent.backends.timing import TimingJudgement, TimingPlan, judge_timing
 from kernelgraph.agent.loop import MAX_MEASUREMENTS, evaluate, keep_decision, median_interval
 from kernelgraph.agent.results import CheckResult, CompileResult, Outcome, ProfileResult
-from kernelgraph.agent.targets import get_target
+from kernelgraph.agent.targets import Target, get_target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.core.signature import CounterSource
 
@@ -158,3 +159,26 @@ def test_both_protocols_lay_a_kernels_arrays_out_staggered() -> None:
     assert [(a.shape, a.dtype) for a in arrays] == specs and size >= offsets[-1] + arrays[-1].nbytes
     assert all((b.ctypes.data - a.ctypes.data) % 4096 for a, b in itertools.pairwise(arrays))
     assert offsets[1] - offsets[0] == arrays[0].nbytes + STAGGER_BYTES  # 64-byte aligned sizes: no padding
+
+
+GAP_AFTER_THE_OUTPUT = """
+void kernel(const float *a, const float *x, float *y, int m, int n) {
+    for (int i = 0; i < m; i++) {
+        float s = 0.0f;
+        for (int j = 0; j < n; j++) s += a[(long)i * n + j] * x[j];
+        y[i] = s;
+    }
+    char *gap = (char *)y + ((long)m * 4 + 63) / 64 * 64;
+    for (int i = 0; i < GAP_BYTES; i++) gap[i] = (char)(i + m); /* the whole gap after the output */
+}
+""".replace("GAP_BYTES", str(STAGGER_BYTES))
+
+
+def test_the_gap_after_an_output_is_there_in_every_call(backend: CBackend, cpu_target: Target) -> None:
+    """A kernel may write the gap the layout leaves after its output, as timed (docs/sandbox.md: the
+    gaps after outputs stay a place for state). The correctness check's calls allocated each output on
+    its own, so the same write ran over the heap: the stop-41 veto kernel that keeps its state there
+    crashed its check at random (CI, stop 47). Every call now carves its outputs from the layout."""
+    for _ in range(3):  # a heap overrun need not crash every time; the gap holds every time
+        verdict = backend.check(get_task("matvec"), GAP_AFTER_THE_OUTPUT, cpu_target)
+        assert verdict.outcome == Outcome.KEPT, verdict.reason
