@@ -73,6 +73,19 @@ PARENT_SLOWDOWN_MAX = 0.15
 # (`keep_decision`, its re-measurements included: without the bar, a copy of the parent passed
 # whenever the parent's figure had come out low by more than the interval's half-width, about 0.5%).
 # What a parent chose to spend as a parent then buys nothing.
+# A figure over the baseline is itself a time model-written code chose: a family that ran its
+# confirmations slower against the baseline (told by the map counts, or by the baseline's long calls in
+# the gaps between its own) by less in each generation cleared the bar with identical code, kept at
+# 1.12-1.16x per generation (the tenth adversary, results/redteam-stop48). So a kernel's figure is the
+# fastest it showed: the baseline's median in its confirmation over the least of its medians there and
+# in the comparison it won (and a parent's, at least the baseline's over the parent's median in this
+# pair). And the gain over the parent must agree with the two figures: a pair ratio above their ratio
+# by more than PAIR_BEYOND_BASELINE_MAX says the parent ran slower against this candidate than
+# against the baseline (the same family, slow everywhere by less in each generation, and slower still
+# as a parent under its mark): not judged. Left: each step of such a family is a real gain of at least
+# the keep bar against trusted code, its stored ratio above it by at most this share.
+PAIR_BEYOND_BASELINE_MAX = 0.05
+ANCHORED_FIGURES = True  # the two rules above; off only in the red-team tests' controls
 
 
 class OptimizeError(Exception):
@@ -431,15 +444,20 @@ def _confirm(
     parent_over_baseline: float | None, keep_threshold: float,
 ) -> Evaluation:  # fmt: skip
     """`kept` (a gain over its parent), confirmed against the trusted baseline where the parent is
-    model-written (the comment above PARENT_SLOWDOWN_MAX): kept with its `over_baseline` when its
-    speedup over the baseline is proven above `parent_over_baseline` times 1 + `keep_threshold`, else
-    discarded (not judged where the confirming comparison was not)."""
+    model-written (the comments above PARENT_SLOWDOWN_MAX and PAIR_BEYOND_BASELINE_MAX): kept with
+    its `over_baseline` (the fastest it showed) when its speedup over the baseline is proven above the
+    parent's figure (`parent_over_baseline`, or what the parent's time in the pair says where higher)
+    times 1 + `keep_threshold` and its gain over the parent agrees with the two figures, else
+    discarded (not judged where the confirming comparison was not, or the figures contradict the gain)."""
     if baseline_source is None or parent_over_baseline is None:
         return kept
     profile = backend.profile(task, source, target, parent_source=baseline_source)
-    if profile.outcome != Outcome.KEPT or not profile.judged:
+    if profile.outcome != Outcome.KEPT or not profile.judged or not profile.parent_median_ns:
         why = f"not judged: its comparison with the baseline, which confirms a gain over a model-written parent: {profile.reason}"  # fmt: skip
         return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
+    baseline_ns, won = profile.parent_median_ns, kept.profile
+    if ANCHORED_FIGURES and won is not None and won.parent_median_ns:  # the parent as fast as it ran here
+        parent_over_baseline = max(parent_over_baseline, baseline_ns / won.parent_median_ns)
     bar = parent_over_baseline * (1.0 + keep_threshold)  # the keep rule's bar, over the parent's figure
     if profile.paired_ratios:
         remeasure = functools.partial(_remeasure, task, backend, target, source, baseline_source, None)
@@ -451,8 +469,21 @@ def _confirm(
     else:  # the baseline timed beside it (Triton), not paired: the point estimate, above the keep bar
         over = profile.parent_median_ns / profile.median_ns if profile.parent_median_ns else 0.0
         confirmed, shown = over > bar, "no interval: not paired"
-    if confirmed:
+    if confirmed and not ANCHORED_FIGURES:
         return replace(kept, over_baseline=over)
+    if confirmed:
+        trusted = over / parent_over_baseline  # the gain as the two figures over the baseline show it
+        if (kept.speedup or 0.0) > trusted * (1.0 + PAIR_BEYOND_BASELINE_MAX):
+            why = (f"not judged: {kept.speedup or 0:.3f}x its parent, but {trusted:.3f}x by the two kernels' figures over the "
+                   f"baseline ({over:.3f}x against the parent's {parent_over_baseline:.3f}x): the parent ran slower against "
+                   f"this candidate than against the baseline by more than {PAIR_BEYOND_BASELINE_MAX:.0%}")  # fmt: skip
+            return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
+        fastest = (
+            min(profile.median_ns, won.median_ns)
+            if won is not None and won.median_ns > 0
+            else profile.median_ns
+        )
+        return replace(kept, over_baseline=max(over, baseline_ns / fastest))
     why = (f"correct and {kept.speedup or 0:.3f}x its parent, but not confirmed against the baseline: {over:.3f}x "
            f"the baseline ({KEEP_CONFIDENCE:.0%} interval {shown}), not above {1 + keep_threshold:.2f} times the parent's {parent_over_baseline:.3f}x "
            "(a model-written parent's time is what its code chooses, so a gain over it must show against trusted code)")  # fmt: skip

@@ -248,6 +248,50 @@ def test_a_kept_kernel_is_confirmed_against_the_baseline_by_its_own_speedup_over
     assert asked == [(False, None), (True, 2.0), (True, 2.3)]
 
 
+def _timed(median_us: float, other_us: float) -> ProfileResult:
+    """A comparison as the backend reports it: medians, and tight paired ratios at their ratio."""
+    return ProfileResult(median_ns=median_us * 1e3, iqr_ns=0.0, trials=40, counters={}, counter_source="cachegrind",
+                         parent_median_ns=other_us * 1e3, paired_ratios=(other_us / median_us,) * 40)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("pair", "against_baseline", "parent_figure", "kept", "over_baseline"),
+    [
+        # honest: 1.1x its parent, and its figure 1.1 times the parent's
+        ((100, 110), (100, 220), 2.0, Outcome.KEPT, 2.2),
+        # its confirmation a little slower than the comparison it won: its figure is the faster one's
+        ((100, 150), (104, 220), 1.3, Outcome.KEPT, 2.2),
+        # the ladder: the parent's figure sandbagged (40% against the baseline), the parent 13% slower
+        # as a parent, the candidate 30% slower against the baseline: its figure is what the pair says
+        ((100, 113), (130, 220), 220 / 140, Outcome.DISCARDED, None),
+        # 1.2x its parent, but 1.05x by the figures: the parent slower against it than the baseline
+        ((100, 120), (100, 220), 2.1, Outcome.DISCARDED, None),
+    ],
+    ids=["honest", "slower-confirmation", "sandbagged-figure", "parent-slower-against-its-child"],
+)
+def test_a_gain_is_confirmed_against_the_fastest_figures_and_must_agree_with_them(
+    pair: tuple[float, float],
+    against_baseline: tuple[float, float],
+    parent_figure: float,
+    kept: Outcome,
+    over_baseline: float | None,
+) -> None:
+    """`loop._confirm` (the tenth adversary, results/redteam-stop48): a kernel's figure over the
+    baseline is the fastest it showed (the baseline's median in its confirmation over the least of its
+    medians there and in the comparison it won), a parent's at least what its time in the pair says,
+    and a pair ratio above the ratio of the figures by more than PAIR_BEYOND_BASELINE_MAX is not
+    judged. Scripted: the comparisons' medians in us (candidate, the other)."""
+    won = Evaluation(Outcome.KEPT, "", _timed(*pair), pair[1] / pair[0])
+    backend = type("Scripted", (), {"profile": lambda *_, **__: _timed(*against_baseline)})()
+    verdict = loop._confirm(
+        won, get_task("rmsnorm"), backend, None, "candidate", "baseline", parent_figure, 0.02
+    )  # type: ignore[arg-type]
+    assert verdict.outcome == kept, verdict.reason
+    assert verdict.over_baseline == (pytest.approx(over_baseline) if over_baseline else None)
+    judged = "not judged" not in verdict.reason
+    assert judged == (pair != (100, 120)), verdict.reason  # a gain the figures contradict: no evidence
+
+
 def test_evaluations_on_one_machine_take_turns_at_timing(quick_backend: CBackend, cpu_target: Target) -> None:
     """Two comparisons timed at once would take each other's cores (and be refused): a profile waits
     while another process of this machine holds the timing turn (here this test, by its own lock)."""

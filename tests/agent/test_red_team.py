@@ -32,6 +32,7 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
+from kernelgraph.agent import loop
 from kernelgraph.agent.backends import admission, bubblewrap, isolated
 from kernelgraph.agent.backends.bubblewrap import Mount, Rlimits, Sandbox, scratch_dir
 from kernelgraph.agent.backends.c import COMPILE_TIMEOUT_S, CBackend
@@ -1507,6 +1508,44 @@ def test_a_gain_over_a_model_written_parent_is_confirmed_against_the_baseline(
     guarded = _when_the_host_was_quiet(confirmed)
     assert guarded.outcome == Outcome.DISCARDED and guarded.judged, (guarded.outcome, guarded.reason)
     assert "not confirmed against the baseline" in guarded.reason, guarded.reason
+
+
+def test_a_figure_over_the_baseline_is_the_fastest_the_kernel_showed(
+    tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tenth adversary (results/redteam-stop48): a family of identical kernels that tell the
+    baseline (trusted code) from their kin (the map counts of the shared inputs) and run slower
+    against it by less in each generation (40%, then 30%), each 13% slower as a parent: the gain over
+    the parent cleared the confirmation, since the parent's figure over the baseline was what it chose.
+    Control (stop 47's confirmation, `ANCHORED_FIGURES` off): kept. Guarded: the parent's figure is at
+    least what its time in the pair says, and the candidate is not confirmed against it."""
+    backend = _isolated_past_admission(tmp_path_factory, "rt-ladder")
+    task = get_task("rmsnorm")
+    target = _no_peaks(cpu_target)
+    baseline = task.source("c", task.baseline_config)
+    ladder = (RED_TEAM / "sandbag_ladder.c").read_text()
+    parent, candidate = (f"#define KG_GEN {gen}\n#define KG_SANDBAG_PCT {pct}\n{ladder}"
+                         for gen, pct in ((0, 40), (1, 30)))  # fmt: skip
+    # The parent's figure as the loop and `kernelgraph evaluate --parent` take it: timed against the baseline.
+    against = _when_the_host_was_quiet(lambda: evaluate(task, backend, target, parent, baseline))
+    assert against.outcome == Outcome.KEPT and against.speedup, (against.outcome, against.reason)
+
+    def confirmed() -> Evaluation:
+        return evaluate(task, backend, target, candidate, parent, baseline_source=baseline,
+                        parent_over_baseline=against.speedup)  # fmt: skip
+
+    with monkeypatch.context() as off:
+        off.setattr(loop, "ANCHORED_FIGURES", False)
+        control = _when_the_host_was_quiet(confirmed)
+    assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 1.05, (
+        control.outcome,
+        control.reason,
+    )
+    guarded = _when_the_host_was_quiet(confirmed)
+    assert guarded.outcome == Outcome.DISCARDED and "not confirmed against the baseline" in guarded.reason, (
+        guarded.outcome,
+        guarded.reason,
+    )
 
 
 def _isolated_past_admission(
