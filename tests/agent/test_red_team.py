@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +42,12 @@ from kernelgraph.agent.backends.sandbox import SandboxLimits
 from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED, TimingPlan
 from kernelgraph.agent.backends.triton import TritonBackend
 from kernelgraph.agent.evaluator import output_specs
-from kernelgraph.agent.loop import evaluate, keep_decision
+from kernelgraph.agent.loop import evaluate, keep_decision, optimize
+from kernelgraph.agent.proposers.base import Proposal
 from kernelgraph.agent.results import CheckResult, Evaluation, Outcome
 from kernelgraph.agent.targets import Target, get_target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.core.models import RecordResult
 from kernelgraph.core.signature import CounterName
 from tests.prerequisites import unavailable
 
@@ -1510,42 +1513,67 @@ def test_a_gain_over_a_model_written_parent_is_confirmed_against_the_baseline(
     assert "not confirmed against the baseline" in guarded.reason, guarded.reason
 
 
+class _Scripted:
+    """A proposer that proposes the given sources in turn, as a model that wrote them would."""
+
+    name = "scripted"
+
+    def __init__(self, sources: list[str]) -> None:
+        self.sources = iter(sources)
+
+    def propose(self, context: object) -> Proposal | None:
+        source = next(self.sources, None)
+        return (
+            None
+            if source is None
+            else Proposal(transform="llm", source=source, rationale="the next generation")
+        )
+
+
+class _NoGraph:
+    """A client that stores nothing: what the loop keeps is what is tested here."""
+
+    def upsert_targets(self, targets: object) -> list[str]:
+        return []
+
+    def record_attempt(self, attempt: object) -> RecordResult:
+        ids = [uuid.uuid4().hex for _ in range(4)]
+        return RecordResult(attempt_key="-", created=True, parent_kernel_id=ids[0], child_kernel_id=ids[1],
+                            parent_measurement_id=ids[2], child_measurement_id=ids[3])  # fmt: skip
+
+
 def test_a_figure_over_the_baseline_is_the_fastest_the_kernel_showed(
     tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The tenth adversary (results/redteam-stop48): a family of identical kernels that tell the
     baseline (trusted code) from their kin (the map counts of the shared inputs) and run slower
-    against it by less in each generation (40%, then 30%), each 13% slower as a parent: the gain over
+    against it by less in each generation (40%, 30%, 20%, 10%), each 13% slower as a parent: each gain over
     the parent cleared the confirmation, since the parent's figure over the baseline was what it chose.
-    Control (stop 47's confirmation, `ANCHORED_FIGURES` off): kept. Guarded: the parent's figure is at
-    least what its time in the pair says, and the candidate is not confirmed against it."""
-    backend = _isolated_past_admission(tmp_path_factory, "rt-ladder")
-    task = get_task("rmsnorm")
-    target = _no_peaks(cpu_target)
-    baseline = task.source("c", task.baseline_config)
+    Through the loop, as the adversary ran it (the default timing plan). Control (stop 47's
+    confirmation, `ANCHORED_FIGURES` off): generations after gen1 are kept (3 of 3 steps in each of its
+    runs; here gen2 in 6 of 8 runs with three generations, so gen3 too). Guarded: a kernel's figure is
+    the fastest it showed, so none after gen1 is; gen1 may be, where gen0 never ran fast anywhere
+    (docs/sandbox.md, "Tenth adversary")."""
+    backend = _isolated_past_admission(tmp_path_factory, "rt-ladder", TimingPlan())
+    task, target = get_task("rmsnorm"), _no_peaks(cpu_target)
     ladder = (RED_TEAM / "sandbag_ladder.c").read_text()
-    parent, candidate = (f"#define KG_GEN {gen}\n#define KG_SANDBAG_PCT {pct}\n{ladder}"
-                         for gen, pct in ((0, 40), (1, 30)))  # fmt: skip
-    # The parent's figure as the loop and `kernelgraph evaluate --parent` take it: timed against the baseline.
-    against = _when_the_host_was_quiet(lambda: evaluate(task, backend, target, parent, baseline))
-    assert against.outcome == Outcome.KEPT and against.speedup, (against.outcome, against.reason)
+    family = [
+        f"#define KG_GEN {gen}\n#define KG_SANDBAG_PCT {pct}\n{ladder}"
+        for gen, pct in ((0, 40), (1, 30), (2, 20), (3, 10))
+    ]
 
-    def confirmed() -> Evaluation:
-        return evaluate(task, backend, target, candidate, parent, baseline_source=baseline,
-                        parent_over_baseline=against.speedup)  # fmt: skip
+    def kept_generations() -> list[int]:
+        result = optimize(task, backend, target, _Scripted(family), _NoGraph(), budget=len(family),  # type: ignore[arg-type]
+                          final_check=False)  # fmt: skip
+        assert result.steps[0].outcome == Outcome.KEPT, result.steps[0].diagnosis  # gen0, over the baseline
+        return [s.step for s in result.steps[1:] if s.outcome == Outcome.KEPT]
 
     with monkeypatch.context() as off:
         off.setattr(loop, "ANCHORED_FIGURES", False)
-        control = _when_the_host_was_quiet(confirmed)
-    assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 1.05, (
-        control.outcome,
-        control.reason,
-    )
-    guarded = _when_the_host_was_quiet(confirmed)
-    assert guarded.outcome == Outcome.DISCARDED and "not confirmed against the baseline" in guarded.reason, (
-        guarded.outcome,
-        guarded.reason,
-    )
+        control = kept_generations()
+    assert any(step >= 2 for step in control), control
+    guarded = kept_generations()
+    assert not any(step >= 2 for step in guarded), guarded
 
 
 def _isolated_past_admission(
