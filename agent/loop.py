@@ -284,7 +284,8 @@ class _Best:
     # as and as the parent of each judged comparison since (`PARENT_SLOWDOWN_MAX`); None for the task's
     # baseline, which is trusted code.
     mark_ns: float | None = None
-    # Its speedup over the baseline, timed interleaved with it when it was kept (1 for the baseline).
+    # Its speedup over the baseline when it was kept (1 for the baseline): its pair ratio against the
+    # baseline, or the figure its confirmation gave it (`_confirm`).
     over_baseline: float = 1.0
 
 

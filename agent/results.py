@@ -93,7 +93,7 @@ class Evaluation:
     speedup: float | None = None  # parent time / candidate time, interleaved in one process
     judged: bool = True  # `CheckResult.judged`: the loop records no attempt that was not judged
     # A kept candidate's speedup over the task's baseline, where the loop measured it (`agent/loop.py`
-    # `evaluate`): what its own children are confirmed against.
+    # `_confirm`: the fastest it showed): what its own children are confirmed against.
     over_baseline: float | None = None
 
     def to_json(self) -> dict[str, Any]:
