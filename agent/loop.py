@@ -85,7 +85,7 @@ PARENT_SLOWDOWN_MAX = 0.15
 # as a parent under its mark): not judged. Left: each step of such a family is a real gain of at least
 # the keep bar against trusted code, its stored ratio above it by at most this share.
 PAIR_BEYOND_BASELINE_MAX = 0.05
-ANCHORED_FIGURES = True  # the two rules above; off only in the red-team tests' controls
+ANCHORED_FIGURES = True  # the three rules above; off only in the red-team controls
 
 
 class OptimizeError(Exception):
