@@ -470,25 +470,20 @@ def _confirm(
     else:  # the baseline timed beside it (Triton), not paired: the point estimate, above the keep bar
         over = profile.parent_median_ns / profile.median_ns if profile.parent_median_ns else 0.0
         confirmed, shown = over > bar, "no interval: not paired"
-    if confirmed and not ANCHORED_FIGURES:
+    if not confirmed:
+        why = (f"correct and {kept.speedup or 0:.3f}x its parent, but not confirmed against the baseline: {over:.3f}x "
+               f"the baseline ({KEEP_CONFIDENCE:.0%} interval {shown}), not above {1 + keep_threshold:.2f} times the parent's {parent_over_baseline:.3f}x "
+               "(a model-written parent's time is what its code chooses, so a gain over it must show against trusted code)")  # fmt: skip
+        return replace(kept, outcome=Outcome.DISCARDED, reason=why)
+    if not ANCHORED_FIGURES or won is None:
         return replace(kept, over_baseline=over)
-    if confirmed:
-        trusted = over / parent_over_baseline  # the gain as the two figures over the baseline show it
-        if (kept.speedup or 0.0) > trusted * (1.0 + PAIR_BEYOND_BASELINE_MAX):
-            why = (f"not judged: {kept.speedup or 0:.3f}x its parent, but {trusted:.3f}x by the two kernels' figures over the "
-                   f"baseline ({over:.3f}x against the parent's {parent_over_baseline:.3f}x): the parent ran slower against "
-                   f"this candidate than against the baseline by more than {PAIR_BEYOND_BASELINE_MAX:.0%}")  # fmt: skip
-            return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
-        fastest = (
-            min(profile.median_ns, won.median_ns)
-            if won is not None and won.median_ns > 0
-            else profile.median_ns
-        )
-        return replace(kept, over_baseline=max(over, baseline_ns / fastest))
-    why = (f"correct and {kept.speedup or 0:.3f}x its parent, but not confirmed against the baseline: {over:.3f}x "
-           f"the baseline ({KEEP_CONFIDENCE:.0%} interval {shown}), not above {1 + keep_threshold:.2f} times the parent's {parent_over_baseline:.3f}x "
-           "(a model-written parent's time is what its code chooses, so a gain over it must show against trusted code)")  # fmt: skip
-    return replace(kept, outcome=Outcome.DISCARDED, reason=why)
+    trusted = over / parent_over_baseline  # the gain as the two figures over the baseline show it
+    if (kept.speedup or 0.0) > trusted * (1.0 + PAIR_BEYOND_BASELINE_MAX):
+        why = (f"not judged: {kept.speedup or 0:.3f}x its parent, but {trusted:.3f}x by the two kernels' figures over the "
+               f"baseline ({over:.3f}x against the parent's {parent_over_baseline:.3f}x): the parent ran slower against "
+               f"this candidate than against the baseline by more than {PAIR_BEYOND_BASELINE_MAX:.0%}")  # fmt: skip
+        return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
+    return replace(kept, over_baseline=max(over, baseline_ns / min(profile.median_ns, won.median_ns)))
 
 
 def _parent_slowed(profile: ProfileResult, mark_ns: float | None) -> str:
@@ -668,10 +663,7 @@ def _attempt(
         # figures over the baseline show it: its pair ratio may be up to PAIR_BEYOND_BASELINE_MAX above
         # them (the eleventh adversary, results/redteam-stop48b), and so the figure telescopes to the
         # best's over the baseline.
-        confirmed = (
-            verdict.over_baseline / best.over_baseline if verdict.over_baseline is not None else speedup
-        )
-        result.chained_speedup *= min(speedup, confirmed)
+        result.chained_speedup *= min(speedup, over / best.over_baseline)
         result.best_ns, result.best_source, result.best_config = (
             profile.median_ns,
             source,
