@@ -93,7 +93,12 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    in-process by less (transpose's tiled best-A x1.26 against x1.33, 10 rounds each); transpose's
 #    comparisons did not move measurably, elementwise_chain's bests came within 2% of in-process
 #    (x1.056 and x1.031 at 13, x0.992 and x1.005: docs/sandbox.md#cost).
-EVALUATOR_VERSION = 14
+# 15: the isolated protocol places each thread of a kernel process with several threads on a CPU of
+#    its own (agent/backends/isolated.py `KernelServer.place`; before, every thread on every CPU): left
+#    free, a parallel kernel's threads often shared one CPU for a whole comparison, matmul's parallel
+#    config reading 1.1-2.1 ms (10.4-18.5x the baseline) against 1.0-1.1 ms pinned in 11 of 12
+#    comparisons (results/stop49/pinning.log). Serial kernels are placed as before.
+EVALUATOR_VERSION = 15
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

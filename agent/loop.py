@@ -86,6 +86,12 @@ PARENT_SLOWDOWN_MAX = 0.15
 # the keep bar against trusted code, its stored ratio above it by at most this share.
 PAIR_BEYOND_BASELINE_MAX = 0.05
 ANCHORED_FIGURES = True  # the three rules above; off only in the red-team controls
+# A comparison not judged (a busy host, a parent slower than its mark, figures that contradict the
+# pair) is evaluated once more before the step ends not judged: on this 2-CPU VM honest template
+# configs were not judged in 1-3 of 8 steps of a memoryless matmul run, real 2.3x gains among them,
+# from times that moved 20-30% between comparisons (results/stop49/unjudged.log). It gives a
+# kernel nothing a proposer could not have by proposing it again (a step not judged may be).
+UNJUDGED_RETRIES = 1
 
 
 class OptimizeError(Exception):
@@ -644,10 +650,14 @@ def _attempt(
         source, verdict = f"/* render failed: {exc} */", Evaluation(Outcome.COMPILE_ERROR, str(exc))
     else:
         model_written = best.mark_ns is not None  # the baseline has no mark: trusted code
-        verdict = evaluate(task, backend, target, source, best.source, parent_median_ns=best.profile.median_ns,
-                           parent_mark_ns=best.mark_ns, baseline_source=baseline_source if model_written else None,
-                           parent_over_baseline=best.over_baseline if model_written else None,
-                           keep_threshold=keep_threshold)  # fmt: skip
+        for _ in range(1 + UNJUDGED_RETRIES):
+            verdict = evaluate(task, backend, target, source, best.source, parent_median_ns=best.profile.median_ns,
+                               parent_mark_ns=best.mark_ns, baseline_source=baseline_source if model_written else None,
+                               parent_over_baseline=best.over_baseline if model_written else None,
+                               keep_threshold=keep_threshold)  # fmt: skip
+            if verdict.judged:
+                break
+            log.info("step %d not judged, evaluated again: %s", step, verdict.reason)
     outcome, diagnosis, profile, speedup = verdict.outcome, verdict.reason, verdict.profile, verdict.speedup
     parent_ns = profile.parent_median_ns if profile is not None and verdict.judged else None
     if best.mark_ns is not None and parent_ns and math.isfinite(parent_ns):

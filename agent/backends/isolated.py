@@ -548,22 +548,29 @@ class KernelServer:
             )
 
     def place(self, cpus: frozenset[int]) -> None:
-        """Frozen: every thread of the kernel's process may run only on `cpus` from its next call on
-        (threads it starts inherit the starter's CPUs; it can start no process). Not the sandbox's
-        other processes: bubblewrap's init, woken when its child is stopped or continued, waited
-        behind a serial kernel on the home CPU and made 21 of matmul baseline's 51 pairs crowded. The kernel
-        cannot move itself: its filter refuses sched_setaffinity (`Placement` says why)."""
+        """Frozen: the threads of the kernel's process run only on `cpus` from its next call on; where
+        it has several threads, each on one of them, in turn by thread id (threads it starts inherit
+        the starter's CPUs; it can start no process). One CPU each, since left free on `cpus` a
+        parallel kernel's threads often shared one CPU for a whole comparison: matmul's parallel
+        config read 1.1-2.1 ms in five comparisons (against itself 0.90-1.01x), 1.0-1.16 ms pinned
+        (0.98-1.00x; results/stop49/pinning.log). A process of one thread gets all of `cpus`: the
+        threads it starts in the call (libgomp's team on a first call, the parallel stand-in's
+        helpers) inherit them. Not the sandbox's other processes: bubblewrap's init, woken
+        when its child is stopped or continued, waited behind a serial kernel on the home CPU and
+        made 21 of matmul baseline's 51 pairs crowded. The kernel cannot move itself: its filter
+        refuses sched_setaffinity (`Placement` says why)."""
         self.cpus = frozenset()
         pid = self.kernel_pid()
         try:
-            tids = os.listdir(f"/proc/{pid}/task") if pid is not None else []
+            tids = sorted(int(tid) for tid in os.listdir(f"/proc/{pid}/task")) if pid is not None else []
         except FileNotFoundError:
             tids = []  # gone: the call says how
         if not tids:
             return
-        for tid in tids:
+        order = sorted(cpus)
+        for i, tid in enumerate(tids):
             with contextlib.suppress(ProcessLookupError):  # a thread that has ended (anything else: ours)
-                os.sched_setaffinity(int(tid), cpus)
+                os.sched_setaffinity(tid, {order[i % len(order)]} if len(tids) > 1 else cpus)
         self.cpus = cpus
 
     def read_back(self) -> None:

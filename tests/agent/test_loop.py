@@ -204,10 +204,10 @@ def test_a_kept_parent_is_held_to_the_fastest_its_code_was_timed_at(
     baseline is really timed."""
     task = get_task("matmul")
     template = quick_backend.profile(task, task.source("c", task.baseline_config), cpu_target)
-    # (candidate median, parent median, judged) per step: kept at step 0, then its code timed as the
-    # parent at 120 us, at 50 us in a comparison not judged, at 80 us
+    # (candidate median, parent median, judged) per evaluation: kept at step 0, then its code timed as
+    # the parent at 120 us, at 50 us in a comparison not judged (twice: evaluated once more), at 80 us
     script = iter([(100_000.0, 200_000.0, True), (90_000.0, 120_000.0, True), (95_000.0, 50_000.0, False),
-                   (95_000.0, 80_000.0, True), (95_000.0, 85_000.0, True)])  # fmt: skip
+                   (95_000.0, 50_000.0, False), (95_000.0, 80_000.0, True), (95_000.0, 85_000.0, True)])  # fmt: skip
     marks: list[float | None] = []
 
     def scripted(*_: object, parent_mark_ns: float | None = None, **__: object) -> Evaluation:
@@ -223,7 +223,31 @@ def test_a_kept_parent_is_held_to_the_fastest_its_code_was_timed_at(
                       final_check=False)  # fmt: skip
     assert [s.outcome for s in result.steps] == [Outcome.KEPT] + [Outcome.DISCARDED] * 4
     assert result.not_judged == 1
-    assert marks == [None, 100_000.0, 100_000.0, 100_000.0, 80_000.0]
+    assert marks == [None, 100_000.0, 100_000.0, 100_000.0, 100_000.0, 80_000.0]
+
+
+def test_a_comparison_not_judged_is_evaluated_once_more(
+    quick_backend: CBackend, cpu_target: Target, client: InProcessClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step whose comparison is not judged is evaluated once more (`loop.UNJUDGED_RETRIES`): judged
+    then, it is an attempt like any other; not judged twice, the step is not judged. Scripted
+    evaluations; the baseline is really timed."""
+    task = get_task("matmul")
+    template = quick_backend.profile(task, task.source("c", task.baseline_config), cpu_target)
+    judged_each = iter([True, False, True, False, False])  # step 0; step 1 twice; step 2 twice
+    calls: list[int] = []
+
+    def scripted(*_: object, **__: object) -> Evaluation:
+        calls.append(1)
+        judged = next(judged_each)
+        return Evaluation(Outcome.DISCARDED, "" if judged else "not judged: scripted", template, judged=judged)
+
+    monkeypatch.setattr(loop, "evaluate", scripted)
+    result = optimize(task, quick_backend, cpu_target, MemorylessProposer(seed=5), client, budget=3,
+                      final_check=False)  # fmt: skip
+    assert len(calls) == 5
+    assert [s.judged for s in result.steps] == [True, True, False]
+    assert result.not_judged == 1 and [s.recorded for s in result.steps] == [True, True, False]
 
 
 def test_a_kept_kernel_is_confirmed_against_the_baseline_by_its_own_speedup_over_it(

@@ -49,8 +49,10 @@ class LandscapeVersionError(ValueError):
 # comparison), and admission 6 refuses only code beyond its target's x86-64 level, which no landscape
 # config has (each builds for its target's -march): a point of 12 is one of 13. Version 14 changed only
 # the isolated protocol's inputs (one read-only copy for both kernels, no comparison after each call):
-# a point of 13 is one of 14. A version is added here only with that argument written beside it.
-SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9, 10, 11, 12, 13, 14})
+# a point of 13 is one of 14. Version 15 changed only where the isolated protocol places a parallel
+# kernel's threads (a CPU each): a point of 14 is one of 15. A version is added here only with that
+# argument written beside it.
+SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 
 
 def _as_running(evaluator: int | None) -> int | None:
