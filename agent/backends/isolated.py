@@ -989,7 +989,7 @@ class Placement:
     """The CPUs each call of a comparison may run on. A process with no more threads than before its
     kernel was loaded (a serial kernel, the serial stand-in) runs on the comparison's home CPU, drawn
     once per run, so that both kernels of every pair run on the same CPU; one with more threads, on
-    every CPU this process may use. Left
+    every CPU this process may use, each thread on one of them (`KernelServer.place`). Left
     to the scheduler, each child settled on a CPU of its own, and on this VM one vCPU often ran the
     same serial code 10-15% faster than the other: matmul best-A compared with itself read
     0.89-1.12x (its paired ratios' IQR 0.14-0.16; in-process, one process on one CPU: 0.99-1.01 and
