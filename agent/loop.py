@@ -655,12 +655,12 @@ def _attempt(
         source, verdict = f"/* render failed: {exc} */", Evaluation(Outcome.COMPILE_ERROR, str(exc))
     else:
         model_written = best.mark_ns is not None  # the baseline has no mark: trusted code
-        for _ in range(1 + UNJUDGED_RETRIES):
+        for tries_left in range(UNJUDGED_RETRIES, -1, -1):
             verdict = evaluate(task, backend, target, source, best.source, parent_median_ns=best.profile.median_ns,
                                parent_mark_ns=best.mark_ns, baseline_source=baseline_source if model_written else None,
                                parent_over_baseline=best.over_baseline if model_written else None,
                                keep_threshold=keep_threshold)  # fmt: skip
-            if verdict.judged:
+            if verdict.judged or not tries_left:
                 break
             log.info("step %d not judged, evaluated again: %s", step, verdict.reason)
     outcome, diagnosis, profile, speedup = verdict.outcome, verdict.reason, verdict.profile, verdict.speedup

@@ -84,7 +84,9 @@ def test_memoryless_matmul_doubles_and_records_every_attempt(
     # Every judged attempt is stored; one not compared fairly is no evidence and is not (parallel
     # candidates on two cores: 1-3 of the 8 here, their diagnoses in the message).
     judged = [s for s in result.steps if s.judged]
-    assert len(judged) == result.attempts - result.not_judged >= 3, [s.diagnosis for s in result.steps if not s.judged]
+    assert len(judged) == result.attempts - result.not_judged >= 3, [
+        s.diagnosis for s in result.steps if not s.judged
+    ]
     rows = attempts_in_graph(store, namespace, result.run_id)
     assert sorted(r["key"] for r in rows) == sorted(s.attempt_key for s in judged)
     assert sorted(r["outcome"] for r in rows) == sorted(s.outcome.value for s in judged)
@@ -240,7 +242,9 @@ def test_a_comparison_not_judged_is_evaluated_once_more(
     def scripted(*_: object, **__: object) -> Evaluation:
         calls.append(1)
         judged = next(judged_each)
-        return Evaluation(Outcome.DISCARDED, "" if judged else "not judged: scripted", template, judged=judged)
+        return Evaluation(
+            Outcome.DISCARDED, "" if judged else "not judged: scripted", template, judged=judged
+        )
 
     monkeypatch.setattr(loop, "evaluate", scripted)
     result = optimize(task, quick_backend, cpu_target, MemorylessProposer(seed=5), client, budget=3,
@@ -302,8 +306,13 @@ def _timed(median_us: float, other_us: float) -> ProfileResult:
         # 1.2x its parent, but 1.05x by the figures: the parent slower against it than the baseline
         ((100, 120), (100, 220), 2.1, Outcome.DISCARDED, None),
     ],
-    ids=["honest", "slower-confirmation", "much-slower-confirmation", "sandbagged-figure",
-         "parent-slower-against-its-child"],
+    ids=[
+        "honest",
+        "slower-confirmation",
+        "much-slower-confirmation",
+        "sandbagged-figure",
+        "parent-slower-against-its-child",
+    ],
 )
 def test_a_gain_is_confirmed_against_the_fastest_figures_and_must_agree_with_them(
     pair: tuple[float, float],
