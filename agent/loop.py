@@ -86,11 +86,13 @@ PARENT_SLOWDOWN_MAX = 0.15
 # the keep bar against trusted code, its stored ratio above it by at most this share.
 PAIR_BEYOND_BASELINE_MAX = 0.05
 ANCHORED_FIGURES = True  # the three rules above; off only in the red-team controls
-# A comparison not judged (a busy host, a parent slower than its mark, figures that contradict the
-# pair) is evaluated once more before the step ends not judged: on this 2-CPU VM honest template
-# configs were not judged in 1-3 of 8 steps of a memoryless matmul run, real 2.3x gains among them,
-# from times that moved 20-30% between comparisons (results/stop49/unjudged.log). It gives a
-# kernel nothing a proposer could not have by proposing it again (a step not judged may be).
+# A comparison the host left unjudged (its cores not free, the hypervisor's steal: `Evaluation.host_busy`)
+# is evaluated once more before the step ends not judged. Not one left unjudged by a rule on times the
+# kernels chose (a parent over its mark, a pair the figures contradict): a second draw there is one
+# more chance for a family whose parent runs slower against its child, and the twelfth adversary had
+# such a step (parent 7% slower) refused on the first draw and kept on the second
+# (results/redteam-stop49/REPORT.md). Nor a candidate's own failure against the baseline, which is
+# its failure (`_confirm`).
 UNJUDGED_RETRIES = 1
 
 
@@ -309,7 +311,8 @@ def _judge(task: Task, backend: Backend, target: Target, source: str, parent_sou
         return Evaluation(Outcome.DISCARDED, STATIC_ONLY, profile)
     if profile.outcome != Outcome.KEPT or not math.isfinite(profile.median_ns) or profile.median_ns <= 0:
         outcome = profile.outcome if profile.outcome != Outcome.KEPT else Outcome.CRASHED
-        return Evaluation(outcome, profile.reason or "profile failed", judged=profile.judged)
+        return Evaluation(outcome, profile.reason or "profile failed", judged=profile.judged,
+                          host_busy=not profile.judged)  # fmt: skip
     return Evaluation(Outcome.KEPT, "", profile)
 
 
@@ -349,7 +352,8 @@ class KeepDecision:
     high: float
     measurements: int
     pairs: int
-    refused: str = ""  # why a re-measurement was not judged (`ProfileResult.judged`): no decision
+    refused: str = ""  # why a re-measurement was not judged: no decision
+    refused_by_host: bool = False  # by the host (`ProfileResult.judged`), not by `refuse`
 
     def describe(self, keep_threshold: float) -> str:
         return (f"{self.speedup:.3f}x the current best ({KEEP_CONFIDENCE:.0%} interval {self.low:.3f}-"
@@ -358,10 +362,14 @@ class KeepDecision:
 
 
 def keep_decision(
-    first: ProfileResult, remeasure: Callable[[], ProfileResult | None], keep_threshold: float
+    first: ProfileResult,
+    remeasure: Callable[[], ProfileResult | None],
+    keep_threshold: float,
+    refuse: Callable[[ProfileResult], str] = lambda _: "",
 ) -> KeepDecision:
     """Keep when the interval's low end is above 1 + threshold; discard at once when the median is
-    not above it; in between (promising, unproven) re-measure and pool, up to MAX_MEASUREMENTS."""
+    not above it; in between (promising, unproven) re-measure and pool, up to MAX_MEASUREMENTS. A
+    re-measurement not judged by the host, or one `refuse` gives a reason for, leaves no decision."""
     pairs = list(first.paired_ratios)
     measurements = 1
     bar = 1.0 + keep_threshold
@@ -371,7 +379,12 @@ def keep_decision(
             return KeepDecision(low > bar, mid, low, high, measurements, len(pairs))
         again = remeasure()
         if again is not None and not again.judged:  # no verdict either way: the loop records nothing
-            return KeepDecision(False, mid, low, high, measurements, len(pairs), refused=again.reason)
+            return KeepDecision(
+                False, mid, low, high, measurements, len(pairs), again.reason, refused_by_host=True
+            )
+        refused = refuse(again) if again is not None and again.paired_ratios else ""
+        if refused:  # its pairs would be pooled into the decision: no decision instead
+            return KeepDecision(False, mid, low, high, measurements, len(pairs), refused)
         if again is None or not again.paired_ratios:  # the re-measurement failed: not proven
             return KeepDecision(False, mid, low, high, measurements, len(pairs))
         pairs.extend(again.paired_ratios)
@@ -408,16 +421,15 @@ def evaluate(
     if profile is None or profile.static:
         return verdict
     if profile.paired_ratios:
-        remeasure = functools.partial(
-            _remeasure, task, backend, target, source, parent_source, parent_mark_ns
-        )
-        decision = keep_decision(profile, remeasure, keep_threshold)
+        remeasure = functools.partial(_remeasure, task, backend, target, source, parent_source)
+        decision = keep_decision(profile, remeasure, keep_threshold,
+                                 functools.partial(_parent_slowed, mark_ns=parent_mark_ns))  # fmt: skip
         # The recorded speedup is the stored measurement's own (parent median / median); the
         # decision rests on the interval of the pairs.
         ratio = profile.parent_median_ns / profile.median_ns if profile.parent_median_ns else decision.speedup
         if decision.refused:
             return Evaluation(Outcome.DISCARDED, f"promising, but re-measured {decision.refused}", profile,
-                              judged=False)  # fmt: skip
+                              judged=False, host_busy=decision.refused_by_host)  # fmt: skip
         if decision.keep and ratio > 1.0:
             slowed = _parent_slowed(profile, parent_mark_ns)
             if slowed:
@@ -459,19 +471,23 @@ def _confirm(
     if baseline_source is None or parent_over_baseline is None:
         return kept
     profile = backend.profile(task, source, target, parent_source=baseline_source)
-    if profile.outcome != Outcome.KEPT or not profile.judged or not profile.parent_median_ns:
+    if profile.judged and profile.outcome != Outcome.KEPT:  # its own failure, as in any comparison
+        why = f"in its comparison with the baseline, which confirms a gain over a model-written parent: {profile.reason}"
+        return Evaluation(profile.outcome, why)
+    if not profile.judged or not profile.parent_median_ns:
         why = f"not judged: its comparison with the baseline, which confirms a gain over a model-written parent: {profile.reason}"  # fmt: skip
-        return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
+        return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False, host_busy=not profile.judged)  # fmt: skip
     baseline_ns, won = profile.parent_median_ns, kept.profile
     if ANCHORED_FIGURES and won is not None and won.parent_median_ns:  # the parent as fast as it ran here
         parent_over_baseline = max(parent_over_baseline, baseline_ns / won.parent_median_ns)
     bar = parent_over_baseline * (1.0 + keep_threshold)  # the keep rule's bar, over the parent's figure
     if profile.paired_ratios:
-        remeasure = functools.partial(_remeasure, task, backend, target, source, baseline_source, None)
+        remeasure = functools.partial(_remeasure, task, backend, target, source, baseline_source)
         decision = keep_decision(profile, remeasure, bar - 1.0)
         if decision.refused:
             why = f"not judged: re-measured against the baseline {decision.refused}"
-            return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
+            return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False,
+                           host_busy=decision.refused_by_host)  # fmt: skip
         over, confirmed, shown = decision.speedup, decision.keep, f"{decision.low:.3f}-{decision.high:.3f}"
     else:  # the baseline timed beside it (Triton), not paired: the point estimate, above the keep bar
         over = profile.parent_median_ns / profile.median_ns if profile.parent_median_ns else 0.0
@@ -510,17 +526,9 @@ def _parent_slowed(profile: ProfileResult, mark_ns: float | None) -> str:
 
 
 def _remeasure(
-    task: Task,
-    backend: Backend,
-    target: Target,
-    source: str,
-    parent_source: str,
-    parent_mark_ns: float | None,
+    task: Task, backend: Backend, target: Target, source: str, parent_source: str
 ) -> ProfileResult | None:
     again = backend.profile(task, source, target, parent_source=parent_source)
-    slowed = _parent_slowed(again, parent_mark_ns) if again.outcome == Outcome.KEPT else ""
-    if slowed:  # its pairs would be pooled into the decision: no decision instead
-        return replace(again, judged=False, reason=slowed)
     return again if again.outcome == Outcome.KEPT or not again.judged else None
 
 
@@ -660,7 +668,7 @@ def _attempt(
                                parent_mark_ns=best.mark_ns, baseline_source=baseline_source if model_written else None,
                                parent_over_baseline=best.over_baseline if model_written else None,
                                keep_threshold=keep_threshold)  # fmt: skip
-            if verdict.judged or not tries_left:
+            if verdict.judged or not verdict.host_busy or not tries_left:
                 break
             log.info("step %d not judged, evaluated again: %s", step, verdict.reason)
     outcome, diagnosis, profile, speedup = verdict.outcome, verdict.reason, verdict.profile, verdict.speedup

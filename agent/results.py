@@ -92,6 +92,10 @@ class Evaluation:
     profile: ProfileResult | None = None  # None unless it compiled, passed admission and ran correctly
     speedup: float | None = None  # parent time / candidate time, interleaved in one process
     judged: bool = True  # `CheckResult.judged`: the loop records no attempt that was not judged
+    # Not judged for the host's reasons (cores not free, steal: `ProfileResult.judged`), not by a rule
+    # on times the kernels chose (a parent over its mark, a pair the figures contradict): only such a
+    # step is evaluated again (`agent/loop.py` UNJUDGED_RETRIES).
+    host_busy: bool = False
     # A kept candidate's speedup over the task's baseline, where the loop measured it (`agent/loop.py`
     # `_confirm`: the fastest it showed): what its own children are confirmed against.
     over_baseline: float | None = None

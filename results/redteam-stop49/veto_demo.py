@@ -57,8 +57,11 @@ class Fake:
             return prof(BASE)
         if source == SRC0:  # gen0 vs baseline: kept at 6.50x (no noise: it sets the parent's figure)
             return prof(PARENT, BASE, rng=r, spread=0.0)
-        if parent_source == SRC0:  # gen1 vs gen0: gen0 +4% in the pair
-            p = prof(PARENT / GAIN * self.n(), PARENT * (1 + EXTRA) * self.n(), rng=r)
+        if parent_source == SRC0:  # gen1 vs gen0: gen0 +EXTRA in the pair
+            if "PAIR_SIGMA" in os.environ:  # the pair's own noise only (both kernels share the host's state)
+                p = prof(PARENT / GAIN, PARENT * (1 + EXTRA) * (1 + r.gauss(0, float(os.environ["PAIR_SIGMA"]))), rng=r)
+            else:
+                p = prof(PARENT / GAIN * self.n(), PARENT * (1 + EXTRA) * self.n(), rng=r)
             self.log.append(f"pair {p.parent_median_ns / p.median_ns:.3f}")
             return p
         # gen1 vs the baseline (its confirmation)
@@ -103,6 +106,6 @@ if __name__ == "__main__":
                 kept += s.outcome == Outcome.KEPT
                 if s.outcome == Outcome.KEPT: stored.append(s.speedup / GAIN)
                 nj += not s.judged
-            print(f"GAIN {GAIN} EXTRA {EXTRA} sigma {sigma:.3f} veto {veto!s:5} UNJUDGED_RETRIES {retries}: identical copy kept {kept}/{trials}"
+            print(f"GAIN {GAIN} EXTRA {EXTRA} sigma {sigma:.3f} veto {veto!s:5} UNJUDGED_RETRIES {retries}: candidate (true gain {GAIN}) kept {kept}/{trials}"
                   f" ({kept / trials:.1%}), not judged {nj}/{trials}; kept steps' stored ratio over the true gain: "
                   f"median {sorted(stored)[len(stored) // 2] if stored else float('nan'):.3f}, max {max(stored, default=float('nan')):.3f}")

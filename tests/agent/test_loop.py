@@ -228,30 +228,49 @@ def test_a_kept_parent_is_held_to_the_fastest_its_code_was_timed_at(
     assert marks == [None, 100_000.0, 100_000.0, 100_000.0, 100_000.0, 80_000.0]
 
 
-def test_a_comparison_not_judged_is_evaluated_once_more(
+def test_a_comparison_the_host_left_unjudged_is_evaluated_once_more(
     quick_backend: CBackend, cpu_target: Target, client: InProcessClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A step whose comparison is not judged is evaluated once more (`loop.UNJUDGED_RETRIES`): judged
-    then, it is an attempt like any other; not judged twice, the step is not judged. Scripted
-    evaluations; the baseline is really timed."""
+    """A step whose comparison the host left unjudged (cores not free, steal) is evaluated once more
+    (`loop.UNJUDGED_RETRIES`): judged then, it is an attempt like any other; not judged twice, the
+    step is not judged. One not judged by a rule on times the kernels chose (a parent over its mark,
+    a pair the figures contradict) is not: a second draw would be the kernels' to use (the twelfth
+    adversary, results/redteam-stop49). Scripted evaluations; the baseline is really timed."""
     task = get_task("matmul")
     template = quick_backend.profile(task, task.source("c", task.baseline_config), cpu_target)
-    judged_each = iter([True, False, True, False, False])  # step 0; step 1 twice; step 2 twice
+    # (judged, by the host) per evaluation: step 0; step 1 twice; step 2 twice; step 3 once
+    each = iter([(True, False), (False, True), (True, False), (False, True), (False, True), (False, False)])
     calls: list[int] = []
 
     def scripted(*_: object, **__: object) -> Evaluation:
         calls.append(1)
-        judged = next(judged_each)
-        return Evaluation(
-            Outcome.DISCARDED, "" if judged else "not judged: scripted", template, judged=judged
-        )
+        judged, host = next(each)
+        why = "" if judged else "not judged: scripted"
+        return Evaluation(Outcome.DISCARDED, why, template, judged=judged, host_busy=host)
 
     monkeypatch.setattr(loop, "evaluate", scripted)
-    result = optimize(task, quick_backend, cpu_target, MemorylessProposer(seed=5), client, budget=3,
+    result = optimize(task, quick_backend, cpu_target, MemorylessProposer(seed=5), client, budget=4,
                       final_check=False)  # fmt: skip
-    assert len(calls) == 5
-    assert [s.judged for s in result.steps] == [True, True, False]
-    assert result.not_judged == 1 and [s.recorded for s in result.steps] == [True, True, False]
+    assert len(calls) == 6
+    assert [s.judged for s in result.steps] == [True, True, False, False]
+    assert result.not_judged == 2 and [s.recorded for s in result.steps] == [True, True, False, False]
+
+
+@pytest.mark.parametrize("failure", [Outcome.INCORRECT, Outcome.CRASHED, Outcome.TIMEOUT])
+def test_a_candidates_failure_in_its_confirmation_is_its_own(failure: Outcome) -> None:
+    """A candidate that fails in its comparison with the baseline (a wrong output, a crash, a
+    timeout: what its code chooses) fails, judged, as it would in any comparison; only the host's
+    refusal leaves the confirmation unjudged. Before, any failure there was "not judged": a kernel
+    could veto the draws it was losing and leave no trace (the twelfth adversary)."""
+    won = Evaluation(Outcome.KEPT, "", _timed(100, 110), 1.1)
+    failed = replace(_timed(100, 220), outcome=failure, reason="while timed: call 8 wrong")
+    backend = type("Scripted", (), {"profile": lambda *_, **__: failed})()
+    verdict = loop._confirm(won, get_task("rmsnorm"), backend, None, "candidate", "baseline", 2.0, 0.02)  # type: ignore[arg-type]
+    assert verdict.outcome == failure and verdict.judged and verdict.profile is None, verdict
+    busy = replace(failed, outcome=Outcome.DISCARDED, judged=False, reason="not judged: cores not free")
+    backend = type("Scripted", (), {"profile": lambda *_, **__: busy})()
+    verdict = loop._confirm(won, get_task("rmsnorm"), backend, None, "candidate", "baseline", 2.0, 0.02)  # type: ignore[arg-type]
+    assert not verdict.judged and verdict.host_busy, verdict
 
 
 def test_a_kept_kernel_is_confirmed_against_the_baseline_by_its_own_speedup_over_it(

@@ -119,6 +119,13 @@ def test_a_remeasurement_not_judged_leaves_no_decision() -> None:
     refused = dataclasses.replace(_profile([]), outcome=Outcome.DISCARDED, reason=why, judged=False)
     decision = keep_decision(_profile(noisy), lambda: refused, 0.02)
     assert not decision.keep and decision.refused == why and decision.measurements == 1
+    assert decision.refused_by_host
+    # a re-measurement the caller's rule refuses (a parent over its mark) is not pooled either, and
+    # is not the host's doing
+    slowed = keep_decision(
+        _profile(noisy), lambda: _profile([1.2] * 40), 0.02, lambda _: "not judged: slowed"
+    )
+    assert not slowed.keep and slowed.refused == "not judged: slowed" and not slowed.refused_by_host
 
     class Refusing:  # the first profile is promising, the re-measurement is refused
         name = "c"
