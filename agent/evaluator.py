@@ -96,7 +96,7 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 # 15: the isolated protocol places each thread of a kernel process with several threads on a CPU of
 #    its own (agent/backends/isolated.py `KernelServer.place`; before, every thread on every CPU): left
 #    free, a parallel kernel's threads often shared one CPU for a whole comparison, matmul's parallel
-#    config reading 1.1-2.1 ms (10.4-18.5x the baseline) against 1.0-1.1 ms pinned in 11 of 12
+#    config reading 1.1-2.5 ms (10.4-18.5x the baseline) against 1.0-1.1 ms pinned in 11 of 12
 #    comparisons (results/stop49/pinning.log). Serial kernels are placed as before.
 EVALUATOR_VERSION = 15
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)

@@ -552,8 +552,8 @@ class KernelServer:
         it has several threads, each on one of them, in turn by thread id (threads it starts inherit
         the starter's CPUs; it can start no process). One CPU each, since left free on `cpus` a
         parallel kernel's threads often shared one CPU for a whole comparison: matmul's parallel
-        config read 1.1-2.1 ms in five comparisons (against itself 0.90-1.01x), 1.0-1.16 ms pinned
-        (0.98-1.00x; results/stop49/pinning.log). A process of one thread gets all of `cpus`: the
+        config read 1.1-2.5 ms in 12 comparisons (8 near serial speed), 1.0-1.1 ms pinned in 11 of
+        12 (results/stop49/pinning.log). A process of one thread gets all of `cpus`: the
         threads it starts in the call (libgomp's team on a first call, the parallel stand-in's
         helpers) inherit them. Not the sandbox's other processes: bubblewrap's init, woken
         when its child is stopped or continued, waited behind a serial kernel on the home CPU and

@@ -1634,7 +1634,8 @@ def test_each_thread_of_a_parallel_kernel_runs_on_a_cpu_of_its_own(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory, cpu_target: Target
 ) -> None:
     """Left free on every CPU, a parallel kernel's threads often shared one CPU for a whole comparison
-    (matmul's parallel config read 1.1-2.1 ms, 1.0-1.1 ms with one CPU each: results/stop49/pinning.log).
+    (matmul's parallel config read 1.1-2.5 ms, 1.0-1.1 ms with one CPU each in 11 of 12 comparisons:
+    results/stop49/pinning.log).
     Each thread of a kernel placed on several CPUs now runs on one of its own, in turn by thread id."""
     if len(os.sched_getaffinity(0)) < 2:  # CI's machine has two: it runs there
         unavailable("a kernel's threads can have a CPU each only where there are two: two CPUs are needed")
