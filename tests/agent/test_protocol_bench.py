@@ -155,3 +155,35 @@ def test_the_json_report_is_the_only_thing_on_stdout(tmp_path: Path) -> None:
     cell = report["cells"][0]
     assert cell["medians"][ISOLATED]["median_ns"] > 0 and cell["medians"][IN_PROCESS]["median_ns"] > 0
     assert Path(report["saved"]).exists()
+
+
+def test_an_evaluation_the_host_left_unjudged_is_made_again_and_counted() -> None:
+    """A cell whose profile the host left unjudged (another task on the cores) is evaluated again, up
+    to HOST_REFUSALS_MAX times and counted; a failure of the kernel, or a host that never frees the
+    cores, still stops the bench with the reason."""
+    from kernelgraph.agent.results import CheckResult, Outcome, ProfileResult
+    from kernelgraph.agent.tasks import get_task
+    from kernelgraph.bench import sandbox
+    from kernelgraph.core.signature import CounterSource
+
+    timed = ProfileResult(
+        median_ns=100.0, iqr_ns=2.0, trials=30, counters={}, counter_source=CounterSource.CPU_TIMING
+    )
+    busy = ProfileResult(median_ns=float("nan"), iqr_ns=0.0, trials=0, counters={}, counter_source=CounterSource.CPU_TIMING,
+                         outcome=Outcome.DISCARDED, reason="not judged: cores not free", judged=False)  # fmt: skip
+
+    class Scripted:
+        def __init__(self, profiles: list[ProfileResult]) -> None:
+            self.profiles = profiles
+
+        def check(self, *_: object) -> CheckResult:
+            return CheckResult(Outcome.KEPT)
+
+        def profile(self, *_: object, **__: object) -> ProfileResult:
+            return self.profiles.pop(0)
+
+    task = get_task("rmsnorm")
+    run = sandbox._evaluate_once(task, None, "src", Scripted([busy, busy, timed]))  # type: ignore[arg-type]
+    assert run["host_refusals"] == 2 and run["median_ns"] == 100.0 and run["rel_iqr"] == 0.02
+    with pytest.raises(RuntimeError, match="cores not free"):
+        sandbox._evaluate_once(task, None, "src", Scripted([busy] * (sandbox.HOST_REFUSALS_MAX + 1)))  # type: ignore[arg-type]
