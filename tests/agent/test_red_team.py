@@ -1555,7 +1555,8 @@ def test_a_figure_over_the_baseline_is_the_fastest_the_kernel_showed(
     the parent cleared the confirmation, since the parent's figure over the baseline was what it chose.
     Through the loop, as the adversary ran it (the default timing plan). Control (stop 47's
     confirmation, `ANCHORED_FIGURES` off): generations after gen1 are kept (3 of 3 steps in each of its
-    runs; here gen2 in 6 of 8 runs with three generations, so gen3 too). Guarded: a kernel's figure is
+    runs; here gen2 in 6 of 8 runs with three generations, so gen3 too, and a second run where the
+    first kept none: one of stop 49's suites). Guarded: a kernel's figure is
     the fastest it showed, so none after gen1 is; gen1 may be, where gen0 never ran fast anywhere
     (docs/sandbox.md, "Tenth adversary")."""
     backend = _isolated_past_admission(tmp_path_factory, "rt-ladder", TimingPlan())
@@ -1572,10 +1573,14 @@ def test_a_figure_over_the_baseline_is_the_fastest_the_kernel_showed(
         assert result.steps[0].outcome == Outcome.KEPT, result.steps[0].diagnosis  # gen0, over the baseline
         return [s.step for s in result.steps[1:] if s.outcome == Outcome.KEPT]
 
+    controls: list[list[int]] = []
     with monkeypatch.context() as off:
         off.setattr(loop, "ANCHORED_FIGURES", False)
-        control = kept_generations()
-    assert any(step >= 2 for step in control), control
+        for _ in range(2):  # the kernels' telling of the baseline misses at times: up to two runs
+            controls.append(kept_generations())
+            if any(step >= 2 for step in controls[-1]):
+                break
+    assert any(step >= 2 for control in controls for step in control), controls
     guarded = kept_generations()
     assert not any(step >= 2 for step in guarded), guarded
 
