@@ -79,10 +79,12 @@ PARENT_SLOWDOWN_MAX = 0.15
 # 1.12-1.16x per generation (the tenth adversary, results/redteam-stop48). So a kernel's figure is the
 # fastest it showed: the baseline's median in its confirmation over the least of its medians there and
 # in the comparison it won (and a parent's, at least the baseline's over the parent's median in this
-# pair). And the gain over the parent must agree with the two figures: a pair ratio above their ratio
-# by more than PAIR_BEYOND_BASELINE_MAX says the parent ran slower against this candidate than
-# against the baseline (the same family, slow everywhere by less in each generation, and slower still
-# as a parent under its mark): not judged. Left: each step of such a family is a real gain of at least
+# pair). And the gain over the parent must agree with the candidate's speed against the baseline (the
+# fastest of its confirmation and, where that one does not agree, a second) over the parent's figure:
+# a pair ratio above that by more than PAIR_BEYOND_BASELINE_MAX says the parent ran slower against
+# this candidate than against the baseline, or the candidate slower against the baseline than against
+# its parent (the same family, slow everywhere by less in each generation, and slower still as a
+# parent under its mark): not judged. Left: each step of such a family is a real gain of at least
 # the keep bar against trusted code, its stored ratio above it by at most this share.
 PAIR_BEYOND_BASELINE_MAX = 0.05
 ANCHORED_FIGURES = True  # the three rules above; off only in the red-team controls
@@ -499,18 +501,30 @@ def _confirm(
         return replace(kept, outcome=Outcome.DISCARDED, reason=why)
     if not ANCHORED_FIGURES or won is None:
         return replace(kept, over_baseline=over)
-    # Its figure, the fastest it showed, as the parent's is: taken the same way, the two figures' ratio
-    # is the gain they show (the confirmation's median alone read honest gains 5-30% low against a
-    # parent's fastest of two, and left them not judged: results/stop49/unjudged-before.log). It does
-    # not raise the bar above: the confirmation proves the gain with its own comparison.
-    figure = max(over, baseline_ns / min(profile.median_ns, won.median_ns))
-    trusted = figure / parent_over_baseline  # the gain as the two figures over the baseline show it
+    # The gain must agree with the candidate's speed against the baseline, the fastest it showed
+    # there: its speed in the pair it won is not evidence for the pair (stop 49 took it, and the
+    # figures' ratio became the pair's own: the tenth adversary's last generation, 10% slower against
+    # the baseline, was kept at the parent's 13%, in one of this stop's suites). The confirmation's
+    # median alone read honest gains 5-30% low (results/stop49/unjudged-before.log), so a gain it
+    # does not agree with is confirmed once more, and the faster reading counts.
+    shown = max(over, baseline_ns / profile.median_ns)
+    if (kept.speedup or 0.0) > shown / parent_over_baseline * (1.0 + PAIR_BEYOND_BASELINE_MAX):
+        again = backend.profile(task, source, target, parent_source=baseline_source)
+        if again.judged and again.outcome != Outcome.KEPT:
+            why = f"in its second comparison with the baseline, which confirms a gain over a model-written parent: {again.reason}"
+            return Evaluation(again.outcome, why)
+        if not again.judged or not again.parent_median_ns:
+            why = f"not judged: its second comparison with the baseline: {again.reason}"
+            return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False, host_busy=not again.judged)  # fmt: skip
+        shown = max(shown, again.parent_median_ns / again.median_ns)
+    trusted = shown / parent_over_baseline  # the gain as the two kernels' speeds over the baseline show it
     if (kept.speedup or 0.0) > trusted * (1.0 + PAIR_BEYOND_BASELINE_MAX):
-        why = (f"not judged: {kept.speedup or 0:.3f}x its parent, but {trusted:.3f}x by the two kernels' figures over the "
-               f"baseline ({figure:.3f}x against the parent's {parent_over_baseline:.3f}x): the parent ran slower against "
-               f"this candidate than against the baseline by more than {PAIR_BEYOND_BASELINE_MAX:.0%}")  # fmt: skip
+        why = (f"not judged: {kept.speedup or 0:.3f}x its parent, but {trusted:.3f}x by the two kernels' speeds over the "
+               f"baseline ({shown:.3f}x in two comparisons with it, against the parent's {parent_over_baseline:.3f}x): the parent ran "
+               f"slower against this candidate than against the baseline by more than {PAIR_BEYOND_BASELINE_MAX:.0%}")  # fmt: skip
         return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
-    return replace(kept, over_baseline=figure)
+    # Its figure, the next generation's bar: the fastest it showed anywhere, as the parent's is taken.
+    return replace(kept, over_baseline=max(shown, baseline_ns / won.median_ns))
 
 
 def _parent_slowed(profile: ProfileResult, mark_ns: float | None) -> str:

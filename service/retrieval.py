@@ -298,13 +298,25 @@ def search_index(
     per-source indexes each search's candidates are cut alike. So the rows are the true nearest only
     when they fill k slots and the k-th scores at least the query's `frontier` (the best a state no
     search returned could score); until then fetch more (x4, up to MAX_FETCH_K).
+
+    The frontier is a bound only for an exact search, and HNSW's is approximate: a search crowded at
+    its first fetch can come back from a larger one with farther states and without nearer ones, and
+    look complete (`tests/service/test_index_search.py` once returned the far states so). So an answer
+    first complete after the over-fetch grew is taken only once the next larger fetch returns the same
+    states; the over-fetch learnt is the smaller one's, so later retrievals start there and need no
+    second fetch.
     """
-    start = overfetch
+    start, unconfirmed = overfetch, None
     while True:
         fetch = min(k * overfetch, MAX_FETCH_K)
         rows = reader.read(query, **params, fetch_k=fetch, k=k)
         if _complete(rows, k):
-            return rows, overfetch
+            nearest = {row["measurement_id"] for row in _within_slots(rows, k)}
+            if overfetch == start or (unconfirmed is not None and nearest == unconfirmed[0]):
+                return rows, overfetch if overfetch == start else unconfirmed[1]
+            unconfirmed = (nearest, overfetch)
+        else:
+            unconfirmed = None
         if fetch >= MAX_FETCH_K:  # the best there is, but not known to be complete: nothing learnt
             return rows, start
         overfetch *= 4

@@ -144,6 +144,10 @@ VARIANT_OFFSETS = 1 << 16
 # had them dropped beside a hog (kept 2 of 2 at 1.02-1.04x: results/redteam-stop41). Off only in
 # the red-team control.
 QUIET_PAIRS = True
+# Each thread of a parallel kernel on a CPU of its own (`KernelServer.place`, evaluator 15): not a
+# defence but the measurement's; off only in the control of the rule above, which shows the attack as
+# it was found (with a thread per CPU, one hog mostly leaves a short parallel call alone).
+ONE_CPU_PER_THREAD = True
 # The order of the calls does not follow from a kernel's role: each block of two pairs runs one in
 # each order (so order effects still hit both alike), which first drawn by this process; the children
 # are started and their kernels loaded in a drawn order; the evaluator does the same work after
@@ -570,7 +574,8 @@ class KernelServer:
         order = sorted(cpus)
         for i, tid in enumerate(tids):
             with contextlib.suppress(ProcessLookupError):  # a thread that has ended (anything else: ours)
-                os.sched_setaffinity(tid, {order[i % len(order)]} if len(tids) > 1 else cpus)
+                own = ONE_CPU_PER_THREAD and len(tids) > 1
+                os.sched_setaffinity(tid, {order[i % len(order)]} if own else cpus)
         self.cpus = cpus
 
     def read_back(self) -> None:

@@ -21,6 +21,9 @@ task = get_task("layernorm")
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 HOGS = int(sys.argv[2]) if len(sys.argv) > 2 else len(os.sched_getaffinity(0)) - 1
 isolated.QUIET_PAIRS = False
+# a third argument "free": the parent's threads free on the pair's CPUs (evaluator 14's placement)
+isolated.ONE_CPU_PER_THREAD = not (len(sys.argv) > 3 and sys.argv[3] == "free")
+print(f"hogs {HOGS}, one CPU per thread: {isolated.ONE_CPU_PER_THREAD}", flush=True)
 for i in range(n):
     quiet = evaluate(task, backend, target, serial, parallel)
     hogs = [subprocess.Popen(["python3", "-c", "while True: pass"]) for _ in range(HOGS)]

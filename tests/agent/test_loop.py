@@ -311,49 +311,58 @@ def _timed(median_us: float, other_us: float) -> ProfileResult:
 
 
 @pytest.mark.parametrize(
-    ("pair", "against_baseline", "parent_figure", "kept", "over_baseline"),
+    ("pair", "against_baseline", "parent_figure", "kept", "over_baseline", "judged"),
     [
-        # honest: 1.1x its parent, and its figure 1.1 times the parent's
-        ((100, 110), (100, 220), 2.0, Outcome.KEPT, 2.2),
+        # honest: 1.1x its parent, and its speed 1.1 times the parent's figure over the baseline
+        ((100, 110), [(100, 220)], 2.0, Outcome.KEPT, 2.2, True),
         # its confirmation a little slower than the comparison it won: its figure is the faster one's
-        ((100, 150), (104, 220), 1.3, Outcome.KEPT, 2.2),
-        # 8% slower there: the gain the figures show is still the fastest figures' ratio (2.0)
-        ((100, 200), (108, 400), 2.0, Outcome.KEPT, 4.0),
+        ((100, 150), [(104, 220)], 1.3, Outcome.KEPT, 2.2, True),
+        # 8% slower there, 1% in a second confirmation: the gain agrees with the faster one
+        ((100, 200), [(108, 400), (101, 400)], 2.0, Outcome.KEPT, 4.0, True),
+        # 8% slower in both: the gain over the parent is not what the candidate shows against trusted code
+        ((100, 200), [(108, 400)], 2.0, Outcome.DISCARDED, None, False),
         # the ladder: the parent's figure sandbagged (40% against the baseline), the parent 13% slower
-        # as a parent, the candidate 30% slower against the baseline: its figure is what the pair says
-        ((100, 113), (130, 220), 220 / 140, Outcome.DISCARDED, None),
-        # 1.2x its parent, but 1.05x by the figures: the parent slower against it than the baseline
-        ((100, 120), (100, 220), 2.1, Outcome.DISCARDED, None),
+        # as a parent, the candidate 30% slower against the baseline: not above the parent's pair figure
+        ((100, 113), [(130, 220)], 220 / 140, Outcome.DISCARDED, None, True),
+        # its last generation, 10% slower against the baseline: above the bar (2.0 over 1.947 x 1.02), but
+        # 1.027x by the speeds, not the pair's 1.13x (kept when the pair's own time counted: stop 49)
+        ((100, 113), [(110, 220)], 220 / 140, Outcome.DISCARDED, None, False),
+        # 1.2x its parent, but 1.05x by the speeds: the parent slower against it than the baseline
+        ((100, 120), [(100, 220)], 2.1, Outcome.DISCARDED, None, False),
     ],
     ids=[
         "honest",
         "slower-confirmation",
-        "much-slower-confirmation",
+        "much-slower-confirmation-then-not",
+        "much-slower-confirmation-twice",
         "sandbagged-figure",
+        "ladder-last-generation",
         "parent-slower-against-its-child",
     ],
 )
 def test_a_gain_is_confirmed_against_the_fastest_figures_and_must_agree_with_them(
     pair: tuple[float, float],
-    against_baseline: tuple[float, float],
+    against_baseline: list[tuple[float, float]],
     parent_figure: float,
     kept: Outcome,
     over_baseline: float | None,
+    judged: bool,
 ) -> None:
-    """`loop._confirm` (the tenth adversary, results/redteam-stop48): a kernel's figure over the
-    baseline is the fastest it showed (the baseline's median in its confirmation over the least of its
-    medians there and in the comparison it won), a parent's at least what its time in the pair says,
-    and a pair ratio above the ratio of the figures by more than PAIR_BEYOND_BASELINE_MAX is not
-    judged. Scripted: the comparisons' medians in us (candidate, the other)."""
+    """`loop._confirm` (the tenth adversary, results/redteam-stop48): the candidate's speed over the
+    baseline is the fastest it showed against it (a second confirmation where the first does not
+    agree with the gain), a parent's figure at least what its time in the pair says, and a pair
+    ratio above their ratio by more than PAIR_BEYOND_BASELINE_MAX is not judged; the figure stored
+    is the fastest the candidate showed anywhere. Scripted: the comparisons' medians in us
+    (candidate, the other), the last repeated."""
     won = Evaluation(Outcome.KEPT, "", _timed(*pair), pair[1] / pair[0])
-    backend = type("Scripted", (), {"profile": lambda *_, **__: _timed(*against_baseline)})()
+    comparisons = [_timed(*c) for c in against_baseline]
+    backend = type("Scripted", (), {"profile": lambda *_, **__: comparisons.pop(0) if len(comparisons) > 1 else comparisons[0]})()  # fmt: skip
     verdict = loop._confirm(
         won, get_task("rmsnorm"), backend, None, "candidate", "baseline", parent_figure, 0.02
     )  # type: ignore[arg-type]
     assert verdict.outcome == kept, verdict.reason
     assert verdict.over_baseline == (pytest.approx(over_baseline) if over_baseline else None)
-    judged = "not judged" not in verdict.reason
-    assert judged == (pair != (100, 120)), verdict.reason  # a gain the figures contradict: no evidence
+    assert ("not judged" not in verdict.reason) == judged, verdict.reason
 
 
 def test_evaluations_on_one_machine_take_turns_at_timing(quick_backend: CBackend, cpu_target: Target) -> None:

@@ -1223,11 +1223,12 @@ def test_a_kernel_cannot_predict_the_inputs_of_the_calls_to_come(
 
 
 @contextlib.contextmanager
-def _cpu_hogs(count: int | None = None) -> Iterator[None]:
-    """`count` processes that always want a core; by default one fewer than this process may use: no
-    two are free."""
-    count = len(os.sched_getaffinity(0)) - 1 if count is None else count
-    hogs = [subprocess.Popen(["python3", "-c", "while True: pass"]) for _ in range(count)]
+def _cpu_hogs() -> Iterator[None]:
+    """Processes that always want a core, one fewer than this process may use: no two are free."""
+    hogs = [
+        subprocess.Popen(["python3", "-c", "while True: pass"])
+        for _ in range(len(os.sched_getaffinity(0)) - 1)
+    ]
     try:
         time.sleep(0.5)
         yield
@@ -1282,8 +1283,9 @@ def test_a_comparison_is_judged_only_on_free_cores(
     held to it, whatever its kernels did: the stop-41 adversary's copy of its parent that spins a
     second thread on its slow calls (results/redteam-stop41) had those pairs dropped when only pairs
     with two busy threads were tested, and was kept beside a hog; now it is not judged beside the
-    hogs and not kept quiet. The control, the rule off, judges the parallel comparison beside more
-    hogs (two a CPU), and the serial candidate reads as the faster."""
+    hogs and not kept quiet. The control, the rule off (and the parent's threads free on the pair's
+    CPUs, as before evaluator 15), judges the parallel comparison beside the hogs, and the serial
+    candidate reads as the faster."""
     if (cpu_target.cores or 1) < 2 or len(os.sched_getaffinity(0)) < 2:  # CI's machine has two: it runs there
         unavailable("two CPUs are needed to compare a serial and a parallel kernel")
     backend = _serial_and_parallel_backend(tmp_path_factory, "rt-free-cores")
@@ -1307,13 +1309,16 @@ def test_a_comparison_is_judged_only_on_free_cores(
         assert verdict.outcome == Outcome.DISCARDED and not verdict.judged, (verdict.outcome, verdict.reason)
         assert verdict.speedup is None and "not judged" in verdict.reason, verdict.reason
     # A faster reading than the parent's is the fake the rule stops, whether or not the keep
-    # decision's interval clears its bar. Before evaluator 15 one hog gave it in 6 of 6 runs (1.06-1.09x,
-    # the parent's two threads on one CPU); with each thread on a CPU of its own, a thread woken
-    # for a short call mostly runs before the hog: one hog gave it in 1 of 6, two a CPU in 5 of
-    # 6 (results/stop50/free_cores_control.py): the control runs with two a CPU, up to three times.
+    # decision's interval clears its bar: one hog gave it in 6 of 6 runs before evaluator 15 (1.06-1.09x,
+    # the parent's two threads on one CPU). With each thread on a CPU of its own, a thread woken for
+    # a short call mostly runs before the hog: one hog gave it in 1 of 6 (once kept at 1.85x), two a
+    # CPU in 5 of 6, and none in three tries of a suite (results/stop50/free_cores_control.log).
+    # So the control shows the attack as it was found: the rule off, and the threads free on the
+    # pair's CPUs (`ONE_CPU_PER_THREAD`), up to three times.
     monkeypatch.setattr(isolated, "QUIET_PAIRS", False)
+    monkeypatch.setattr(isolated, "ONE_CPU_PER_THREAD", False)
     controls: list[Evaluation] = []
-    with _cpu_hogs(2 * len(os.sched_getaffinity(0))):
+    with _cpu_hogs():
         while len(controls) < 3 and not any((c.speedup or 0) > 1.0 for c in controls):
             controls.append(evaluate(layernorm, backend, target, serial, parallel))
     assert any((c.speedup or 0) > 1.0 for c in controls), [(c.outcome, c.speedup, c.reason) for c in controls]
