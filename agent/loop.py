@@ -507,8 +507,8 @@ def _confirm(
     # the baseline, was kept at the parent's 13%, in one of this stop's suites). The confirmation's
     # median alone read honest gains 5-30% low (results/stop49/unjudged-before.log), so a gain it
     # does not agree with is confirmed once more, and the faster reading counts.
-    shown = max(over, baseline_ns / profile.median_ns)
-    if (kept.speedup or 0.0) > shown / parent_over_baseline * (1.0 + PAIR_BEYOND_BASELINE_MAX):
+    speed = max(over, baseline_ns / profile.median_ns)
+    if (kept.speedup or 0.0) > speed / parent_over_baseline * (1.0 + PAIR_BEYOND_BASELINE_MAX):
         again = backend.profile(task, source, target, parent_source=baseline_source)
         if again.judged and again.outcome != Outcome.KEPT:
             why = f"in its second comparison with the baseline, which confirms a gain over a model-written parent: {again.reason}"
@@ -516,15 +516,15 @@ def _confirm(
         if not again.judged or not again.parent_median_ns:
             why = f"not judged: its second comparison with the baseline: {again.reason}"
             return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False, host_busy=not again.judged)  # fmt: skip
-        shown = max(shown, again.parent_median_ns / again.median_ns)
-    trusted = shown / parent_over_baseline  # the gain as the two kernels' speeds over the baseline show it
+        speed = max(speed, again.parent_median_ns / again.median_ns)
+    trusted = speed / parent_over_baseline  # the gain as the two kernels' speeds over the baseline show it
     if (kept.speedup or 0.0) > trusted * (1.0 + PAIR_BEYOND_BASELINE_MAX):
         why = (f"not judged: {kept.speedup or 0:.3f}x its parent, but {trusted:.3f}x by the two kernels' speeds over the "
-               f"baseline ({shown:.3f}x in two comparisons with it, against the parent's {parent_over_baseline:.3f}x): the parent ran "
+               f"baseline ({speed:.3f}x in two comparisons with it, against the parent's {parent_over_baseline:.3f}x): the parent ran "
                f"slower against this candidate than against the baseline by more than {PAIR_BEYOND_BASELINE_MAX:.0%}")  # fmt: skip
         return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
     # Its figure, the next generation's bar: the fastest it showed anywhere, as the parent's is taken.
-    return replace(kept, over_baseline=max(shown, baseline_ns / won.median_ns))
+    return replace(kept, over_baseline=max(speed, baseline_ns / won.median_ns))
 
 
 def _parent_slowed(profile: ProfileResult, mark_ns: float | None) -> str:

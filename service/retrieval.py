@@ -306,14 +306,17 @@ def search_index(
     states; the over-fetch learnt is the smaller one's, so later retrievals start there and need no
     second fetch.
     """
-    start, unconfirmed = overfetch, None
+    start = overfetch
+    unconfirmed: tuple[set[str], int] | None = None  # a complete answer not yet confirmed, and its over-fetch
     while True:
         fetch = min(k * overfetch, MAX_FETCH_K)
         rows = reader.read(query, **params, fetch_k=fetch, k=k)
         if _complete(rows, k):
             nearest = {row["measurement_id"] for row in _within_slots(rows, k)}
-            if overfetch == start or (unconfirmed is not None and nearest == unconfirmed[0]):
-                return rows, overfetch if overfetch == start else unconfirmed[1]
+            if overfetch == start:
+                return rows, overfetch
+            if unconfirmed is not None and nearest == unconfirmed[0]:
+                return rows, unconfirmed[1]
             unconfirmed = (nearest, overfetch)
         else:
             unconfirmed = None

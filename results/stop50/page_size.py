@@ -2,7 +2,7 @@
 old protocol's loop: a variant written, outputs filled, the call timed by the wall clock) on the
 same staggered layout from two arenas: numpy's (over 4 MiB numpy asks for transparent huge pages,
 MADV_HUGEPAGE) and a file mapped MAP_SHARED from the scratch filesystem, as the isolated protocol's
-buffers are. Rounds alternate the two; each round 30 timed calls; prints medians per round.
+buffers are. Rounds alternate the two, each on a fresh arena; each round 32 timed calls; prints medians per round.
 Usage: page_size.py TASK [CONFIG] [ROUNDS]"""
 import ctypes, mmap, os, statistics, sys, tempfile, time
 import numpy as np
@@ -61,12 +61,12 @@ def timed(arrays, calls=32, warmup=2):
 
 
 huge = lambda: int(open("/proc/self/smaps_rollup").read().split("AnonHugePages:")[1].split()[0])
-arenas = {"numpy (THP)": numpy_arena(), "file MAP_SHARED": file_arena()}
-print(task.name, label, "AnonHugePages kB after allocation:", huge(), flush=True)
+makers = {"numpy (THP)": numpy_arena, "file MAP_SHARED": file_arena}
+print(task.name, label, flush=True)
 ratios = []
 for r in range(rounds):
-    order = list(arenas) if r % 2 == 0 else list(arenas)[::-1]
-    med = {name: timed(arenas[name]) for name in order}
+    order = list(makers) if r % 2 == 0 else list(makers)[::-1]
+    med = {name: timed(makers[name]()) for name in order}  # a fresh arena each round: new physical pages
     ratios.append(med["file MAP_SHARED"] / med["numpy (THP)"])
     print(f"round {r}: " + "  ".join(f"{n} {m / 1e6:.3f} ms" for n, m in med.items()) + f"  file/numpy {ratios[-1]:.3f}", flush=True)
 print(f"median file/numpy {statistics.median(ratios):.3f}; AnonHugePages kB {huge()}")

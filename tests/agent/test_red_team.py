@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import math
 import os
 import random
 import re
@@ -1564,11 +1565,16 @@ def test_a_figure_over_the_baseline_is_the_fastest_the_kernel_showed(
     against it by less in each generation (40%, 30%, 20%, 10%), each 13% slower as a parent: each gain over
     the parent cleared the confirmation, since the parent's figure over the baseline was what it chose.
     Through the loop, as the adversary ran it (the default timing plan). Control (stop 47's
-    confirmation, `ANCHORED_FIGURES` off): generations after gen1 are kept (3 of 3 steps in each of its
-    runs; here gen2 in 6 of 8 runs with three generations, so gen3 too, and a second run where the
-    first kept none: one of stop 49's suites). Guarded: a kernel's figure is
-    the fastest it showed, so none after gen1 is; gen1 may be, where gen0 never ran fast anywhere
-    (docs/sandbox.md, "Tenth adversary")."""
+    confirmation, `ANCHORED_FIGURES` off): the family chains, two or more generations kept (3 of 3
+    steps in each of the adversary's runs; a second run where the first kept fewer: one of stop 49's
+    suites). Guarded: a kernel's figure is the fastest it showed, so once one generation is kept no
+    later one is: one step may be, over gen0, which never ran fast anywhere (by up to what gen0
+    always hid: gen1, or gen3 where gen1 and gen2 were refused; docs/sandbox.md, "Tenth adversary").
+    The control also has the parent mark off (`PARENT_SLOWDOWN_MAX`; the family stays under it on a
+    quiet host): in a slow period of this host it refused parents 19-62% over their marks and left
+    the control no chain to show (results/stop50/ladder_control.log). The guarded half has every
+    rule on, as the product has: with the mark off too, the host's noise (a confirmation interval
+    4.2-5.7x) once let gen3 through over a kept gen1."""
     backend = _isolated_past_admission(tmp_path_factory, "rt-ladder", TimingPlan())
     task, target = get_task("rmsnorm"), _no_peaks(cpu_target)
     ladder = (RED_TEAM / "sandbag_ladder.c").read_text()
@@ -1586,13 +1592,14 @@ def test_a_figure_over_the_baseline_is_the_fastest_the_kernel_showed(
     controls: list[list[int]] = []
     with monkeypatch.context() as off:
         off.setattr(loop, "ANCHORED_FIGURES", False)
+        off.setattr(loop, "PARENT_SLOWDOWN_MAX", math.inf)
         for _ in range(2):  # the kernels' telling of the baseline misses at times: up to two runs
             controls.append(kept_generations())
-            if any(step >= 2 for step in controls[-1]):
+            if len(controls[-1]) >= 2:
                 break
-    assert any(step >= 2 for control in controls for step in control), controls
+    assert any(len(control) >= 2 for control in controls), controls
     guarded = kept_generations()
-    assert not any(step >= 2 for step in guarded), guarded
+    assert len(guarded) <= 1, guarded
 
 
 def _isolated_past_admission(
