@@ -1524,8 +1524,14 @@ def test_a_gain_over_a_model_written_parent_is_confirmed_against_the_baseline(
                         parent_over_baseline=over_baseline)  # fmt: skip
 
     guarded = _when_the_host_was_quiet(confirmed)
-    assert guarded.outcome == Outcome.DISCARDED and guarded.judged, (guarded.outcome, guarded.reason)
-    assert "not confirmed against the baseline" in guarded.reason, guarded.reason
+    assert guarded.outcome == Outcome.DISCARDED, (guarded.outcome, guarded.reason)
+    # Refused by the bar, judged; or, where the host's speed moved between the parent's figure and
+    # the confirmation enough to clear the bar (the honest code read 5.32x the baseline, 3.44x a
+    # minute before, in a slow period of stop 50's host), by the third rule: the gain is not what
+    # the candidate's speed against the baseline says, not judged.
+    assert ("not confirmed against the baseline" in guarded.reason and guarded.judged) or (
+        "by the two kernels' speeds over the baseline" in guarded.reason and not guarded.judged
+    ), guarded.reason
 
 
 class _Scripted:
