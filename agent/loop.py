@@ -472,14 +472,11 @@ def _confirm(
     discarded (not judged where the confirming comparison was not, or the figures contradict the gain)."""
     if baseline_source is None or parent_over_baseline is None:
         return kept
-    profile = backend.profile(task, source, target, parent_source=baseline_source)
-    if profile.judged and profile.outcome != Outcome.KEPT:  # its own failure, as in any comparison
-        why = f"in its comparison with the baseline, which confirms a gain over a model-written parent: {profile.reason}"
-        return Evaluation(profile.outcome, why)
-    if not profile.judged or not profile.parent_median_ns:
-        why = f"not judged: its comparison with the baseline, which confirms a gain over a model-written parent: {profile.reason}"  # fmt: skip
-        return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False, host_busy=not profile.judged)  # fmt: skip
-    baseline_ns, won = profile.parent_median_ns, kept.profile
+    compare = functools.partial(_compared_with_baseline, kept, task, backend, target, source, baseline_source)
+    confirmation = compare("")
+    if isinstance(confirmation, Evaluation):
+        return confirmation
+    (profile, baseline_ns), won = confirmation, kept.profile
     if ANCHORED_FIGURES and won is not None and won.parent_median_ns:  # the parent as fast as it ran here
         parent_over_baseline = max(parent_over_baseline, baseline_ns / won.parent_median_ns)
     bar = parent_over_baseline * (1.0 + keep_threshold)  # the keep rule's bar, over the parent's figure
@@ -509,14 +506,10 @@ def _confirm(
     # does not agree with is confirmed once more, and the faster reading counts.
     speed = max(over, baseline_ns / profile.median_ns)
     if (kept.speedup or 0.0) > speed / parent_over_baseline * (1.0 + PAIR_BEYOND_BASELINE_MAX):
-        again = backend.profile(task, source, target, parent_source=baseline_source)
-        if again.judged and again.outcome != Outcome.KEPT:
-            why = f"in its second comparison with the baseline, which confirms a gain over a model-written parent: {again.reason}"
-            return Evaluation(again.outcome, why)
-        if not again.judged or not again.parent_median_ns:
-            why = f"not judged: its second comparison with the baseline: {again.reason}"
-            return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False, host_busy=not again.judged)  # fmt: skip
-        speed = max(speed, again.parent_median_ns / again.median_ns)
+        again = compare("second ")
+        if isinstance(again, Evaluation):
+            return again
+        speed = max(speed, again[1] / again[0].median_ns)
     trusted = speed / parent_over_baseline  # the gain as the two kernels' speeds over the baseline show it
     if (kept.speedup or 0.0) > trusted * (1.0 + PAIR_BEYOND_BASELINE_MAX):
         why = (f"not judged: {kept.speedup or 0:.3f}x its parent, but {trusted:.3f}x by the two kernels' speeds over the "
@@ -525,6 +518,22 @@ def _confirm(
         return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
     # Its figure, the next generation's bar: the fastest it showed anywhere, as the parent's is taken.
     return replace(kept, over_baseline=max(speed, baseline_ns / won.median_ns))
+
+
+def _compared_with_baseline(
+    kept: Evaluation, task: Task, backend: Backend, target: Target, source: str, baseline_source: str, ordinal: str
+) -> tuple[ProfileResult, float] | Evaluation:  # fmt: skip
+    """The candidate timed against the baseline to confirm `kept`, with the baseline's median there;
+    or the step's verdict where that comparison settles it: the candidate's own failure there is its
+    failure, as in any comparison; one not judged leaves the step not judged."""
+    profile = backend.profile(task, source, target, parent_source=baseline_source)
+    where = f"its {ordinal}comparison with the baseline, which confirms a gain over a model-written parent"
+    if profile.judged and profile.outcome != Outcome.KEPT:
+        return Evaluation(profile.outcome, f"in {where}: {profile.reason}")
+    if not profile.judged or not profile.parent_median_ns:
+        return replace(kept, outcome=Outcome.DISCARDED, reason=f"not judged: {where}: {profile.reason}", judged=False,
+                       host_busy=not profile.judged)  # fmt: skip
+    return profile, profile.parent_median_ns
 
 
 def _parent_slowed(profile: ProfileResult, mark_ns: float | None) -> str:

@@ -94,18 +94,21 @@ class Client:
 def cell(runs, budget, sigma, s0, d, extra, second=True):
     L._confirm = CONFIRM_ORIG if second else CONFIRM_NO_SECOND
     kept_after0 = nj = conf = 0
-    stored, fig_infl, chain_infl, keeps_per_run = [], [], [], []
+    stored, fig_infl, chain_infl, keeps_per_run, excess = [], [], [], [], []
     for seed in range(runs):
         fake = Fake(random.Random(seed), sigma, s0, d, extra)
         res = L.optimize(get_task("rmsnorm", "c"), fake, get_target("cpu-x86-64-v2"), Copies(budget), Client(),
                          budget=budget, final_check=False)
         k = 0
-        last_true = BASE / TRUE / (1 + s0)  # gen0's true figure as it ran against the baseline
-        for st in res.steps[1:]:
+        best_g = 0 if res.steps[0].outcome == Outcome.KEPT else None
+        for g, st in enumerate(res.steps[1:], start=1):
             nj += not st.judged
             if st.outcome == Outcome.KEPT:
                 k += 1
                 stored.append(st.speedup)
+                true_gain = (1 + fake.slow(best_g)) / (1 + fake.slow(g))  # what trusted code would show
+                excess.append(st.speedup / true_gain)
+                best_g = g
         kept_after0 += k
         keeps_per_run.append(k)
         conf += fake.confirmations
@@ -117,7 +120,9 @@ def cell(runs, budget, sigma, s0, d, extra, second=True):
             f"kept after gen0 {kept_after0}/{steps} steps ({kept_after0 / steps:.1%}), runs with any {runs_with}/{runs}, "
             f"max in a run {max(keeps_per_run)}, not judged {nj}/{steps}, confirmations/step {conf / steps:.2f}; "
             f"stored ratios median {med(stored):.3f} max {max(stored) if stored else float('nan'):.3f}; "
-            f"chained median {med(chain_infl):.3f} max {max(chain_infl):.3f}")
+            f"chained median {med(chain_infl):.3f} max {max(chain_infl):.3f}; "
+            f"stored/true median {med(excess):.3f} max {max(excess) if excess else float('nan'):.3f}, "
+            f"kept with stored/true > 1.05: {sum(x > 1.05 for x in excess)}/{steps} steps, > 1.08: {sum(x > 1.08 for x in excess)}")
 
 
 if __name__ == "__main__":
