@@ -498,20 +498,24 @@ def _confirm(
         return replace(kept, outcome=Outcome.DISCARDED, reason=why)
     if not ANCHORED_FIGURES or won is None:
         return replace(kept, over_baseline=over)
+
     # The gain must agree with the candidate's speed against the baseline, the fastest it showed
     # there: its speed in the pair it won is not evidence for the pair (stop 49 took it, and the
     # figures' ratio became the pair's own: the tenth adversary's last generation, 10% slower against
     # the baseline, was kept at the parent's 13%, in one of this stop's suites). The confirmation's
     # median alone read honest gains 5-30% low (results/stop49/unjudged-before.log), so a gain it
     # does not agree with is confirmed once more, and the faster reading counts.
+    def agrees(speed: float) -> bool:  # the gain within the rule of what the speeds over the baseline show
+        return (kept.speedup or 0.0) <= speed / parent_over_baseline * (1.0 + PAIR_BEYOND_BASELINE_MAX)
+
     speed = max(over, baseline_ns / profile.median_ns)
-    if (kept.speedup or 0.0) > speed / parent_over_baseline * (1.0 + PAIR_BEYOND_BASELINE_MAX):
+    if not agrees(speed):
         again = compare("second ")
         if isinstance(again, Evaluation):
             return again
         speed = max(speed, again[1] / again[0].median_ns)
-    trusted = speed / parent_over_baseline  # the gain as the two kernels' speeds over the baseline show it
-    if (kept.speedup or 0.0) > trusted * (1.0 + PAIR_BEYOND_BASELINE_MAX):
+    if not agrees(speed):
+        trusted = speed / parent_over_baseline  # the gain as the two speeds over the baseline show it
         why = (f"not judged: {kept.speedup or 0:.3f}x its parent, but {trusted:.3f}x by the two kernels' speeds over the "
                f"baseline ({speed:.3f}x in two comparisons with it, against the parent's {parent_over_baseline:.3f}x): the parent ran "
                f"slower against this candidate than against the baseline by more than {PAIR_BEYOND_BASELINE_MAX:.0%}")  # fmt: skip
