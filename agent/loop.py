@@ -88,6 +88,17 @@ PARENT_SLOWDOWN_MAX = 0.15
 # the keep bar against trusted code, its stored ratio above it by at most this share.
 PAIR_BEYOND_BASELINE_MAX = 0.05
 ANCHORED_FIGURES = True  # the three rules above; off only in the red-team controls
+# Each rule above compares figures from different comparisons, and the host's speed drifts between
+# them: the parent mark refused honest gains when the host slowed down (9 of 80 steps at stop 50, the
+# parents 32-172% over marks set minutes before), and drift let a parent 8-12% slower than its figure,
+# under the mark, have identical copies stored at up to 1.11-1.18x (the thirteenth adversary,
+# results/redteam-stop50). So where the backend can, the baseline is timed as a third kernel of the
+# comparison itself (`_decide_beside_baseline`): the candidate makes one call a round, its ratio to
+# the parent's call and to the baseline's taken from the same call, so it cannot be slower against
+# one than the other, and the parent's speed over the baseline is read in the same rounds, where the
+# host's speed cancels. Off only in the red-team controls (the separate confirmation, `_confirm`,
+# as before; also the path of a backend that times two kernels, Triton's).
+BASELINE_IN_THE_COMPARISON = True
 # A comparison the host left unjudged (its cores not free, the hypervisor's steal: `Evaluation.host_busy`)
 # is evaluated once more before the step ends not judged. Not one left unjudged by a rule on times the
 # kernels chose (a parent over its mark, a pair the figures contradict): a second draw there is one
@@ -299,7 +310,9 @@ class _Best:
     over_baseline: float = 1.0
 
 
-def _judge(task: Task, backend: Backend, target: Target, source: str, parent_source: str) -> Evaluation:
+def _judge(
+    task: Task, backend: Backend, target: Target, source: str, parent_source: str, reference_source: str | None = None
+) -> Evaluation:  # fmt: skip
     """The verdict on one candidate source before the keep decision (KEPT: correct and timed)."""
     built = backend.compile(task, source, target)
     if not built.ok:
@@ -308,7 +321,9 @@ def _judge(task: Task, backend: Backend, target: Target, source: str, parent_sou
     checked = backend.check(task, source, target)
     if not checked.correct:
         return Evaluation(checked.outcome, checked.reason)
-    profile = backend.profile(task, source, target, parent_source=parent_source)
+    profile = backend.profile(
+        task, source, target, parent_source=parent_source, reference_source=reference_source
+    )
     if profile.outcome == Outcome.KEPT and profile.static:
         return Evaluation(Outcome.DISCARDED, STATIC_ONLY, profile)
     if profile.outcome != Outcome.KEPT or not math.isfinite(profile.median_ns) or profile.median_ns <= 0:
@@ -415,13 +430,22 @@ def evaluate(
     gain against a parent that ran slower than that by more than PARENT_SLOWDOWN_MAX is not judged,
     in the first measurement and in every re-measurement. With `baseline_source` and
     `parent_over_baseline` (a model-written parent's speedup over that trusted baseline), a gain is
-    kept only once confirmed against the baseline (`_confirm`); the verdict then carries the
-    candidate's own `over_baseline`.
+    kept only once confirmed against the baseline, timed in the same comparison where the backend
+    can (`_decide_beside_baseline`: the parent's speed over the baseline in the same rounds then
+    bounds a slow parent, and `parent_mark_ns`, a figure from another moment of the host, is not
+    used), else in one of its own (`_confirm`); the verdict then carries the candidate's own
+    `over_baseline`.
     """
-    verdict = _judge(task, backend, target, source, parent_source)
+    beside = baseline_source if parent_over_baseline is not None and BASELINE_IN_THE_COMPARISON else None
+    verdict = _judge(task, backend, target, source, parent_source, beside)
     profile = verdict.profile
     if profile is None or profile.static:
         return verdict
+    if (
+        beside is not None and parent_over_baseline is not None and profile.reference_ratios
+    ):  # three kernels timed
+        return _decide_beside_baseline(verdict, task, backend, target, source, parent_source, beside,
+                                       parent_over_baseline, keep_threshold)  # fmt: skip
     if profile.paired_ratios:
         remeasure = functools.partial(_remeasure, task, backend, target, source, parent_source)
         decision = keep_decision(profile, remeasure, keep_threshold,
@@ -522,6 +546,68 @@ def _confirm(
         return replace(kept, outcome=Outcome.DISCARDED, reason=why, judged=False)
     # Its figure, the next generation's bar: the fastest it showed anywhere, as the parent's is taken.
     return replace(kept, over_baseline=max(speed, baseline_ns / won.median_ns))
+
+
+def _decide_beside_baseline(
+    first: Evaluation, task: Task, backend: Backend, target: Target, source: str, parent_source: str,
+    baseline_source: str, parent_over_baseline: float, keep_threshold: float,
+) -> Evaluation:  # fmt: skip
+    """The keep decision over a model-written parent where the baseline (trusted code) was timed as a
+    third kernel of the comparison (`BASELINE_IN_THE_COMPARISON`). Kept when, over the pooled rounds
+    of up to MAX_MEASUREMENTS measurements, the interval of the gain over the parent is above the keep
+    bar and the interval of the speed over the baseline is above the parent's figure times it (the
+    figure at least the parent's speed over the baseline in these rounds: the fastest it showed); not
+    judged where the parent's speed over the baseline in these rounds is shown, at the same
+    confidence, below its figure by more than PAIR_BEYOND_BASELINE_MAX (it ran slower as this
+    candidate's parent than its figure says, and the gain over it would be stored that much high).
+    Re-measured, pooled, while either is promising and unproven; the stored pair and speedup are the
+    first measurement's."""
+    bar = 1.0 + keep_threshold
+    measured = [first.profile]
+    while True:
+        gains = [r for p in measured if p is not None for r in p.paired_ratios]
+        speeds = [r for p in measured if p is not None for r in p.reference_ratios]
+        gain, speed = median_interval(gains), median_interval(speeds)
+        # the parent's speed over the baseline in these rounds (baseline / parent: the two ratios of a round)
+        parent_here = median_interval([s / g for s, g in zip(speeds, gains, strict=True)])
+        figure = max(parent_over_baseline, parent_here[1]) if ANCHORED_FIGURES else parent_over_baseline
+        proven = gain[0] > bar and speed[0] > figure * bar
+        if proven or gain[1] <= bar or speed[1] <= figure * bar or len(measured) >= MAX_MEASUREMENTS:
+            break
+        again = backend.profile(
+            task, source, target, parent_source=parent_source, reference_source=baseline_source
+        )
+        if not again.judged:  # no verdict either way: the loop records nothing
+            return replace(first, outcome=Outcome.DISCARDED, reason=f"promising, but re-measured {again.reason}",
+                           judged=False, host_busy=True)  # fmt: skip
+        if again.outcome != Outcome.KEPT or not again.paired_ratios or not again.reference_ratios:
+            break  # the re-measurement failed: not proven
+        measured.append(again)
+    profile = first.profile
+    assert profile is not None and profile.parent_median_ns  # paired, so both medians were taken
+    ratio = profile.parent_median_ns / profile.median_ns  # the stored pair's own
+    shown = (f"{gain[1]:.3f}x the parent ({KEEP_CONFIDENCE:.0%} interval {gain[0]:.3f}-{gain[2]:.3f}) and "
+             f"{speed[1]:.3f}x the baseline ({speed[0]:.3f}-{speed[2]:.3f}), over {len(gains)} rounds of the three "
+             f"kernels in {len(measured)} measurement(s)")  # fmt: skip
+    if not proven or ratio <= 1.0:
+        rule = (f"{shown}; kept only when the first is above {bar:.2f}x and the second above {bar:.2f} times the "
+                f"parent's {figure:.3f}x, and the stored pair ({ratio:.3f}x) is faster")  # fmt: skip
+        if gain[0] > bar and ratio > 1.0:
+            why = ("correct and faster than its parent, but not confirmed against the baseline (a model-written "
+                   f"parent's time is what its code chooses, so a gain over it must show against trusted code): {rule}")  # fmt: skip
+        else:
+            why = f"correct but not proven faster: {rule}"
+        return replace(first, outcome=Outcome.DISCARDED, reason=why, speedup=ratio)
+    # Refused on evidence at the keep rule's confidence: the parent's speed here shown below its figure
+    # by more than the rule's share (a point reading refused honest gains whose parent's figure, set
+    # by the few rounds of the comparison it won, had come out high: results/stop51/unjudged_both.log).
+    if ANCHORED_FIGURES and parent_here[2] * (1.0 + PAIR_BEYOND_BASELINE_MAX) < figure:
+        why = (f"not judged: {shown}, so {speed[1] / figure:.3f}x by the two kernels' speeds over the baseline: "
+               f"the parent ran {parent_here[1]:.3f}x the baseline here ({KEEP_CONFIDENCE:.0%} interval "
+               f"{parent_here[0]:.3f}-{parent_here[2]:.3f}), below its figure {figure:.3f}x by more than "
+               f"{PAIR_BEYOND_BASELINE_MAX:.0%}")  # fmt: skip
+        return replace(first, outcome=Outcome.DISCARDED, reason=why, judged=False)
+    return replace(first, speedup=ratio, over_baseline=speed[1])
 
 
 def _compared_with_baseline(

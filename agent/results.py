@@ -74,6 +74,11 @@ class ProfileResult:
     # what the keep decision's confidence interval is taken over (agent/loop.py `keep_decision`)
     paired_ratios: tuple[float, ...] = ()
     judged: bool = True  # `CheckResult.judged`: False when the comparison could not be made fairly
+    # Trusted code timed as a third kernel of the same comparison (`Backend.profile`'s
+    # `reference_source`, where the backend can): its median, and reference time / candidate time of
+    # each trial, the round of calls `paired_ratios` takes its pair from.
+    reference_median_ns: float | None = None
+    reference_ratios: tuple[float, ...] = ()
 
     @property
     def recordable_counters(self) -> dict[str, float]:

@@ -24,5 +24,10 @@ class Backend(Protocol):
     ) -> CheckResult: ...
 
     def profile(
-        self, task: Task, source: str, target: Target, parent_source: str | None = None
-    ) -> ProfileResult: ...
+        self, task: Task, source: str, target: Target, parent_source: str | None = None,
+        reference_source: str | None = None,
+    ) -> ProfileResult:  # fmt: skip
+        """`source` timed interleaved with `parent_source`; with `reference_source` (trusted code)
+        too, as a third kernel of each round of calls, where the backend can time three
+        (`ProfileResult.reference_ratios`; a backend that cannot leaves them empty)."""
+        ...

@@ -275,9 +275,12 @@ class CBackend:
         return evaluate(task, runner, seeds, small=True)
 
     def profile(
-        self, task: Task, source: str, target: Target, parent_source: str | None = None
-    ) -> ProfileResult:
-        """Median/IQR over >= 20 interleaved trials at full size, verified, plus cachegrind counters."""
+        self, task: Task, source: str, target: Target, parent_source: str | None = None,
+        reference_source: str | None = None,
+    ) -> ProfileResult:  # fmt: skip
+        """Median/IQR over >= 20 interleaved trials at full size, verified, plus cachegrind counters.
+        `reference_source` is timed as a third kernel of each round in the isolated protocol, beside a
+        parent (the in-process one times two kernels: it is left out there)."""
         built = self.compile(task, source, target)
         if not built.ok or built.artifact is None:
             return self._failed(
@@ -291,6 +294,14 @@ class CBackend:
                     Outcome.COMPILE_ERROR, f"parent does not compile: {parent_built.diagnosis}"
                 )
             parent_artifact = parent_built.artifact
+        reference_artifact = None
+        if reference_source is not None and parent_artifact is not None and self.timing.protocol == ISOLATED:
+            reference_built = self.compile(task, reference_source, target)
+            if not reference_built.ok:
+                return self._failed(
+                    Outcome.COMPILE_ERROR, f"the reference does not compile: {reference_built.diagnosis}"
+                )
+            reference_artifact = reference_built.artifact
         # Set 0 is timed; every set (same buffers, new values) is then verified in the same process.
         sets = make_input_sets(task, (TIMING_SEED, *DEFAULT_SEEDS[:1]), small=False)
         digests = [{n: digest(a) for n, a in s.items()} for s in sets]
@@ -298,7 +309,7 @@ class CBackend:
         sizes = list(task.sizes(sets[0]).values())
         limits = self._limits(target, self.profile_timeout_s)
         copies = [{k: v.copy() for k, v in s.items()} for s in sets]
-        artifacts = [built.artifact] + ([parent_artifact] if parent_artifact else [])
+        artifacts = [built.artifact] + [a for a in (parent_artifact, reference_artifact) if a is not None]
         if self.timing.protocol == ISOLATED:  # every call checked here, as it is timed
             report, timed = time_isolated(task, copies, specs, sizes, self.timing, artifacts, limits)
             if report.status is RunStatus.OK and not timed.correct:
@@ -320,6 +331,9 @@ class CBackend:
         parent_median = float(np.median(times[1])) if parent_artifact else None
         pairs = zip(times[0], times[1], strict=True) if parent_artifact else ()
         paired = tuple(float(p) / float(c) for c, p in pairs if c > 0)
+        reference_median = float(np.median(times[2])) if reference_artifact else None
+        rounds = zip(times[0], times[2], strict=True) if reference_artifact else ()
+        referenced = tuple(float(r) / float(c) for c, r in rounds if c > 0)
         # The plausibility checks (beyond the peaks; a speedup past MAX_SPEEDUP re-verified) judge the
         # times the verdict and the graph rest on: judged on the wall times instead, a serial kernel
         # that sleeps inside its calls (no CPU time: its charge) passed them at 2x while kept at 25x
@@ -374,6 +388,8 @@ class CBackend:
             evaluator_version=EVALUATOR_VERSION,
             sandbox=self.sandbox.label,
             paired_ratios=paired,
+            reference_median_ns=reference_median,
+            reference_ratios=referenced,
         )
 
     def _failed(self, outcome: Outcome, reason: str, judged: bool = True) -> ProfileResult:

@@ -933,8 +933,8 @@ def time_isolated(
     artifacts: Sequence[str],
     limits: SandboxLimits,
 ) -> tuple[RunReport, CheckResult]:
-    """Time `artifacts` ([candidate, parent?]) interleaved, each in its own child, checking every
-    call; then run the candidate on every input set for `evaluator.verify`.
+    """Time `artifacts` ([candidate, parent?, reference?]) interleaved, each in its own child,
+    checking every call; then run the candidate on every input set for `evaluator.verify`.
 
     Returns the run's report (outputs and input digests of every set; `extra["times"]` per kernel,
     `cpu_ns`, `threads_used`, `protocol`, `crowded_pairs`) and the verdict on the timed calls.
@@ -1184,7 +1184,8 @@ def _run(
             if why:
                 if k == 0:
                     return RunReport(RunStatus.OK, message=why), CheckResult(Outcome.INCORRECT, why)
-                message = f"the parent kernel was wrong while timed ({why}): the comparison is void"
+                other = "parent" if k == 1 else "reference"
+                message = f"the {other} kernel was wrong while timed ({why}): the comparison is void"
                 return RunReport(RunStatus.OK, message=message), CheckResult(Outcome.CRASHED, message)
         if call < plan.warmup:
             continue

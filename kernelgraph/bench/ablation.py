@@ -97,8 +97,9 @@ class MemoBackend:
         return self._profiled[key]
 
     def profile(
-        self, task: Task, source: str, target: Target, parent_source: str | None = None
-    ) -> ProfileResult:
+        self, task: Task, source: str, target: Target, parent_source: str | None = None,
+        reference_source: str | None = None,
+    ) -> ProfileResult:  # fmt: skip
         own = self._profile(task, source, target)
         parent_ns = self._profile(task, parent_source, target).median_ns if parent_source else None
         return replace(own, parent_median_ns=parent_ns)

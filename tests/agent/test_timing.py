@@ -140,8 +140,9 @@ def test_a_remeasurement_not_judged_leaves_no_decision() -> None:
             return CheckResult(Outcome.KEPT)
 
         def profile(
-            self, task: Any, source: str, target: Any, parent_source: str | None = None
-        ) -> ProfileResult:
+            self, task: Any, source: str, target: Any, parent_source: str | None = None,
+            reference_source: str | None = None,
+        ) -> ProfileResult:  # fmt: skip
             return self.profiles.pop(0)
 
     verdict = evaluate(get_task("rmsnorm"), Refusing(), get_target("cpu-x86-64-v2"), "candidate", "parent")

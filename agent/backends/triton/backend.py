@@ -169,13 +169,15 @@ class TritonBackend:
 
     # ---- profile
     def profile(
-        self, task: Task, source: str, target: Any, parent_source: str | None = None
-    ) -> ProfileResult:
+        self, task: Task, source: str, target: Any, parent_source: str | None = None,
+        reference_source: str | None = None,
+    ) -> ProfileResult:  # fmt: skip
         """Runtime counters on a matching GPU; otherwise the compiled artifact's static metrics.
 
         Convention without a GPU: `static=True`, `counter_source="nvidia_static"`, `trials=0` and
         `median_ns`/`iqr_ns` NaN; the counters hold the static metrics plus the task's flops/bytes.
-        A runtime is never invented.
+        A runtime is never invented. `reference_source` is not timed: a GPU comparison here times
+        two kernels (the loop then confirms against it in a comparison of its own).
         """
         compiled = self.compile(task, source, target)
         if compiled.rejected:

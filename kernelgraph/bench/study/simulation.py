@@ -41,8 +41,9 @@ class LandscapeBackend:
         return CheckResult(Outcome.KEPT if outcome in (Outcome.KEPT, Outcome.IMPLAUSIBLE) else outcome)
 
     def profile(
-        self, task: Task, source: str, target: Target, parent_source: str | None = None
-    ) -> ProfileResult:
+        self, task: Task, source: str, target: Target, parent_source: str | None = None,
+        reference_source: str | None = None,
+    ) -> ProfileResult:  # fmt: skip
         config = self.by_source[source]
         ns = self.landscape.time(config, self.instance)
         parent = self.landscape.time(self.by_source[parent_source], self.instance) if parent_source else None
