@@ -92,13 +92,16 @@ ANCHORED_FIGURES = True  # the three rules above; off only in the red-team contr
 # them: the parent mark refused honest gains when the host slowed down (9 of 80 steps at stop 50, the
 # parents 32-172% over marks set minutes before), and drift let a parent 8-12% slower than its figure,
 # under the mark, have identical copies stored at up to 1.11-1.18x (the thirteenth adversary,
-# results/redteam-stop50). So where the backend can, the baseline is timed as a third kernel of the
-# comparison itself (`_decide_beside_baseline`): the candidate makes one call a round, its ratio to
-# the parent's call and to the baseline's taken from the same call, so it cannot be slower against
-# one than the other, and the parent's speed over the baseline is read in the same rounds, where the
-# host's speed cancels. Off only in the red-team controls (the separate confirmation, `_confirm`,
-# as before; also the path of a backend that times two kernels, Triton's).
-BASELINE_IN_THE_COMPARISON = True
+# results/redteam-stop50). On, the baseline is timed as a third kernel of the comparison itself where
+# the backend can (`_decide_beside_baseline`): the candidate makes one call a round, its ratio to the
+# parent's call and to the baseline's taken from the same call, and the parent's speed over the
+# baseline is read in the same rounds, where the host's speed cancels: 0 of 80 honest steps not
+# judged against 3 (results/stop51/unjudged_both.log). Off by default: no comparison of a
+# model-written kernel is then made without trusted code beside it, so a family that runs slow only
+# where trusted code is timed (the tenth adversary's ladder, held to one step by the figures above)
+# runs slow everywhere, and two of its three identical generations were kept at 1.09x each
+# (results/stop51/ladder_three.log; docs/sandbox.md, "The baseline in the comparison").
+BASELINE_IN_THE_COMPARISON = False
 # A comparison the host left unjudged (its cores not free, the hypervisor's steal: `Evaluation.host_busy`)
 # is evaluated once more before the step ends not judged. Not one left unjudged by a rule on times the
 # kernels chose (a parent over its mark, a pair the figures contradict): a second draw there is one
@@ -431,7 +434,8 @@ def evaluate(
     in the first measurement and in every re-measurement. With `baseline_source` and
     `parent_over_baseline` (a model-written parent's speedup over that trusted baseline), a gain is
     kept only once confirmed against the baseline, timed in the same comparison where the backend
-    can (`_decide_beside_baseline`: the parent's speed over the baseline in the same rounds then
+    can and `BASELINE_IN_THE_COMPARISON` is on (`_decide_beside_baseline`: the parent's speed over
+    the baseline in the same rounds then
     bounds a slow parent, and `parent_mark_ns`, a figure from another moment of the host, is not
     used), else in one of its own (`_confirm`); the verdict then carries the candidate's own
     `over_baseline`.
@@ -441,9 +445,7 @@ def evaluate(
     profile = verdict.profile
     if profile is None or profile.static:
         return verdict
-    if (
-        beside is not None and parent_over_baseline is not None and profile.reference_ratios
-    ):  # three kernels timed
+    if beside is not None and parent_over_baseline is not None and profile.reference_ratios:  # fmt: skip
         return _decide_beside_baseline(verdict, task, backend, target, source, parent_source, beside,
                                        parent_over_baseline, keep_threshold)  # fmt: skip
     if profile.paired_ratios:
@@ -600,7 +602,8 @@ def _decide_beside_baseline(
         return replace(first, outcome=Outcome.DISCARDED, reason=why, speedup=ratio)
     # Refused on evidence at the keep rule's confidence: the parent's speed here shown below its figure
     # by more than the rule's share (a point reading refused honest gains whose parent's figure, set
-    # by the few rounds of the comparison it won, had come out high: results/stop51/unjudged_both.log).
+    # by the few rounds of the comparison it won, had come out high:
+    # results/stop51/unjudged_both-point-rule.log).
     if ANCHORED_FIGURES and parent_here[2] * (1.0 + PAIR_BEYOND_BASELINE_MAX) < figure:
         why = (f"not judged: {shown}, so {speed[1] / figure:.3f}x by the two kernels' speeds over the baseline: "
                f"the parent ran {parent_here[1]:.3f}x the baseline here ({KEEP_CONFIDENCE:.0%} interval "

@@ -448,20 +448,21 @@ def test_a_host_that_slowed_down_since_the_parent_was_timed_does_not_refuse_an_h
 ) -> None:
     """The parent mark compares a parent's median with one taken earlier in the run, so a host that
     slowed down in between refused honest gains (9 of 80 steps at stop 50, parents 32-172% over their
-    marks: results/stop50/unjudged-rule3-second-confirmation.log). Timed beside the baseline, the
+    marks: results/stop50/unjudged-rule3-second-confirmation.log). Timed beside the baseline
+    (`BASELINE_IN_THE_COMPARISON` on; off by default, for the reason docs/sandbox.md gives), the
     parent's speed is read against trusted code in the same rounds, where the host's speed cancels.
     Real kernels: rmsnorm's baseline code as a model-written parent whose mark says it once ran twice
-    as fast as it does now, and a faster config. Control (`BASELINE_IN_THE_COMPARISON` off): the mark
-    refuses the gain, not judged."""
+    as fast as it does now, and a faster config. Control, the default (a confirmation of its own):
+    the mark refuses the gain, not judged."""
     task = get_task("rmsnorm")
     baseline = task.source("c", task.baseline_config)
     parent = baseline.replace("void kernel(", "/* a model's copy */\nvoid kernel(", 1)
     faster = task.source(
         "c", {**task.baseline_config, "acc": 8, "simd": True, "unroll": 4, "recip": "reciprocal"}
     )
-    mark_ns = (
-        quick_backend.profile(task, parent, cpu_target).median_ns / 2
-    )  # as if the host was twice as fast
+    # its mark as if the host had been twice as fast when its code was timed
+    mark_ns = quick_backend.profile(task, parent, cpu_target).median_ns / 2
+    monkeypatch.setattr(loop, "BASELINE_IN_THE_COMPARISON", True)
 
     def evaluated() -> Evaluation:
         for _ in range(3):  # a comparison the host left unjudged (its cores not free) is no answer here
@@ -484,7 +485,8 @@ def test_the_baseline_is_timed_beside_a_model_written_parent_where_the_backend_c
 ) -> None:
     """`evaluate` asks the backend for the baseline as a third kernel only over a model-written parent
     (a figure over the baseline given); a backend that times two kernels (no reference ratios) is
-    confirmed in a comparison of its own, as is every backend with `BASELINE_IN_THE_COMPARISON` off."""
+    confirmed in a comparison of its own, as is every backend with `BASELINE_IN_THE_COMPARISON` off
+    (the default)."""
     task = get_task("rmsnorm")
     asked: list[str | None] = []
 
@@ -507,6 +509,7 @@ def test_the_baseline_is_timed_beside_a_model_written_parent_where_the_backend_c
             return _timed(100, 110)
 
     backend = Scripted()
+    monkeypatch.setattr(loop, "BASELINE_IN_THE_COMPARISON", True)
     trusted = loop.evaluate(task, backend, None, "candidate", "baseline")  # type: ignore[arg-type]
     assert trusted.outcome == Outcome.KEPT and asked == [None], asked
     asked.clear()

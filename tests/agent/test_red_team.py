@@ -1214,7 +1214,9 @@ def test_a_kernel_cannot_predict_the_inputs_of_the_calls_to_come(
     honest = source.replace("<= 3e-5f * fabsf(want)", "< 0.0f")
     assert honest != source
     verdict = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
-    assert verdict.outcome == Outcome.DISCARDED and (verdict.speedup or 0) < 1.1, (
+    # No fake speedup: the two objects are not the same code, and a few percent between them is real
+    # (kept at 1.047x in a suite of stop 51, where the attack reads over 2x).
+    assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED} and (verdict.speedup or 0) < 1.1, (
         verdict.outcome,
         verdict.speedup,
     )
