@@ -292,7 +292,8 @@ def _evaluate_against_a_parent(
 ) -> Evaluation:
     """The loop's verdict against a parent that is not trusted code: the parent timed against the
     task's baseline first, its speedup over it what a gain over the parent is confirmed against
-    (agent/loop.py `evaluate`: the baseline timed beside the two where the backend can)."""
+    (agent/loop.py `evaluate`: in a comparison of its own, or beside the two with
+    `BASELINE_IN_THE_COMPARISON` on)."""
     from kernelgraph.agent.loop import evaluate as evaluate_candidate
     from kernelgraph.agent.results import Evaluation, Outcome
 

@@ -49,7 +49,10 @@ def test_baseline_and_landscape_bests_are_correct_and_timed(
         source = small.source("c", config)
         checked = backend.check(small, source, cpu_target, seeds=SEEDS)
         assert checked.correct, f"{label} {config}: {checked.reason}"
-        profile = backend.profile(small, source, cpu_target, parent_source=baseline)
+        for _ in range(3):  # a comparison the host left unjudged (its cores not free) is no verdict: again
+            profile = backend.profile(small, source, cpu_target, parent_source=baseline)
+            if profile.judged:
+                break
         assert profile.outcome == Outcome.KEPT, f"{label} {config}: {profile.reason}"
         assert math.isfinite(profile.median_ns) and profile.median_ns > 0
         assert profile.trials == PLAN.min_trials and len(profile.paired_ratios) == PLAN.min_trials

@@ -737,13 +737,17 @@ def test_work_in_a_process_reaped_within_a_call_is_refused(
     nothing; the control, without the filter, is kept with a fake speedup."""
     task, honest = get_task("rmsnorm"), (CHEATS / "correct.c").read_text()
     source = world.render("hidden_process.c")
-    verdict = evaluate(task, isolated_timer, _no_peaks(cpu_target), source, honest)
+    verdict = _when_the_host_was_quiet(
+        lambda: evaluate(task, isolated_timer, _no_peaks(cpu_target), source, honest)
+    )
     assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, verdict.reason
     assert (verdict.speedup or 0) < 1.6, verdict.speedup
     unfiltered = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-process"), check_timeout_s=10.0,
                                  memory_bytes=768 << 20, counters=False, sandbox=Sandbox(seccomp=False),
                                  timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
-    control = evaluate(task, unfiltered, _no_peaks(cpu_target), source, honest)
+    control = _when_the_host_was_quiet(
+        lambda: evaluate(task, unfiltered, _no_peaks(cpu_target), source, honest)
+    )
     assert control.outcome == Outcome.KEPT, control.reason
     assert control.speedup is not None and control.speedup > 1.6, control.speedup
 
@@ -1215,7 +1219,7 @@ def test_a_kernel_cannot_predict_the_inputs_of_the_calls_to_come(
     assert honest != source
     verdict = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
     # No fake speedup: the two objects are not the same code, and a few percent between them is real
-    # (kept at 1.047x in a suite of stop 51, where the attack reads over 2x).
+    # (kept at 1.047x in a run of the agent tests at stop 51, where the attack reads over 2x).
     assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED} and (verdict.speedup or 0) < 1.1, (
         verdict.outcome,
         verdict.speedup,
