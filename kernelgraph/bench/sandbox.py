@@ -21,6 +21,7 @@ results/sandbox-protocols-<time>.json.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import platform
@@ -198,53 +199,71 @@ def goal_verdict(goal: str, interval: tuple[float, float]) -> str:
     return MISSED if high < lowest or low > highest else UNRESOLVED
 
 
+# The null control (`run_protocol_bench(null_control=True)`): a second in-process evaluation in every
+# repeat, judged against the first exactly as the isolated one is. Its verdicts say what this host lets
+# the repeats resolve: where the old protocol against itself misses or cannot resolve a goal, the new
+# one's verdict on that goal says as much about the host as about the protocol.
+IN_PROCESS_AGAIN = "in-process-again"
+
+
 def judge(cell: dict[str, Any]) -> dict[str, Any]:
     """`cell` judged from its runs alone (each protocol's per-evaluation wall time, median and rel.
     IQR): the medians, each goal's figure, its 95% interval and verdict, whether the point estimate
     meets it, and the paired readings; so a report saved by older code is judged as a new one is
-    (`kernelgraph bench sandbox --rejudge`)."""
+    (`kernelgraph bench sandbox --rejudge`). Where the cell has the null control's runs, the same
+    figures of the in-process protocol against itself go in `cell["null_control"]`."""
     from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
 
     runs = cell["runs"]
-    new, old = runs[ISOLATED], runs[IN_PROCESS]
+    cell["medians"] = {
+        p: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for p, rows in runs.items() if rows
+    }
+    cell.update(_judge_pair(cell, runs[ISOLATED], runs[IN_PROCESS]))
+    if IN_PROCESS_AGAIN in runs:
+        cell["null_control"] = _judge_pair(cell, runs[IN_PROCESS_AGAIN], runs[IN_PROCESS])
+    return cell
+
+
+def _judge_pair(cell: dict[str, Any], new: list[dict[str, Any]], old: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each goal's figure, interval and verdict for the evaluations `new` against `old` (the same
+    repeats), the point estimates' verdicts (`meets`) and the readings paired by repeat."""
     if not new or len(new) != len(old):
         raise ValueError(f"{cell.get('task')} {cell.get('config')}: its runs are not pairs of both protocols")
 
     def figures(key: str) -> tuple[list[float], list[float]]:
         return [float(r[key]) for r in new], [float(r[key]) for r in old]
 
-    cell["medians"] = {
-        p: {k: statistics.median(r[k] for r in rows) for k in rows[0]} for p, rows in runs.items()
+    def median(rows: list[dict[str, Any]], key: str) -> float:
+        return statistics.median(float(r[key]) for r in rows)
+
+    judged: dict[str, Any] = {
+        "wall_ratio": median(new, "wall_s") / median(old, "wall_s"),
+        "rel_iqr_increase": median(new, "rel_iqr") - median(old, "rel_iqr"),
+        "median_ratio": median(new, "median_ns") / median(old, "median_ns"),
     }
-    median_new, median_old = cell["medians"][ISOLATED], cell["medians"][IN_PROCESS]
-    cell["wall_ratio"] = median_new["wall_s"] / median_old["wall_s"]
-    cell["rel_iqr_increase"] = median_new["rel_iqr"] - median_old["rel_iqr"]
-    cell["median_ratio"] = median_new["median_ns"] / median_old["median_ns"]
     intervals = {
         "wall": _interval(*figures("wall_s"), np.divide),
         "rel_iqr": _interval(*figures("rel_iqr"), np.subtract),
         "median": median_ratio_interval(*figures("median_ns")),
     }
     for goal, figure in GOALS.items():
-        cell[f"{figure}_ci"] = list(intervals[goal])
-        cell[f"{goal}_verdict"] = goal_verdict(goal, intervals[goal])
-    cell["meets"] = {goal: goal_verdict(goal, (cell[f], cell[f])) == MET for goal, f in GOALS.items()}
+        judged[f"{figure}_ci"] = list(intervals[goal])
+        judged[f"{goal}_verdict"] = goal_verdict(goal, intervals[goal])
+    judged["meets"] = {goal: goal_verdict(goal, (judged[f], judged[f])) == MET for goal, f in GOALS.items()}
     # Each repeat runs both protocols back to back, so a repeat's own ratio or difference is not moved
     # by the host changing speed between repeats (bimodally some days): readings beside the goals'.
-    isolated_ns, in_process_ns = figures("median_ns")
-    cell["paired_median_ratio"] = statistics.median(
-        n / o for n, o in zip(isolated_ns, in_process_ns, strict=True)
-    )
-    cell["paired_rel_iqr_increase"], cell["paired_rel_iqr_increase_ci"] = _paired_increase(
+    new_ns, old_ns = figures("median_ns")
+    judged["paired_median_ratio"] = statistics.median(n / o for n, o in zip(new_ns, old_ns, strict=True))
+    judged["paired_rel_iqr_increase"], judged["paired_rel_iqr_increase_ci"] = _paired_increase(
         *figures("rel_iqr")
     )
-    return cell
+    return judged
 
 
-def _paired_increase(isolated: list[float], in_process: list[float]) -> tuple[float, list[float]]:
-    """The median over repeats of each repeat's isolated figure less its in-process one, and its 95%
-    interval (the repeats resampled as pairs)."""
-    increase = np.asarray(isolated, dtype=float) - np.asarray(in_process, dtype=float)
+def _paired_increase(new: list[float], old: list[float]) -> tuple[float, list[float]]:
+    """The median over repeats of each repeat's new figure less its old one, and its 95% interval
+    (the repeats resampled as pairs)."""
+    increase = np.asarray(new, dtype=float) - np.asarray(old, dtype=float)
     return float(np.median(increase)), list(_percentile_interval(_resampled_medians(increase, GOAL_SEED)))
 
 
@@ -289,9 +308,12 @@ def _load() -> float:
 def run_protocol_bench(
     task_names: list[str], target_name: str, repeats: int, trials: int = BENCH_TIMING.min_trials,
     progress: Progress | None = None, on_cell: Callable[[dict[str, Any]], object] | None = None,
+    null_control: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """Each task's baseline and landscape bests, evaluated with the in-process and the isolated
-    protocol at the same trial count, the protocols alternating (A B B A ...) repeat by repeat.
+    protocol at the same trial count, the protocols alternating (A B B A ...) repeat by repeat;
+    with `null_control`, a second in-process evaluation too (`IN_PROCESS_AGAIN`), the three in each
+    of their six orders in turn (`arm_order`).
 
     The first repeat of every cell is run first, isolated before in-process (any cold-start cost
     falls on the new protocol): it times the run, so the estimate is printed before the other
@@ -311,39 +333,41 @@ def run_protocol_bench(
         "started_at": datetime.now(UTC).isoformat(), "cells": [],
     }  # fmt: skip
     loads = [_load()]
+    arms = (ISOLATED, IN_PROCESS, IN_PROCESS_AGAIN) if null_control else (ISOLATED, IN_PROCESS)
+    report["arms"] = list(arms)
     with tempfile.TemporaryDirectory(prefix="kg-protocol-bench-") as tmp, bar:
-        backends = {p: CBackend(cache_dir=Path(tmp), counters=False, timing=replace(timing, protocol=p))
-                    for p in (ISOLATED, IN_PROCESS)}  # fmt: skip
+        backends = {arm: CBackend(cache_dir=Path(tmp), counters=False,
+                                  timing=replace(timing, protocol=ISOLATED if arm == ISOLATED else IN_PROCESS))
+                    for arm in arms}  # fmt: skip
         chosen = _cells(task_names)
-        runs: list[dict[str, list[dict[str, float]]]] = [{p: [] for p in backends} for _ in chosen]
+        runs: list[dict[str, list[dict[str, float]]]] = [{arm: [] for arm in arms} for _ in chosen]
         cell_loads: list[list[float]] = [[] for _ in chosen]
         first_s: list[float] = []
-        total = len(chosen) * repeats * 2
+        total = len(chosen) * repeats * len(arms)
         run = bar.add_task("first repeat of every cell (the estimate)", total=total)
         started = time.perf_counter()
         for k, (task, _, source) in enumerate(chosen):
-            backends[ISOLATED].compile(task, source, target)  # both share the cache
+            backends[ISOLATED].compile(task, source, target)  # all share the cache
             start = time.perf_counter()
             cell_loads[k].append(_load())
-            for protocol, backend in backends.items():  # isolated first: repeat 0 is B A
-                runs[k][protocol].append(_evaluate_once(task, target, source, backend))
+            for arm in arm_order(arms, 0):
+                runs[k][arm].append(_evaluate_once(task, target, source, backends[arm]))
                 bar.advance(run)
             first_s.append(time.perf_counter() - start)
         estimate_s = sum(first_s) * (repeats - 1)
         finish = datetime.now(UTC).timestamp() + estimate_s
         bar.console.print(
             f"first repeat took {time.perf_counter() - started:.0f} s at load {_load():.1f}: the other "
-            f"{repeats - 1} repeats of {len(chosen)} cells x 2 protocols at {trials} trials should take about "
-            f"{estimate_s / 60:.0f} min (done near {datetime.fromtimestamp(finish, UTC):%H:%M} UTC)", highlight=False,
+            f"{repeats - 1} repeats of {len(chosen)} cells x {len(arms)} evaluations at {trials} trials should take "
+            f"about {estimate_s / 60:.0f} min (done near {datetime.fromtimestamp(finish, UTC):%H:%M} UTC)", highlight=False,
         )  # fmt: skip
         report["estimate_s"] = estimate_s
         for k, (task, label, source) in enumerate(chosen):
             bar.update(run, description=f"{task.name} {label}")
             for repeat in range(1, repeats):
                 cell_loads[k].append(_load())
-                order = list(backends.items())
-                for protocol, backend in order if repeat % 2 == 0 else reversed(order):
-                    runs[k][protocol].append(_evaluate_once(task, target, source, backend))
+                for arm in arm_order(arms, repeat):
+                    runs[k][arm].append(_evaluate_once(task, target, source, backends[arm]))
                     bar.advance(run)
             loads += cell_loads[k]
             cell = _protocol_cell(task.name, label, repeats, runs[k], cell_loads[k], first_s[k])
@@ -360,6 +384,14 @@ def run_protocol_bench(
                 on_cell(report)
     report["complete"] = True
     return report
+
+
+def arm_order(arms: Sequence[str], repeat: int) -> list[str]:
+    """The order of a repeat's evaluations: the arms as given in repeat 0 (isolated first, so any
+    cold start falls on the new protocol), then every ordering of them in turn, so over each block of
+    len(arms)! repeats every arm runs in every position equally often (two arms: A B, B A, ...)."""
+    orders = list(itertools.permutations(arms))
+    return list(orders[repeat % len(orders)])
 
 
 def _protocol_cell(
@@ -384,22 +416,38 @@ def _interval_text(cell: dict[str, Any], goal: str, signed: bool = False) -> str
     return f"[{low:+.3f}, {high:+.3f}]" if signed else f"[{low:.3f}, {high:.3f}]"
 
 
+def _judged_text(judged: dict[str, Any]) -> str:
+    """One comparison's figures, intervals and verdicts (a cell, or its null control)."""
+    ok = ",".join(k for k, v in judged["meets"].items() if not v) or "all goals met"
+    real = ",".join(real_misses(judged)) or "none"
+    return (f"wall x{judged['wall_ratio']:.3f} {_interval_text(judged, 'wall')} {judged['wall_verdict']}  "
+            f"rel. IQR {judged['rel_iqr_increase']:+.4f} {_interval_text(judged, 'rel_iqr', signed=True)} "
+            f"{judged['rel_iqr_verdict']}  median x{judged['median_ratio']:.3f} {_interval_text(judged, 'median')} "
+            f"{judged['median_verdict']} (paired x{judged['paired_median_ratio']:.3f})"
+            f"  ({ok if ok == 'all goals met' else 'missed: ' + ok}; real misses: {real})")  # fmt: skip
+
+
 def render_protocol_cell(cell: dict[str, Any]) -> str:
-    ok = ",".join(k for k, v in cell["meets"].items() if not v) or "all goals met"
     load = cell.get("load_average_1m", {}).get("median")
-    real = ",".join(real_misses(cell)) or "none"
-    return (f"  {cell['task']:<18} {cell['config']:<8} wall x{cell['wall_ratio']:.3f} "
-            f"{_interval_text(cell, 'wall')} {cell['wall_verdict']}  "
-            f"rel. IQR {cell['rel_iqr_increase']:+.4f} {_interval_text(cell, 'rel_iqr', signed=True)} "
-            f"{cell['rel_iqr_verdict']}  median x{cell['median_ratio']:.3f} {_interval_text(cell, 'median')} "
-            f"{cell['median_verdict']} (paired x{cell['paired_median_ratio']:.3f})"
-            + (f"  load {load:.1f}" if load is not None else "")
-            + f"  ({ok if ok == 'all goals met' else 'missed: ' + ok}; real misses: {real})")  # fmt: skip
+    line = (
+        f"  {cell['task']:<18} {cell['config']:<8} "
+        + _judged_text(cell)
+        + (f"  load {load:.1f}" if load is not None else "")
+    )
+    if "null_control" in cell:
+        line += (
+            f"\n  {'':<18} {'null':<8} "
+            + _judged_text(cell["null_control"])
+            + "  (in-process against itself)"
+        )
+    return line
 
 
-def verdict_counts(result: dict[str, Any]) -> dict[str, dict[str, int]]:
-    """Per goal, how many cells each verdict has (what the repeats resolve, over the whole run)."""
-    return {goal: dict(Counter(cell[f"{goal}_verdict"] for cell in result["cells"])) for goal in GOALS}
+def verdict_counts(result: dict[str, Any], part: str | None = None) -> dict[str, dict[str, int]]:
+    """Per goal, how many cells each verdict has (what the repeats resolve, over the whole run); with
+    `part` "null_control", of the in-process protocol against itself (cells without one left out)."""
+    judged = [c if part is None else c[part] for c in result["cells"] if part is None or part in c]
+    return {goal: dict(Counter(j[f"{goal}_verdict"] for j in judged)) for goal in GOALS}
 
 
 def render_protocols(result: dict[str, Any]) -> str:
@@ -410,8 +458,11 @@ def render_protocols(result: dict[str, Any]) -> str:
     lines += [render_protocol_cell(c) for c in result["cells"]]
     met = sum(all(c["meets"].values()) for c in result["cells"])
     lines.append(f"  {met} of {len(result['cells'])} cells meet every goal (point estimates)")
+    null = any("null_control" in c for c in result["cells"])
     for goal, counts in verdict_counts(result).items():
-        lines.append(f"  {goal}: the repeats say " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+        lines.append(f"  {goal}: the repeats say {_counts_text(counts)}"
+                     + (f"; in-process against itself: {_counts_text(verdict_counts(result, 'null_control')[goal])}"
+                        if null else ""))  # fmt: skip
     paired = [(c["paired_rel_iqr_increase"], c["paired_rel_iqr_increase_ci"][0]) for c in result["cells"]]
     lines.append(
         f"  rel_iqr paired by repeat: higher isolated in {sum(m > 0 for m, _ in paired)} of {len(paired)} cells, "
@@ -419,6 +470,10 @@ def render_protocols(result: dict[str, Any]) -> str:
         f"(+{PROTOCOL_GOALS['rel_iqr_increase']}) in {sum(low > PROTOCOL_GOALS['rel_iqr_increase'] for _, low in paired)}"
     )
     return "\n".join(lines)
+
+
+def _counts_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
 
 
 def protocols_markdown(result: dict[str, Any]) -> str:
@@ -447,4 +502,18 @@ def protocols_markdown(result: dict[str, Any]) -> str:
             f"{'-' if load is None else f'{load:.1f}'} | "
             f"{'all' if not met else 'missed: ' + ', '.join(met)} | {', '.join(real_misses(c)) or 'none'} |"
         )  # fmt: skip
+    controlled = [c for c in result["cells"] if "null_control" in c]
+    if controlled:
+        lines += ["", "The null control, the in-process protocol against itself in the same repeats:", "",
+                  "| task | config | wall ratio | its 95% CI, the repeats say | rel. IQR change | "
+                  "its 95% CI, the repeats say | median ratio | its 95% CI, the repeats say | real misses |",
+                  "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for c in controlled:
+            n = c["null_control"]
+            lines.append(
+                f"| {c['task']} | {c['config']} | {n['wall_ratio']:.3f} | {_interval_text(n, 'wall')} {n['wall_verdict']} | "
+                f"{n['rel_iqr_increase']:+.3f} | {_interval_text(n, 'rel_iqr', signed=True)} {n['rel_iqr_verdict']} | "
+                f"{n['median_ratio']:.3f} | {_interval_text(n, 'median')} {n['median_verdict']} | "
+                f"{', '.join(real_misses(n)) or 'none'} |"
+            )  # fmt: skip
     return "\n".join(lines)

@@ -70,6 +70,12 @@ def sandbox(
         max=200,
         help="--compare protocols: timed trials per evaluation (both protocols)",
     ),
+    null_control: bool = typer.Option(
+        True,
+        "--null-control/--no-null-control",
+        help="--compare protocols: a second in-process evaluation in every repeat, judged against the "
+        "first as the isolated one is (what the host lets the repeats resolve; 1.5x the time)",
+    ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object (progress goes to stderr)"),
     results_dir: str = typer.Option("results", "--results-dir", help="where the JSON results are saved"),
     rejudge: str = typer.Option(
@@ -104,7 +110,7 @@ def sandbox(
             partial = Path(results_dir) / "sandbox-protocols-partial.json"  # the cells so far
             partial.parent.mkdir(parents=True, exist_ok=True)
             result = run_protocol_bench(
-                names, target, repeats, trials,
+                names, target, repeats, trials, null_control=null_control,
                 on_cell=lambda report: partial.write_text(json.dumps(report, indent=2, default=str)),
             )  # fmt: skip
             partial.unlink(missing_ok=True)

@@ -187,3 +187,43 @@ def test_an_evaluation_the_host_left_unjudged_is_made_again_and_counted() -> Non
     assert run["host_refusals"] == 2 and run["median_ns"] == 100.0 and run["rel_iqr"] == 0.02
     with pytest.raises(RuntimeError, match="cores not free"):
         sandbox._evaluate_once(task, None, "src", Scripted([busy] * (sandbox.HOST_REFUSALS_MAX + 1)))  # type: ignore[arg-type]
+
+
+def test_the_null_control_is_judged_as_the_new_protocol_is() -> None:
+    """With the null control's runs (a second in-process evaluation in each repeat) a cell also holds
+    the in-process protocol judged against itself, by the same rules: here the second evaluations are
+    as spread as the isolated ones, so the spread goal the isolated protocol misses is missed by the old
+    protocol against itself too, which the summary and the docs table say."""
+    from kernelgraph.bench.sandbox import IN_PROCESS_AGAIN, render_protocols, verdict_counts
+
+    steady = [1.0 + 0.001 * k for k in range(20)]
+    old = _runs(steady, [100.0] * 20, [0.02 + 0.0001 * k for k in range(20)])
+    wider = _runs(steady, [100.0] * 20, [0.05 + 0.0001 * k for k in range(20)])
+    cell = _protocol_cell("t", "best-A", 20, {ISOLATED: wider, IN_PROCESS: old, IN_PROCESS_AGAIN: wider}, [1.0] * 20, 5.0)  # fmt: skip
+    assert cell["rel_iqr_verdict"] == "missed" and cell["null_control"]["rel_iqr_verdict"] == "missed"
+    assert cell["null_control"]["median_verdict"] == "met" and cell["null_control"]["meets"]["wall"]
+    plain = _protocol_cell("t", "baseline", 20, {ISOLATED: old, IN_PROCESS: old}, [1.0] * 20, 5.0)
+    assert "null_control" not in plain
+    report = {"cells": [cell, plain], "timing_plan": {"trials": 30}, "target": "x", "cpus": 2}
+    assert verdict_counts(report, "null_control")["rel_iqr"] == {"missed": 1}
+    assert (
+        "rel_iqr: the repeats say 1 met, 1 missed; in-process against itself: 1 missed"
+        in render_protocols(report)
+    )
+    table = protocols_markdown(report)
+    null_table = table[table.index("The null control") :].splitlines()[2:]
+    assert _rows_fit_the_header("\n".join(null_table)) and len(null_table) == 3, table
+    assert null_table[2].startswith("| t | best-A | 1.000 |") and null_table[2].endswith("| rel_iqr |")
+
+
+def test_each_arm_runs_in_every_position_equally_often() -> None:
+    """The repeats' orders: two arms alternate A B, B A; three go through their six orders, so in every
+    block of six repeats each arm is first, second and third twice; repeat 0 starts with the new protocol."""
+    from kernelgraph.bench.sandbox import IN_PROCESS_AGAIN, arm_order
+
+    assert [arm_order((ISOLATED, IN_PROCESS), r) for r in range(3)] == [
+        [ISOLATED, IN_PROCESS], [IN_PROCESS, ISOLATED], [ISOLATED, IN_PROCESS]]  # fmt: skip
+    arms = (ISOLATED, IN_PROCESS, IN_PROCESS_AGAIN)
+    block = [arm_order(arms, r) for r in range(6)]
+    assert block[0][0] == ISOLATED and len({tuple(o) for o in block}) == 6
+    assert all(sum(o[position] == arm for o in block) == 2 for arm in arms for position in range(3))
