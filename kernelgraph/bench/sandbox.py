@@ -176,6 +176,10 @@ def _interval(
 # Each goal: the figure it judges (a cell's key; its interval is "<key>_ci", its verdict "<goal>_verdict")
 # and the band the figure must lie in.
 GOALS = {"wall": "wall_ratio", "rel_iqr": "rel_iqr_increase", "median": "median_ratio"}
+# ... the per-evaluation figure it is read from, and how the new protocol's is set against the old's.
+GOAL_FIGURES: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
+    "wall": ("wall_s", np.divide), "rel_iqr": ("rel_iqr", np.subtract), "median": ("median_ns", np.divide),
+}  # fmt: skip
 GOAL_BANDS = {
     "wall": (-math.inf, PROTOCOL_GOALS["wall_ratio"]),
     "rel_iqr": (-math.inf, PROTOCOL_GOALS["rel_iqr_increase"]),
@@ -229,42 +233,27 @@ def _judge_pair(cell: dict[str, Any], new: list[dict[str, Any]], old: list[dict[
     repeats), the point estimates' verdicts (`meets`) and the readings paired by repeat."""
     if not new or len(new) != len(old):
         raise ValueError(f"{cell.get('task')} {cell.get('config')}: its runs are not pairs of both protocols")
-
-    def figures(key: str) -> tuple[list[float], list[float]]:
-        return [float(r[key]) for r in new], [float(r[key]) for r in old]
-
-    def median(rows: list[dict[str, Any]], key: str) -> float:
-        return statistics.median(float(r[key]) for r in rows)
-
-    judged: dict[str, Any] = {
-        "wall_ratio": median(new, "wall_s") / median(old, "wall_s"),
-        "rel_iqr_increase": median(new, "rel_iqr") - median(old, "rel_iqr"),
-        "median_ratio": median(new, "median_ns") / median(old, "median_ns"),
-    }
-    intervals = {
-        "wall": _interval(*figures("wall_s"), np.divide),
-        "rel_iqr": _interval(*figures("rel_iqr"), np.subtract),
-        "median": median_ratio_interval(*figures("median_ns")),
-    }
+    judged: dict[str, Any] = {}
+    paired: list[tuple[str, str, np.ndarray]] = []
     for goal, figure in GOALS.items():
-        judged[f"{figure}_ci"] = list(intervals[goal])
-        judged[f"{goal}_verdict"] = goal_verdict(goal, intervals[goal])
+        key, compare = GOAL_FIGURES[goal]
+        new_values = np.asarray([float(r[key]) for r in new])
+        old_values = np.asarray([float(r[key]) for r in old])
+        judged[figure] = float(compare(np.median(new_values), np.median(old_values)))
+        interval = _interval(list(new_values), list(old_values), compare)
+        judged[f"{figure}_ci"] = list(interval)
+        judged[f"{goal}_verdict"] = goal_verdict(goal, interval)
+        paired.append((goal, figure, compare(new_values, old_values)))
     judged["meets"] = {goal: goal_verdict(goal, (judged[f], judged[f])) == MET for goal, f in GOALS.items()}
     # Each repeat runs both protocols back to back, so a repeat's own ratio or difference is not moved
-    # by the host changing speed between repeats (bimodally some days): readings beside the goals'.
-    new_ns, old_ns = figures("median_ns")
-    judged["paired_median_ratio"] = statistics.median(n / o for n, o in zip(new_ns, old_ns, strict=True))
-    judged["paired_rel_iqr_increase"], judged["paired_rel_iqr_increase_ci"] = _paired_increase(
-        *figures("rel_iqr")
-    )
+    # by the host changing speed between repeats (bimodally some days): readings beside the goals'
+    # (the verdicts above stay the ones declared), each with its interval and what it says of the goal.
+    judged["paired_verdicts"] = {}
+    for goal, figure, per_repeat in paired:
+        judged[f"paired_{figure}"] = float(np.median(per_repeat))
+        judged[f"paired_{figure}_ci"] = list(_percentile_interval(_resampled_medians(per_repeat, GOAL_SEED)))
+        judged["paired_verdicts"][goal] = goal_verdict(goal, judged[f"paired_{figure}_ci"])
     return judged
-
-
-def _paired_increase(new: list[float], old: list[float]) -> tuple[float, list[float]]:
-    """The median over repeats of each repeat's new figure less its old one, and its 95% interval
-    (the repeats resampled as pairs)."""
-    increase = np.asarray(new, dtype=float) - np.asarray(old, dtype=float)
-    return float(np.median(increase)), list(_percentile_interval(_resampled_medians(increase, GOAL_SEED)))
 
 
 # An evaluation the host left unjudged (another task on the cores for a whole profile: twice at
@@ -416,6 +405,12 @@ def _interval_text(cell: dict[str, Any], goal: str, signed: bool = False) -> str
     return f"[{low:+.3f}, {high:+.3f}]" if signed else f"[{low:.3f}, {high:.3f}]"
 
 
+def _paired_text(judged: dict[str, Any], goal: str) -> str:
+    """The interval of a goal's reading paired by repeat and what it says of the goal."""
+    low, high = judged[f"paired_{GOALS[goal]}_ci"]
+    return f"[{low:.3f}, {high:.3f}] {judged['paired_verdicts'][goal]}"
+
+
 def _judged_text(judged: dict[str, Any]) -> str:
     """One comparison's figures, intervals and verdicts (a cell, or its null control)."""
     ok = ",".join(k for k, v in judged["meets"].items() if not v) or "all goals met"
@@ -423,7 +418,7 @@ def _judged_text(judged: dict[str, Any]) -> str:
     return (f"wall x{judged['wall_ratio']:.3f} {_interval_text(judged, 'wall')} {judged['wall_verdict']}  "
             f"rel. IQR {judged['rel_iqr_increase']:+.4f} {_interval_text(judged, 'rel_iqr', signed=True)} "
             f"{judged['rel_iqr_verdict']}  median x{judged['median_ratio']:.3f} {_interval_text(judged, 'median')} "
-            f"{judged['median_verdict']} (paired x{judged['paired_median_ratio']:.3f})"
+            f"{judged['median_verdict']} (paired x{judged['paired_median_ratio']:.3f} {_paired_text(judged, 'median')})"
             f"  ({ok if ok == 'all goals met' else 'missed: ' + ok}; real misses: {real})")  # fmt: skip
 
 
@@ -443,11 +438,17 @@ def render_protocol_cell(cell: dict[str, Any]) -> str:
     return line
 
 
-def verdict_counts(result: dict[str, Any], part: str | None = None) -> dict[str, dict[str, int]]:
+def verdict_counts(
+    result: dict[str, Any], part: str | None = None, paired: bool = False
+) -> dict[str, dict[str, int]]:
     """Per goal, how many cells each verdict has (what the repeats resolve, over the whole run); with
-    `part` "null_control", of the in-process protocol against itself (cells without one left out)."""
+    `part` "null_control", of the in-process protocol against itself (cells without one left out);
+    `paired`, of the intervals of the readings paired by repeat."""
     judged = [c if part is None else c[part] for c in result["cells"] if part is None or part in c]
-    return {goal: dict(Counter(j[f"{goal}_verdict"] for j in judged)) for goal in GOALS}
+    return {
+        goal: dict(Counter(j["paired_verdicts"][goal] if paired else j[f"{goal}_verdict"] for j in judged))
+        for goal in GOALS
+    }
 
 
 def render_protocols(result: dict[str, Any]) -> str:
@@ -459,10 +460,15 @@ def render_protocols(result: dict[str, Any]) -> str:
     met = sum(all(c["meets"].values()) for c in result["cells"])
     lines.append(f"  {met} of {len(result['cells'])} cells meet every goal (point estimates)")
     null = any("null_control" in c for c in result["cells"])
-    for goal, counts in verdict_counts(result).items():
-        lines.append(f"  {goal}: the repeats say {_counts_text(counts)}"
-                     + (f"; in-process against itself: {_counts_text(verdict_counts(result, 'null_control')[goal])}"
-                        if null else ""))  # fmt: skip
+    counts = {(part, paired): verdict_counts(result, part, paired)
+              for part in ((None, "null_control") if null else (None,)) for paired in (False, True)}  # fmt: skip
+    for goal in GOALS:
+        text = (f"  {goal}: the repeats say {_counts_text(counts[None, False][goal])} "
+                f"(paired by repeat: {_counts_text(counts[None, True][goal])})")  # fmt: skip
+        if null:
+            text += (f"; in-process against itself: {_counts_text(counts['null_control', False][goal])} "
+                     f"(paired: {_counts_text(counts['null_control', True][goal])})")  # fmt: skip
+        lines.append(text)
     paired = [(c["paired_rel_iqr_increase"], c["paired_rel_iqr_increase_ci"][0]) for c in result["cells"]]
     lines.append(
         f"  rel_iqr paired by repeat: higher isolated in {sum(m > 0 for m, _ in paired)} of {len(paired)} cells, "
@@ -483,7 +489,7 @@ def protocols_markdown(result: dict[str, Any]) -> str:
     lines = [
         "| task | config | wall in-process (s) | wall isolated (s) | wall ratio (goal <= 1.15) | its 95% CI, the repeats say | "
         "rel. IQR in-process | rel. IQR isolated | change (goal <= +0.005) | its 95% CI, the repeats say | "
-        "median ratio (goal 0.98-1.02) | its 95% CI, the repeats say | paired median ratio | load (median) | "
+        "median ratio (goal 0.98-1.02) | its 95% CI, the repeats say | paired median ratio, its 95% CI | load (median) | "
         "met (point estimates) | real misses |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -498,7 +504,7 @@ def protocols_markdown(result: dict[str, Any]) -> str:
             f"{_interval_text(c, 'rel_iqr', signed=True)} {c['rel_iqr_verdict']} | "
             f"{c['median_ratio']:.3f} {mark[c['meets']['median']]} | "
             f"{_interval_text(c, 'median')} {c['median_verdict']} | "
-            f"{c['paired_median_ratio']:.3f} | "
+            f"{c['paired_median_ratio']:.3f} {_paired_text(c, 'median')} | "
             f"{'-' if load is None else f'{load:.1f}'} | "
             f"{'all' if not met else 'missed: ' + ', '.join(met)} | {', '.join(real_misses(c)) or 'none'} |"
         )  # fmt: skip
@@ -506,14 +512,15 @@ def protocols_markdown(result: dict[str, Any]) -> str:
     if controlled:
         lines += ["", "The null control, the in-process protocol against itself in the same repeats:", "",
                   "| task | config | wall ratio | its 95% CI, the repeats say | rel. IQR change | "
-                  "its 95% CI, the repeats say | median ratio | its 95% CI, the repeats say | real misses |",
-                  "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+                  "its 95% CI, the repeats say | median ratio | its 95% CI, the repeats say | paired median ratio, its 95% CI | "
+                  "real misses |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
         for c in controlled:
             n = c["null_control"]
             lines.append(
                 f"| {c['task']} | {c['config']} | {n['wall_ratio']:.3f} | {_interval_text(n, 'wall')} {n['wall_verdict']} | "
                 f"{n['rel_iqr_increase']:+.3f} | {_interval_text(n, 'rel_iqr', signed=True)} {n['rel_iqr_verdict']} | "
                 f"{n['median_ratio']:.3f} | {_interval_text(n, 'median')} {n['median_verdict']} | "
-                f"{', '.join(real_misses(n)) or 'none'} |"
+                f"{n['paired_median_ratio']:.3f} {_paired_text(n, 'median')} | {', '.join(real_misses(n)) or 'none'} |"
             )  # fmt: skip
     return "\n".join(lines)

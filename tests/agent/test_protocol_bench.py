@@ -85,6 +85,11 @@ def test_every_goal_says_whether_the_repeats_resolve_it() -> None:
     assert cell["wall_ratio_ci"][0] > 1.15 and cell["rel_iqr_increase_ci"][0] > 0.005
     assert cell["paired_rel_iqr_increase"] == pytest.approx(0.03)  # each repeat's pair, isolated - in-process
     assert cell["paired_rel_iqr_increase_ci"] == pytest.approx([0.03, 0.03])
+    assert cell["paired_wall_ratio_ci"] == pytest.approx([1.3, 1.3]) and cell["paired_median_ratio_ci"] == [
+        1.0,
+        1.0,
+    ]
+    assert cell["paired_verdicts"] == {"wall": "missed", "rel_iqr": "missed", "median": "met"}
     row = protocols_markdown({"cells": [cell]}).splitlines()[2]
     assert row.endswith("| missed: wall, rel_iqr | wall, rel_iqr |"), row
     same = _protocol_cell("t", "baseline", 20, {IN_PROCESS: old, ISOLATED: old}, [1.0] * 20, 5.0)
@@ -206,10 +211,11 @@ def test_the_null_control_is_judged_as_the_new_protocol_is() -> None:
     assert "null_control" not in plain
     report = {"cells": [cell, plain], "timing_plan": {"trials": 30}, "target": "x", "cpus": 2}
     assert verdict_counts(report, "null_control")["rel_iqr"] == {"missed": 1}
+    summary = render_protocols(report)
     assert (
-        "rel_iqr: the repeats say 1 met, 1 missed; in-process against itself: 1 missed"
-        in render_protocols(report)
-    )
+        "rel_iqr: the repeats say 1 met, 1 missed (paired by repeat: 1 met, 1 missed); "
+        "in-process against itself: 1 missed (paired: 1 missed)" in summary
+    ), summary
     table = protocols_markdown(report)
     null_table = table[table.index("The null control") :].splitlines()[2:]
     assert _rows_fit_the_header("\n".join(null_table)) and len(null_table) == 3, table
@@ -227,3 +233,18 @@ def test_each_arm_runs_in_every_position_equally_often() -> None:
     block = [arm_order(arms, r) for r in range(6)]
     assert block[0][0] == ISOLATED and len({tuple(o) for o in block}) == 6
     assert all(sum(o[position] == arm for o in block) == 2 for arm in arms for position in range(3))
+
+
+def test_a_reading_paired_by_repeat_sees_through_a_host_that_moves_between_repeats() -> None:
+    """A host whose speed jumps between repeats (both protocols alike within one) leaves the declared,
+    unpaired median goal unresolved, while the ratios paired by repeat resolve a steady 5% as a miss
+    and a steady 0.5% as met; the verdicts the goals are judged by stay the unpaired ones."""
+    host = [1.0 if k % 2 else 1.3 for k in range(20)]
+    old = _runs([1.0] * 20, [100.0 * h for h in host], [0.02] * 20)
+    for factor, paired in ((1.05, "missed"), (1.005, "met")):
+        new = _runs([1.0] * 20, [100.0 * h * factor for h in host], [0.02] * 20)
+        cell = _protocol_cell("t", "baseline", 20, {IN_PROCESS: old, ISOLATED: new}, [1.0] * 20, 5.0)
+        assert cell["median_verdict"] == "unresolved", cell["median_ratio_ci"]
+        assert cell["paired_verdicts"]["median"] == paired and cell["paired_median_ratio"] == pytest.approx(
+            factor
+        )
