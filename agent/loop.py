@@ -342,9 +342,10 @@ KEEP_CONFIDENCE = 0.99  # two-sided: the lower bound errs above the true median 
 MAX_MEASUREMENTS = 3  # a promising but unproven candidate is re-measured, pairs pooled, up to this
 
 
-def median_interval(
-    values: Sequence[float], confidence: float = KEEP_CONFIDENCE
-) -> tuple[float, float, float]:
+Interval = tuple[float, float, float]  # (low, median, high): `median_interval`
+
+
+def median_interval(values: Sequence[float], confidence: float = KEEP_CONFIDENCE) -> Interval:
     """(low, median, high): a distribution-free confidence interval of the median, from order
     statistics (the number of values below the true median is Binomial(n, 1/2)); (nan, nan, nan)
     for no values, and the extremes when there are too few values for the confidence asked."""
@@ -381,6 +382,31 @@ class KeepDecision:
                 f"kept only when the interval is above {1 + keep_threshold:.2f}x)")  # fmt: skip
 
 
+def pool_measurements(
+    first: ProfileResult,
+    remeasure: Callable[[], ProfileResult | None],
+    settled: Callable[[list[ProfileResult]], bool],
+    usable: Callable[[ProfileResult], bool],
+    refuse: Callable[[ProfileResult], str] = lambda _: "",
+) -> tuple[list[ProfileResult], str, bool]:
+    """The measurements a keep decision pools: `first`, then re-measurements while the pool is not
+    `settled` (promising, unproven), up to MAX_MEASUREMENTS, stopping at one that failed (None, or not
+    `usable`). Returns (the pool, why there is no decision, whether the host said so): a
+    re-measurement the host did not judge, or one `refuse` gives a reason for, leaves no decision."""
+    measured = [first]
+    while not settled(measured) and len(measured) < MAX_MEASUREMENTS:
+        again = remeasure()
+        if again is not None and not again.judged:  # no verdict either way: the loop records nothing
+            return measured, again.reason, True
+        refused = refuse(again) if again is not None and usable(again) else ""
+        if refused:  # it would be pooled into the decision: no decision instead
+            return measured, refused, False
+        if again is None or not usable(again):  # the re-measurement failed: not proven
+            break
+        measured.append(again)
+    return measured, "", False
+
+
 def keep_decision(
     first: ProfileResult,
     remeasure: Callable[[], ProfileResult | None],
@@ -390,25 +416,22 @@ def keep_decision(
     """Keep when the interval's low end is above 1 + threshold; discard at once when the median is
     not above it; in between (promising, unproven) re-measure and pool, up to MAX_MEASUREMENTS. A
     re-measurement not judged by the host, or one `refuse` gives a reason for, leaves no decision."""
-    pairs = list(first.paired_ratios)
-    measurements = 1
     bar = 1.0 + keep_threshold
-    while True:
-        low, mid, high = median_interval(pairs)
-        if low > bar or mid <= bar or measurements >= MAX_MEASUREMENTS:
-            return KeepDecision(low > bar, mid, low, high, measurements, len(pairs))
-        again = remeasure()
-        if again is not None and not again.judged:  # no verdict either way: the loop records nothing
-            return KeepDecision(
-                False, mid, low, high, measurements, len(pairs), again.reason, refused_by_host=True
-            )
-        refused = refuse(again) if again is not None and again.paired_ratios else ""
-        if refused:  # its pairs would be pooled into the decision: no decision instead
-            return KeepDecision(False, mid, low, high, measurements, len(pairs), refused)
-        if again is None or not again.paired_ratios:  # the re-measurement failed: not proven
-            return KeepDecision(False, mid, low, high, measurements, len(pairs))
-        pairs.extend(again.paired_ratios)
-        measurements += 1
+
+    def pairs(measured: list[ProfileResult]) -> list[float]:
+        return [r for p in measured for r in p.paired_ratios]
+
+    def settled(measured: list[ProfileResult]) -> bool:
+        low, mid, _ = median_interval(pairs(measured))
+        return low > bar or mid <= bar
+
+    measured, refused, by_host = pool_measurements(
+        first, remeasure, settled, lambda p: bool(p.paired_ratios), refuse
+    )
+    low, mid, high = median_interval(pairs(measured))
+    return KeepDecision(
+        not refused and low > bar, mid, low, high, len(measured), len(pairs(measured)), refused, by_host
+    )
 
 
 def evaluate(
@@ -565,31 +588,37 @@ def _decide_beside_baseline(
     Re-measured, pooled, while either is promising and unproven; the stored pair and speedup are the
     first measurement's."""
     bar = 1.0 + keep_threshold
-    measured = [first.profile]
-    while True:
-        gains = [r for p in measured if p is not None for r in p.paired_ratios]
-        speeds = [r for p in measured if p is not None for r in p.reference_ratios]
+
+    def judged(measured: list[ProfileResult]) -> tuple[Interval, Interval, Interval, float, bool]:
+        """The intervals of the gain, of the speed over the baseline and of the parent's speed over the
+        baseline in these rounds (baseline / parent: the two ratios of a round), the parent's figure,
+        and whether the first two prove the gain."""
+        gains = [r for p in measured for r in p.paired_ratios]
+        speeds = [r for p in measured for r in p.reference_ratios]
         gain, speed = median_interval(gains), median_interval(speeds)
-        # the parent's speed over the baseline in these rounds (baseline / parent: the two ratios of a round)
         parent_here = median_interval([s / g for s, g in zip(speeds, gains, strict=True)])
         figure = max(parent_over_baseline, parent_here[1]) if ANCHORED_FIGURES else parent_over_baseline
-        proven = gain[0] > bar and speed[0] > figure * bar
-        if proven or gain[1] <= bar or speed[1] <= figure * bar or len(measured) >= MAX_MEASUREMENTS:
-            break
-        again = backend.profile(
-            task, source, target, parent_source=parent_source, reference_source=baseline_source
-        )
-        if not again.judged:  # no verdict either way: the loop records nothing
-            return replace(first, outcome=Outcome.DISCARDED, reason=f"promising, but re-measured {again.reason}",
-                           judged=False, host_busy=True)  # fmt: skip
-        if again.outcome != Outcome.KEPT or not again.paired_ratios or not again.reference_ratios:
-            break  # the re-measurement failed: not proven
-        measured.append(again)
+        return gain, speed, parent_here, figure, gain[0] > bar and speed[0] > figure * bar
+
+    def settled(measured: list[ProfileResult]) -> bool:
+        gain, speed, _, figure, proven = judged(measured)
+        return proven or gain[1] <= bar or speed[1] <= figure * bar
+
+    assert first.profile is not None
+    remeasure = functools.partial(_remeasure, task, backend, target, source, parent_source, baseline_source)
+    measured, refused, _ = pool_measurements(
+        first.profile, remeasure, settled, lambda p: bool(p.paired_ratios and p.reference_ratios)
+    )
+    if refused:  # only the host refuses here
+        return replace(first, outcome=Outcome.DISCARDED, reason=f"promising, but re-measured {refused}",
+                       judged=False, host_busy=True)  # fmt: skip
+    gain, speed, parent_here, figure, proven = judged(measured)
     profile = first.profile
-    assert profile is not None and profile.parent_median_ns  # paired, so both medians were taken
+    assert profile.parent_median_ns  # paired, so both medians were taken
     ratio = profile.parent_median_ns / profile.median_ns  # the stored pair's own
+    rounds = sum(len(p.paired_ratios) for p in measured)
     shown = (f"{gain[1]:.3f}x the parent ({KEEP_CONFIDENCE:.0%} interval {gain[0]:.3f}-{gain[2]:.3f}) and "
-             f"{speed[1]:.3f}x the baseline ({speed[0]:.3f}-{speed[2]:.3f}), over {len(gains)} rounds of the three "
+             f"{speed[1]:.3f}x the baseline ({speed[0]:.3f}-{speed[2]:.3f}), over {rounds} rounds of the three "
              f"kernels in {len(measured)} measurement(s)")  # fmt: skip
     if not proven or ratio <= 1.0:
         rule = (f"{shown}; kept only when the first is above {bar:.2f}x and the second above {bar:.2f} times the "
@@ -642,9 +671,18 @@ def _parent_slowed(profile: ProfileResult, mark_ns: float | None) -> str:
 
 
 def _remeasure(
-    task: Task, backend: Backend, target: Target, source: str, parent_source: str
+    task: Task,
+    backend: Backend,
+    target: Target,
+    source: str,
+    parent_source: str,
+    reference_source: str | None = None,
 ) -> ProfileResult | None:
-    again = backend.profile(task, source, target, parent_source=parent_source)
+    """The candidate measured again, beside `parent_source` (and `reference_source`, where given): the
+    profile, where it timed or was not judged by the host; None where it failed."""
+    again = backend.profile(
+        task, source, target, parent_source=parent_source, reference_source=reference_source
+    )
     return again if again.outcome == Outcome.KEPT or not again.judged else None
 
 
