@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -50,6 +50,7 @@ from kernelgraph.agent.targets import Target, get_target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.core.models import RecordResult
 from kernelgraph.core.signature import CounterName
+from tests.agent.quiet_host import when_the_host_was_quiet
 from tests.prerequisites import unavailable
 
 RED_TEAM = Path(__file__).with_name("red_team")
@@ -304,7 +305,7 @@ def test_code_beyond_the_targets_level_would_be_kept_faster_than_the_level_allow
     assert refused.outcome == Outcome.REJECTED and "beyond the target's x86-64-v2" in refused.reason
     if not get_target("cpu-x86-64-v3").available:
         pytest.skip("this host has no AVX2 and FMA: the control cannot run the wider code")
-    faked = _when_the_host_was_quiet(lambda: evaluate(task, unguarded, target, wide, own))
+    faked = when_the_host_was_quiet(lambda: evaluate(task, unguarded, target, wide, own))
     assert faked.outcome == Outcome.KEPT and (faked.speedup or 0) > 2.0, (faked.outcome, faked.reason)
 
 
@@ -737,7 +738,7 @@ def test_work_in_a_process_reaped_within_a_call_is_refused(
     nothing; the control, without the filter, is kept with a fake speedup."""
     task, honest = get_task("rmsnorm"), (CHEATS / "correct.c").read_text()
     source = world.render("hidden_process.c")
-    verdict = _when_the_host_was_quiet(
+    verdict = when_the_host_was_quiet(
         lambda: evaluate(task, isolated_timer, _no_peaks(cpu_target), source, honest)
     )
     assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, verdict.reason
@@ -745,7 +746,7 @@ def test_work_in_a_process_reaped_within_a_call_is_refused(
     unfiltered = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-process"), check_timeout_s=10.0,
                                  memory_bytes=768 << 20, counters=False, sandbox=Sandbox(seccomp=False),
                                  timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
-    control = _when_the_host_was_quiet(
+    control = when_the_host_was_quiet(
         lambda: evaluate(task, unfiltered, _no_peaks(cpu_target), source, honest)
     )
     assert control.outcome == Outcome.KEPT, control.reason
@@ -1263,21 +1264,6 @@ def _serial_and_parallel_backend(tmp_path_factory: pytest.TempPathFactory, name:
                     counters=False, timing=plan)  # fmt: skip
 
 
-def _when_the_host_was_quiet(
-    run: Callable[[], Evaluation], refused_for: str = "a comparison is made only on", tries: int = 3
-) -> Evaluation:
-    """`run`'s verdict, run again (at most `tries` times) while the host refused it (its reason holds
-    `refused_for`: by default the host's load or steal): a comparison a test needs judged needs a host
-    quiet for a second or two, which a loaded CI machine is not always (a verdict judged there is
-    what is tested; one refused for the host is the rule at work)."""
-    for _ in range(tries - 1):
-        verdict = run()
-        if verdict.judged or refused_for not in verdict.reason:
-            return verdict
-        time.sleep(1.0)
-    return run()
-
-
 def test_a_comparison_is_judged_only_on_free_cores(
     tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1301,11 +1287,11 @@ def test_a_comparison_is_judged_only_on_free_cores(
     serial, parallel = _serial_and_parallel_layernorm()
     veto, its_parent = ((RESULTS / "redteam-stop41" / f"veto_slow_calls_matvec{end}.c").read_text()
                         for end in ("", "_parent"))  # fmt: skip
-    quiet = _when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
+    quiet = when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
     for _ in range(2):  # judged quiet, the parallel parent read 1.3-1.6x *slower* in 2 of 11 runs at
         if quiet.outcome == Outcome.DISCARDED and (quiet.speedup or 2) < 1.0:  # stop 48 (0.1-0.3% steal;
             break  # its usual 0.59-0.73x): a second vCPU slow to answer that the guest does not see
-        quiet = _when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
+        quiet = when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
     assert quiet.outcome == Outcome.DISCARDED and (quiet.speedup or 2) < 1.0, (quiet.speedup, quiet.reason)
     vetoing_quiet = evaluate(matvec, backend, target, veto, its_parent)  # once: a host just seen quiet
     assert vetoing_quiet.judged and vetoing_quiet.outcome == Outcome.DISCARDED, vetoing_quiet.reason
@@ -1374,7 +1360,7 @@ def test_a_comparison_with_a_parallel_kernel_is_not_judged_while_the_hypervisor_
     layernorm, rmsnorm = get_task("layernorm"), get_task("rmsnorm")
     serial, parallel = _serial_and_parallel_layernorm()
     baseline = rmsnorm.source("c", rmsnorm.baseline_config)
-    quiet = _when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
+    quiet = when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
     assert quiet.judged, quiet.reason
     tick_ns, reads = 1_000_000_000 // os.sysconf("SC_CLK_TCK"), itertools.count()
     # half of every CPU's time, and the tick of rounding allowed per CPU at each reading: a short run's
@@ -1383,16 +1369,16 @@ def test_a_comparison_with_a_parallel_kernel_is_not_judged_while_the_hypervisor_
         isolated, "stolen_ns", lambda cpus: len(cpus) * (time.perf_counter_ns() // 2 + next(reads) * tick_ns)
     )
     crowded = "another task wanted"  # the load rule's refusal, not the steal rule's
-    stolen = _when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel), crowded)
+    stolen = when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel), crowded)
     assert stolen.outcome == Outcome.DISCARDED and not stolen.judged, (stolen.outcome, stolen.reason)
     assert stolen.speedup is None and re.search(r"the hypervisor took (49|50)\.\d%", stolen.reason), (
         stolen.reason
     )
-    both_parallel = _when_the_host_was_quiet(
+    both_parallel = when_the_host_was_quiet(
         lambda: evaluate(layernorm, backend, target, parallel, parallel), crowded
     )
     assert not both_parallel.judged and "the hypervisor took" in both_parallel.reason, both_parallel.reason
-    serial_only = _when_the_host_was_quiet(lambda: evaluate(rmsnorm, backend, target, baseline, baseline))
+    serial_only = when_the_host_was_quiet(lambda: evaluate(rmsnorm, backend, target, baseline, baseline))
     assert serial_only.judged, serial_only.reason
 
 
@@ -1436,7 +1422,7 @@ def test_a_pair_beside_which_another_task_ran_is_not_counted(
         time.sleep(0.2)
         beside = evaluate(layernorm, backend, target, serial, parallel)
         monkeypatch.setattr(isolated, "OTHERS_CPU_ALLOWED_NS", float("inf"))
-        unseen = _when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
+        unseen = when_the_host_was_quiet(lambda: evaluate(layernorm, backend, target, serial, parallel))
     finally:
         hog.kill()
         hog.wait()
@@ -1468,7 +1454,7 @@ def test_a_pair_is_not_counted_when_the_host_figure_says_others_ran_beside_it(
     assert not beside.judged and re.search(r"ran beside a call \((2\d|3\d|4\d) pairs\)", beside.reason), (
         beside.reason
     )
-    serial_only = _when_the_host_was_quiet(lambda: evaluate(rmsnorm, backend, target, baseline, baseline))
+    serial_only = when_the_host_was_quiet(lambda: evaluate(rmsnorm, backend, target, baseline, baseline))
     assert serial_only.judged, serial_only.reason
 
 
@@ -1487,11 +1473,11 @@ def test_a_gain_against_a_parent_slower_than_its_code_was_timed_is_not_judged(
     honest = (RED_TEAM / "slow_parent.c").read_text()
     spinning = honest.replace("#define KG_SPIN_PCT 0", "#define KG_SPIN_PCT 40", 1)
     assert spinning != honest
-    control = _when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, spinning))
+    control = when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, spinning))
     assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 1.2, (control.outcome, control.reason)
     assert control.profile is not None
     mark_ns = control.profile.median_ns  # the code without its spin, timed in the same run
-    guarded = _when_the_host_was_quiet(
+    guarded = when_the_host_was_quiet(
         lambda: evaluate(task, backend, target, honest, spinning, parent_mark_ns=mark_ns)
     )
     assert guarded.outcome == Outcome.DISCARDED and not guarded.judged, (guarded.outcome, guarded.reason)
@@ -1516,10 +1502,10 @@ def test_a_gain_over_a_model_written_parent_is_confirmed_against_the_baseline(
     spinning = honest.replace("#define KG_SPIN_PCT 0", "#define KG_SPIN_PCT 30", 1)
     assert spinning != honest
     # The parent's code as the loop saw it when it was kept: timed against the baseline.
-    kept = _when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, baseline))
+    kept = when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, baseline))
     assert kept.outcome == Outcome.KEPT and kept.speedup, (kept.outcome, kept.reason)
     over_baseline = kept.speedup
-    control = _when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, spinning))
+    control = when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, spinning))
     assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 1.15, (
         control.outcome,
         control.reason,
@@ -1529,7 +1515,7 @@ def test_a_gain_over_a_model_written_parent_is_confirmed_against_the_baseline(
         return evaluate(task, backend, target, honest, spinning, baseline_source=baseline,
                         parent_over_baseline=over_baseline)  # fmt: skip
 
-    guarded = _when_the_host_was_quiet(confirmed)
+    guarded = when_the_host_was_quiet(confirmed)
     assert guarded.outcome == Outcome.DISCARDED, (guarded.outcome, guarded.reason)
     # Refused by the bar, judged; or, where the host's speed moved between the parent's figure and
     # the confirmation enough to clear the bar (the honest code read 5.32x the baseline, 3.44x a
