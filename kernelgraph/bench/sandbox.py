@@ -150,7 +150,7 @@ GOAL_RESAMPLES = 10_000
 GOAL_SEED = 26
 
 
-def _resampled_medians(values: Sequence[float], seed: int) -> np.ndarray:
+def _resampled_medians(values: Sequence[float] | np.ndarray, seed: int) -> np.ndarray:
     """The median of each of GOAL_RESAMPLES resamples of `values` with replacement (seeded)."""
     array = np.asarray(values, dtype=float)
     return np.median(array[bootstrap_indices(len(array), GOAL_RESAMPLES, seed)], axis=1)
@@ -524,3 +524,58 @@ def protocols_markdown(result: dict[str, Any]) -> str:
                 f"{n['paired_median_ratio']:.3f} {_paired_text(n, 'median')} | {', '.join(real_misses(n)) or 'none'} |"
             )  # fmt: skip
     return "\n".join(lines)
+
+
+def plot_protocols(result: dict[str, Any], path: Path) -> None:
+    """Each goal's figure per cell with its 95% interval (the declared, unpaired one), isolated against
+    in-process and, where the run has it, the null control (in-process against itself) beside it; the
+    goal's band shaded. Saved as a PNG at `path`."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = result["cells"]
+    labels = [f"{c['task']} {c['config']}" for c in cells]
+    fig, axes = plt.subplots(1, len(GOALS), figsize=(15, 0.32 * len(cells) + 1.8), sharey=True)
+    for ax, (goal, figure) in zip(axes, GOALS.items(), strict=True):
+        lowest, highest = GOAL_BANDS[goal]
+        reference = 0.0 if goal == "rel_iqr" else 1.0
+        ax.axvline(reference, color="grey", linewidth=0.8)
+        arms = [
+            ("isolated / in-process", None, "tab:blue", -0.15),
+            ("in-process / in-process", "null_control", "grey", 0.15),
+        ]
+        for name, part, colour, shift in arms:
+            rows = [
+                (k, c if part is None else c[part]) for k, c in enumerate(cells) if part is None or part in c
+            ]
+            if not rows:
+                continue
+            ys = [k + shift for k, _ in rows]
+            xs = [j[figure] for _, j in rows]
+            lows = [j[figure] - j[f"{figure}_ci"][0] for _, j in rows]
+            highs = [j[f"{figure}_ci"][1] - j[figure] for _, j in rows]
+            ax.errorbar(
+                xs, ys, xerr=[lows, highs], fmt="o", color=colour, markersize=3.5, linewidth=1, label=name
+            )
+        shown = ax.get_xlim()  # the data's range; the goal's band within it
+        ax.axvspan(max(lowest, shown[0]), min(highest, shown[1]), color="tab:green", alpha=0.12, label="goal")
+        ax.set_xlim(shown)
+        ax.set_title(
+            {"wall": "evaluation wall time ratio", "rel_iqr": "rel. IQR change", "median": "median ratio"}[
+                goal
+            ]
+        )
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(range(len(cells)), labels)
+    axes[0].invert_yaxis()
+    axes[-1].legend(loc="lower right", fontsize=8)
+    fig.suptitle(
+        f"timing protocols, {result.get('repeats', '?')} repeats at {result['timing_plan']['trials']} trials on "
+        f"{result['target']} ({result['cpus']} CPUs): 95% intervals against #26's goals"
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -17,10 +17,11 @@ def save_and_show(
     *,
     as_json: bool = False,
     left_out: str | None = None,
-) -> None:
+) -> Path:
     """A bench command's closing lines: save `report` under `results_dir` (kernelgraph/bench/reports.py),
     then print it, with `as_json` as one JSON object (less its bulky `left_out` entry) that says where it
-    was saved, else as `render` shows it (text or a rich renderable) and where it was saved."""
+    was saved, else as `render` shows it (text or a rich renderable) and where it was saved. Returns
+    where it was saved."""
     import json
 
     from rich.console import Console
@@ -31,13 +32,14 @@ def save_and_show(
     if as_json:
         shown = {k: v for k, v in report.items() if k != left_out}
         typer.echo(json.dumps(shown | {"saved": str(path)}, default=str))
-        return
+        return path
     shown_as = render(report)
     if isinstance(shown_as, str):
         typer.echo(shown_as)
     else:
         Console().print(shown_as)
     typer.echo(f"saved to {path}")
+    return path
 
 
 def gpu(
@@ -84,6 +86,7 @@ def sandbox(
         help="a saved sandbox-protocols report: judge its goals again from its runs (each goal's 95% "
         "interval and what the repeats say) and print docs/sandbox.md's table; evaluates nothing",
     ),
+    plot: str = typer.Option("", "--plot", help="with --rejudge: also draw its intervals to this PNG"),
 ) -> None:
     """What the evaluator's protection costs: the isolated timing protocol against the old in-process
     one (wall time, rel. IQR, medians), or the sandbox's overhead per step with and without it."""
@@ -91,7 +94,13 @@ def sandbox(
 
     from kernelgraph.agent.backends.bubblewrap import SandboxUnavailable
     from kernelgraph.agent.tasks import all_tasks
-    from kernelgraph.bench.sandbox import render, render_protocols, run_bench, run_protocol_bench
+    from kernelgraph.bench.sandbox import (
+        plot_protocols,
+        render,
+        render_protocols,
+        run_bench,
+        run_protocol_bench,
+    )
 
     if compare not in ("protocols", "sandbox"):
         typer.echo(f"error: --compare: {compare!r} is neither 'protocols' nor 'sandbox'", err=True)
@@ -102,8 +111,11 @@ def sandbox(
                 "error: --rejudge judges a --compare protocols report; --compare sandbox has none", err=True
             )
             raise typer.Exit(2)
-        _rejudge_protocols(Path(rejudge), as_json=as_json)
+        _rejudge_protocols(Path(rejudge), as_json=as_json, plot=Path(plot) if plot else None)
         return
+    if plot:
+        typer.echo("error: --plot draws a --rejudge report (a run draws its own beside its JSON)", err=True)
+        raise typer.Exit(2)
     try:
         if compare == "protocols":
             names = [t for t in tasks.split(",") if t] or [t.name for t in all_tasks("c")]
@@ -120,16 +132,17 @@ def sandbox(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     if compare == "protocols":  # progress and each cell's line went to stderr
-        save_and_show(result, results_dir, "sandbox-protocols", render_protocols, as_json=as_json)
+        saved = save_and_show(result, results_dir, "sandbox-protocols", render_protocols, as_json=as_json)
+        plot_protocols(result, saved.with_suffix(".png"))
     else:
         save_and_show(result, results_dir, "sandbox-bench", render, as_json=as_json, left_out="runs")
 
 
-def _rejudge_protocols(path: Path, *, as_json: bool) -> None:
+def _rejudge_protocols(path: Path, *, as_json: bool, plot: Path | None = None) -> None:
     """`bench sandbox --rejudge`: a saved protocols report's cells judged again from their runs."""
     import json
 
-    from kernelgraph.bench.sandbox import judge, protocols_markdown, render_protocols
+    from kernelgraph.bench.sandbox import judge, plot_protocols, protocols_markdown, render_protocols
 
     def refuse(problem: str) -> NoReturn:
         typer.echo(f"error: --rejudge: {path}: {problem}", err=True)
@@ -153,6 +166,8 @@ def _rejudge_protocols(path: Path, *, as_json: bool) -> None:
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
             missing = f"has no {exc}" if isinstance(exc, KeyError) else f"cannot be judged ({exc})"
             refuse(f"cell {number} ({cell.get('task')} {cell.get('config')}) {missing}")
+    if plot is not None:
+        plot_protocols(report, plot)
     if as_json:
         typer.echo(json.dumps(report, default=str))
         return

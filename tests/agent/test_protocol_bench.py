@@ -248,3 +248,23 @@ def test_a_reading_paired_by_repeat_sees_through_a_host_that_moves_between_repea
         assert cell["paired_verdicts"]["median"] == paired and cell["paired_median_ratio"] == pytest.approx(
             factor
         )
+
+
+def test_a_rejudged_report_is_drawn_where_asked(tmp_path: Path) -> None:
+    """`--rejudge REPORT --plot FILE` draws the intervals to a PNG (the null control's beside where the
+    report has it); `--plot` without a report to draw is a named error."""
+    from kernelgraph.bench.sandbox import IN_PROCESS_AGAIN
+
+    runs = {IN_PROCESS: _runs([1.0] * 20, [100.0] * 20, [0.02] * 20),
+            ISOLATED: _runs([1.3] * 20, [101.0] * 20, [0.03] * 20),
+            IN_PROCESS_AGAIN: _runs([1.0] * 20, [99.0] * 20, [0.02] * 20)}  # fmt: skip
+    report = {"bench": "sandbox-protocols", "target": "x", "cpus": 2, "repeats": 20, "timing_plan": {"trials": 30},
+              "cells": [{"task": "t", "config": "best-A", "repeats": 20, "runs": runs}]}  # fmt: skip
+    drawn = tmp_path / "intervals.png"
+    result = CliRunner().invoke(
+        app, ["bench", "sandbox", "--rejudge", _saved(tmp_path, "r.json", report), "--plot", str(drawn)]
+    )
+    assert result.exit_code == 0, result.output
+    assert drawn.read_bytes().startswith(b"\x89PNG") and "in-process against itself" in result.output
+    refused = CliRunner().invoke(app, ["bench", "sandbox", "--plot", str(drawn), "--repeats", "1"])
+    assert refused.exit_code == 2 and "--plot draws a --rejudge report" in refused.output, refused.output
