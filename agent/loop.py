@@ -430,7 +430,14 @@ def keep_decision(
     )
     low, mid, high = median_interval(pairs(measured))
     return KeepDecision(
-        not refused and low > bar, mid, low, high, len(measured), len(pairs(measured)), refused, by_host
+        not (refused or by_host) and low > bar,
+        mid,
+        low,
+        high,
+        len(measured),
+        len(pairs(measured)),
+        refused,
+        by_host,
     )
 
 
@@ -589,7 +596,7 @@ def _decide_beside_baseline(
     first measurement's."""
     bar = 1.0 + keep_threshold
 
-    def judged(measured: list[ProfileResult]) -> tuple[Interval, Interval, Interval, float, bool]:
+    def intervals(measured: list[ProfileResult]) -> tuple[Interval, Interval, Interval, float, bool]:
         """The intervals of the gain, of the speed over the baseline and of the parent's speed over the
         baseline in these rounds (baseline / parent: the two ratios of a round), the parent's figure,
         and whether the first two prove the gain."""
@@ -601,18 +608,18 @@ def _decide_beside_baseline(
         return gain, speed, parent_here, figure, gain[0] > bar and speed[0] > figure * bar
 
     def settled(measured: list[ProfileResult]) -> bool:
-        gain, speed, _, figure, proven = judged(measured)
+        gain, speed, _, figure, proven = intervals(measured)
         return proven or gain[1] <= bar or speed[1] <= figure * bar
 
     assert first.profile is not None
     remeasure = functools.partial(_remeasure, task, backend, target, source, parent_source, baseline_source)
-    measured, refused, _ = pool_measurements(
+    measured, refused, by_host = pool_measurements(
         first.profile, remeasure, settled, lambda p: bool(p.paired_ratios and p.reference_ratios)
     )
-    if refused:  # only the host refuses here
+    if refused or by_host:  # only the host refuses here
         return replace(first, outcome=Outcome.DISCARDED, reason=f"promising, but re-measured {refused}",
                        judged=False, host_busy=True)  # fmt: skip
-    gain, speed, parent_here, figure, proven = judged(measured)
+    gain, speed, parent_here, figure, proven = intervals(measured)
     profile = first.profile
     assert profile.parent_median_ns  # paired, so both medians were taken
     ratio = profile.parent_median_ns / profile.median_ns  # the stored pair's own

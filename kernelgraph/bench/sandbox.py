@@ -188,9 +188,10 @@ GOAL_BANDS = {
 MET, MISSED, UNRESOLVED = "met", "missed", "unresolved"
 
 
-def median_ratio_interval(isolated_ns: list[float], in_process_ns: list[float]) -> tuple[float, float]:
-    """The interval of the median goal's ratio, median(isolated) / median(in-process)."""
-    return _interval(isolated_ns, in_process_ns, np.divide)
+def goal_interval(goal: str, new: Sequence[float], old: Sequence[float]) -> tuple[float, float]:
+    """The 95% interval of `goal`'s figure (`GOAL_FIGURES`: a ratio or a difference of the two
+    protocols' medians) from each protocol's per-evaluation values (`_interval`)."""
+    return _interval(list(new), list(old), GOAL_FIGURES[goal][1])
 
 
 def goal_verdict(goal: str, interval: tuple[float, float]) -> str:
@@ -240,7 +241,7 @@ def _judge_pair(cell: dict[str, Any], new: list[dict[str, Any]], old: list[dict[
         new_values = np.asarray([float(r[key]) for r in new])
         old_values = np.asarray([float(r[key]) for r in old])
         judged[figure] = float(compare(np.median(new_values), np.median(old_values)))
-        interval = _interval(list(new_values), list(old_values), compare)
+        interval = goal_interval(goal, list(new_values), list(old_values))
         judged[f"{figure}_ci"] = list(interval)
         judged[f"{goal}_verdict"] = goal_verdict(goal, interval)
         paired.append((goal, figure, compare(new_values, old_values)))
@@ -297,7 +298,7 @@ def _load() -> float:
 def run_protocol_bench(
     task_names: list[str], target_name: str, repeats: int, trials: int = BENCH_TIMING.min_trials,
     progress: Progress | None = None, on_cell: Callable[[dict[str, Any]], object] | None = None,
-    null_control: bool = False,
+    null_control: bool = True,
 ) -> dict[str, Any]:  # fmt: skip
     """Each task's baseline and landscape bests, evaluated with the in-process and the isolated
     protocol at the same trial count, the protocols alternating (A B B A ...) repeat by repeat;
@@ -377,8 +378,10 @@ def run_protocol_bench(
 
 def arm_order(arms: Sequence[str], repeat: int) -> list[str]:
     """The order of a repeat's evaluations: the arms as given in repeat 0 (isolated first, so any
-    cold start falls on the new protocol), then every ordering of them in turn, so over each block of
-    len(arms)! repeats every arm runs in every position equally often (two arms: A B, B A, ...)."""
+    cold start falls on the new protocol; the null control's reference arm, in-process, runs before
+    its second evaluation there), then every ordering of them in turn, so over each block of
+    len(arms)! repeats every arm runs in every position equally often (two arms: A B, B A, ...; at 20
+    repeats of three arms, the last two repeats are the block's first two orders)."""
     orders = list(itertools.permutations(arms))
     return list(orders[repeat % len(orders)])
 
@@ -469,12 +472,6 @@ def render_protocols(result: dict[str, Any]) -> str:
             text += (f"; in-process against itself: {_counts_text(counts['null_control', False][goal])} "
                      f"(paired: {_counts_text(counts['null_control', True][goal])})")  # fmt: skip
         lines.append(text)
-    paired = [(c["paired_rel_iqr_increase"], c["paired_rel_iqr_increase_ci"][0]) for c in result["cells"]]
-    lines.append(
-        f"  rel_iqr paired by repeat: higher isolated in {sum(m > 0 for m, _ in paired)} of {len(paired)} cells, "
-        f"its interval above 0 in {sum(low > 0 for _, low in paired)}, above the goal "
-        f"(+{PROTOCOL_GOALS['rel_iqr_increase']}) in {sum(low > PROTOCOL_GOALS['rel_iqr_increase'] for _, low in paired)}"
-    )
     return "\n".join(lines)
 
 

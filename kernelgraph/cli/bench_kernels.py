@@ -167,7 +167,10 @@ def _rejudge_protocols(path: Path, *, as_json: bool, plot: Path | None = None) -
             missing = f"has no {exc}" if isinstance(exc, KeyError) else f"cannot be judged ({exc})"
             refuse(f"cell {number} ({cell.get('task')} {cell.get('config')}) {missing}")
     if plot is not None:
-        plot_protocols(report, plot)
+        try:
+            plot_protocols(report, plot)
+        except (KeyError, TypeError, ValueError) as exc:
+            refuse(f"cannot be drawn ({exc!r})")
     if as_json:
         typer.echo(json.dumps(report, default=str))
         return
