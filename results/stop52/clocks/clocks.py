@@ -8,11 +8,15 @@ against itself (as `kernelgraph bench sandbox` does), in alternating order; prin
 summarised as medians over rounds of the protocols' ratios on each clock.
 
 Usage: PYTHONPATH=. python results/stop52/clocks/clocks.py ROUNDS task:config [task:config ...]
+With NO_READ_BACK=1 the isolated evaluator skips its read-back of the buffers before each call
+(`KernelServer.read_back`, CACHE_LINE's comment in agent/backends/isolated.py): is that what moves
+the medians?
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -39,6 +43,10 @@ def _capture(extra, cores):  # type: ignore[no-untyped-def]
 
 
 c_backend.measured_parallelism = _capture
+if os.environ.get("NO_READ_BACK") == "1":
+    from kernelgraph.agent.backends.isolated import KernelServer
+
+    KernelServer.read_back = lambda self: None  # type: ignore[method-assign]
 
 
 def one(backend: CBackend, task, source, target) -> dict[str, float]:  # type: ignore[no-untyped-def]
@@ -62,7 +70,7 @@ def main() -> None:
     rounds = int(sys.argv[1])
     target = get_target("cpu-x86-64-v2")
     timing = replace(BENCH_TIMING, min_trials=30, max_trials=30)
-    out = Path(__file__).with_name("clocks.jsonl")
+    out = Path(__file__).with_name("clocks-no-read-back.jsonl" if os.environ.get("NO_READ_BACK") == "1" else "clocks.jsonl")
     with tempfile.TemporaryDirectory() as tmp, out.open("a") as log:
         backends = {p: CBackend(cache_dir=Path(tmp), counters=False, timing=replace(timing, protocol=p))
                     for p in (ISOLATED, IN_PROCESS)}
