@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import math
 import os
@@ -1764,7 +1765,8 @@ def test_the_order_of_each_pair_is_drawn_so_the_gaps_do_not_name_a_kernels_role(
     timing = dataclasses.replace(ATTACK_TIMING, min_trials=24, max_trials=24)
     backend = _isolated_past_admission(tmp_path_factory, "rt-role", timing)
     source = (RED_TEAM / "role_from_order.c").read_text()
-    profile = backend.profile(get_task("rmsnorm"), source, _no_peaks(cpu_target), parent_source=source)
+    rmsnorm, target = get_task("rmsnorm"), _no_peaks(cpu_target)
+    profile = backend.profile(rmsnorm, source, target, parent_source=source)
     assert profile.outcome == Outcome.KEPT and profile.judged, profile.reason
     stand_ins = 2 * len(isolated.STAND_INS) * isolated.OVERHEAD_CALLS  # each server's, every round
     kernel_calls = calls[stand_ins : stand_ins + 2 * paired[0]]  # then the candidate's independent sets
@@ -1779,7 +1781,10 @@ def test_the_order_of_each_pair_is_drawn_so_the_gaps_do_not_name_a_kernels_role(
         candidate_votes, parent_votes = votes
         assert candidate_votes[0] >= 4 * candidate_votes[1] and candidate_votes[0] > 0, votes  # its role
         assert parent_votes[1] >= 4 * parent_votes[0] and parent_votes[1] > 0, votes
-        decision = keep_decision(profile, lambda: None, keep_threshold=0.02)
+        # as the loop decides: a promising, unproven gain measured again and pooled (one noisy
+        # comparison's interval reached below 1.0 at a 1.28x median in a suite of stop 52)
+        again = functools.partial(backend.profile, rmsnorm, source, target, parent_source=source)
+        decision = keep_decision(profile, again, keep_threshold=0.02)
         assert decision.keep and decision.speedup > 1.15, decision
 
 
