@@ -1783,7 +1783,7 @@ def test_the_order_of_each_pair_is_drawn_so_the_gaps_do_not_name_a_kernels_role(
         assert parent_votes[1] >= 4 * parent_votes[0] and parent_votes[1] > 0, votes
         # as the loop decides: a promising, unproven gain measured again and pooled (one noisy
         # comparison's interval reached below 1.0 at a 1.28x median in a suite of stop 52)
-        again = functools.partial(backend.profile, rmsnorm, source, target, parent_source=source)
+        again = functools.partial(loop._remeasure, rmsnorm, backend, target, source, source)
         decision = keep_decision(profile, again, keep_threshold=0.02)
         assert decision.keep and decision.speedup > 1.15, decision
 
