@@ -1214,14 +1214,14 @@ def test_a_kernel_cannot_predict_the_inputs_of_the_calls_to_come(
                        memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
     task = get_task("matvec")
     source = (RED_TEAM / "predict_variants.c").read_text()
-    # The parent: the same code, whose check of the prediction never passes (no tolerance), so it is
-    # never served from its table (compiled otherwise, e.g. without the table, the loop alone moved
-    # by up to 1.2x with the code around it).
-    honest = source.replace("<= 3e-5f * fabsf(want)", "< 0.0f")
+    # The parent: the same code, whose check of the prediction never passes, so it is never served
+    # from its table. The check is one the compiler cannot fold (|d| < -|want|): folded (`< 0.0f`),
+    # the table's code went and the loop around it moved, 1.007x here and 1.23x on CI's host at stop
+    # 52; unfolded, the two objects differ by one constant (0.998-1.000x, results/stop53).
+    honest = source.replace("<= 3e-5f * fabsf(want)", "< -fabsf(want)")
     assert honest != source
     verdict = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
-    # No fake speedup: the two objects are not the same code, and a few percent between them is real
-    # (kept at 1.047x in a run of the agent tests at stop 51, where the attack reads over 2x).
+    # No fake speedup, where the attack reads over 2x (the control below).
     assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED} and (verdict.speedup or 0) < 1.1, (
         verdict.outcome,
         verdict.speedup,
@@ -1466,13 +1466,15 @@ def test_a_gain_against_a_parent_slower_than_its_code_was_timed_is_not_judged(
     runs its coin chose, and a copy of itself was kept against it at 1.3x (5 of 16). The loop gives
     `evaluate` the parent's mark, the fastest median its code was timed at in the run, and a gain
     against a parent slower than that by more than PARENT_SLOWDOWN_MAX is not judged. Here the
-    parent is the same code spinning 40% more on every call, and its mark the median of its code
-    without the spin: kept against it without the mark (the control), not judged with it."""
+    parent is the same code spinning 60% more on every call, and its mark the median of its code
+    without the spin: kept against it without the mark (the control), not judged with it. The mark is
+    one run's median, not the loop's fastest of many: at 40% a slow control run (its median 1.22x
+    the next run's, CI at stop 52) set a mark the spinning parent stayed within."""
     backend = _isolated_past_admission(tmp_path_factory, "rt-slow-parent")
     task = get_task("rmsnorm")
     target = _no_peaks(cpu_target)
     honest = (RED_TEAM / "slow_parent.c").read_text()
-    spinning = honest.replace("#define KG_SPIN_PCT 0", "#define KG_SPIN_PCT 40", 1)
+    spinning = honest.replace("#define KG_SPIN_PCT 0", "#define KG_SPIN_PCT 60", 1)
     assert spinning != honest
     control = when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, spinning))
     assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 1.2, (control.outcome, control.reason)
