@@ -98,7 +98,17 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    free, a parallel kernel's threads often shared one CPU for a whole comparison, matmul's parallel
 #    config reading 1.1-2.5 ms (10.4-18.5x the baseline) against 1.0-1.1 ms pinned in 11 of 12
 #    comparisons (results/stop49/pinning.log). Serial kernels are placed as before.
-EVALUATOR_VERSION = 15
+# 16: a timed kernel has no clock. The isolated protocol's child is a C program (agent/backends/
+#    serve_loop.c; it was Python calling that loop), with no interpreter in the process a kernel is
+#    timed in; once the kernel is loaded it turns the time-stamp counter off (rdtsc, rdtscp fault),
+#    unmaps the vDSO and its clock pages, wipes the stack where its stand-ins' clock readings were
+#    and stacks a filter refusing every system call that reads a clock or carries the time
+#    (agent/backends/seccomp.py CLOCK_FILTER: clock_gettime, times, sysinfo, getrusage, file times,
+#    /proc, a futex or a sleep until a date). With a clock a kernel knows its age, and a parent could
+#    run honest while new and slow ever after (the fourteenth adversary's stale figure). A kernel
+#    that reads a clock in the isolated protocol is `crashed` (a fault) or gets an error. The
+#    in-process protocol, which times the landscapes, is unchanged.
+EVALUATOR_VERSION = 16
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

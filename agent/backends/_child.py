@@ -12,7 +12,6 @@ import ctypes
 import hashlib
 import io
 import json
-import mmap
 import os
 import pickle
 import resource
@@ -20,12 +19,7 @@ import sys
 import time
 from typing import Any
 
-# The isolated protocol's serving child (`_serve`, started with a third argument "serve") maps its
-# buffers with mmap and ctypes and never imports numpy: that import is 0.15-0.2 s of CPU, paid by
-# each of the two children an isolated profile starts.
-SERVING = __name__ == "__main__" and sys.argv[3:] == ["serve"]
-if not SERVING:
-    import numpy as np
+import numpy as np
 
 # The result goes back as JSON plus an .npz of its arrays, never as a pickle: the parent must not
 # unpickle what a process running model-written code could have written (that runs code).
@@ -260,68 +254,6 @@ def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) ->
     return {"times": times, "timed_calls": kept, "cpu_ns": cpu_ns, "threads_used": threads_used}
 
 
-def _serve(req: Any) -> None:
-    """The isolated protocol's side of a call (agent/backends/isolated.py), served by the trusted C
-    loop `serve_loop.c` (the evaluator built it; no Python runs between the go byte and the answer):
-    map the inputs the evaluator writes (read-only) and the outputs it reads, say ready (`r`),
-    answer each `n` or `p` with a call of one of the loop's stand-ins (the evaluator's measure of what a call costs
-    beyond the kernel, taken before any kernel code is loaded, so the kernel cannot change it), then
-    on `b` load the kernel and say ready again, then call it once per `c` and answer `d`; `q` ends.
-    Nothing is timed or checked here: the evaluator takes the times, freezes this process and checks
-    every call's outputs."""
-    inputs = _map_inputs(req["inputs_path"], bool(req["inputs_read_only"]))
-    with open(req["shared_path"], "r+b") as f:
-        shared = mmap.mmap(f.fileno(), 0)
-    outputs = ctypes.addressof(ctypes.c_char.from_buffer(shared))
-    # every input, then every output, at its offset in its mapping; then the sizes (all as longs)
-    values = [inputs + int(o) for o in req["input_offsets"]]
-    values += [outputs + int(o) for o in req["output_offsets"]]
-    values += [int(s) for s in req["sizes"]]
-    if len(values) > SERVE_LOOP_ARGS:
-        raise ValueError(
-            f"a kernel of {len(values)} arguments: the serve loop passes at most {SERVE_LOOP_ARGS}"
-        )
-    args = (ctypes.c_long * SERVE_LOOP_ARGS)(*values)
-    serve = ctypes.CDLL(req["serve_loop"]).kg_serve
-    serve.restype = ctypes.c_int
-    serve.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char,
-                      ctypes.c_void_p, ctypes.c_long, ctypes.c_void_p, ctypes.c_long, ctypes.c_long]  # fmt: skip
-    go = os.open(req["go_path"], os.O_RDONLY)
-    done = os.open(req["done_path"], os.O_WRONLY)
-    nbytes = int(req["stand_in_bytes"])
-    copy = ctypes.create_string_buffer(max(nbytes, 1))
-    os.write(done, b"r")
-    stand_in = (inputs, nbytes, copy, int(req["stand_in_ns"]), int(req["stand_in_threads"]))
-    if serve(go, done, None, args, b"n", *stand_in) != ord("b"):
-        return  # b"q", or the evaluator went away
-    fn = _bind(req["artifacts"][0])
-    os.write(done, b"r")
-    serve(go, done, ctypes.cast(fn, ctypes.c_void_p), args, b"c", None, 0, None, 0, 0)
-
-
-def _map_inputs(path: str, read_only: bool) -> int:
-    """The address of `path` mapped shared, read-only from a read-only descriptor, closed after: the
-    kernel's writes there fault, and `mprotect` cannot make such a mapping writable (EACCES). Through
-    libc, since Python's mmap objects give no address of a read-only mapping. `read_only` off: the
-    red-team control only (agent/backends/isolated.py READ_ONLY_INPUTS)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]  # fmt: skip
-    fd = os.open(path, os.O_RDONLY if read_only else os.O_RDWR)
-    prot = mmap.PROT_READ if read_only else mmap.PROT_READ | mmap.PROT_WRITE
-    try:
-        address = libc.mmap(None, os.fstat(fd).st_size, prot, mmap.MAP_SHARED, fd, 0)
-    finally:
-        os.close(fd)
-    if address in (None, ctypes.c_void_p(-1).value):
-        raise OSError(ctypes.get_errno(), f"mapping the inputs: {os.strerror(ctypes.get_errno())}")
-    return int(address)
-
-
-# Arguments `serve_loop.c` passes to a kernel (KG_MAX_ARGS there).
-SERVE_LOOP_ARGS = 16
-
-
 def install_seccomp(program: bytes) -> None:
     """Load the parent's seccomp allow-list (agent/backends/seccomp.py KERNEL_FILTER) on this process
     and every thread it starts, before the kernel's object is even loaded."""
@@ -343,13 +275,6 @@ def install_seccomp(program: bytes) -> None:
 def main(request_path: str, result_dir: str) -> None:
     with open(request_path, "rb") as f:
         req = pickle.load(f)
-    if req["mode"] == "serve":
-        headroom = int(req["memory_bytes"])
-        resource.setrlimit(resource.RLIMIT_AS, (_vm_size() + headroom, _vm_size() + headroom))
-        if req.get("seccomp"):
-            install_seccomp(req["seccomp"])
-        _serve(req)
-        os._exit(0)  # nothing to flush or finalise: the evaluator waits on this exit to close
     result: dict[str, Any] = {}
     try:
         headroom = int(req["memory_bytes"])

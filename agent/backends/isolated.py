@@ -40,14 +40,13 @@ import functools
 import hashlib
 import itertools
 import os
-import pickle
 import random
 import select
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,11 +63,10 @@ from kernelgraph.agent.backends._child import (
 from kernelgraph.agent.backends.bubblewrap import (
     Mount,
     kill_tree,
-    python_executable,
-    python_mounts,
     scratch_dir,
 )
-from kernelgraph.agent.backends.sandbox import CHILD, SandboxLimits, child_env, kernel_filter
+from kernelgraph.agent.backends.sandbox import SandboxLimits, child_env, kernel_filter
+from kernelgraph.agent.backends.seccomp import CLOCK_FILTER
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus, compare, digest
 from kernelgraph.agent.results import CheckResult, Outcome
@@ -165,6 +163,13 @@ RANDOM_PAIR_ORDER = True
 # comparison, a parent called after it on the same zeros is right too). Mapped read-only, a write
 # faults. Off only in the red-team control (`test_a_kernel_cannot_write_the_inputs_it_is_checked_against`).
 READ_ONLY_INPUTS = True
+# A timed kernel has no clock (docs/sandbox.md, "A timed kernel has no clock"): once it is loaded its
+# child turns the time-stamp counter off, unmaps the vDSO (`serve_loop.c` kg_serve_kernel) and stacks
+# `seccomp.CLOCK_FILTER` on its filter. With a clock a kernel knows its age, and can run honest while
+# new, when its figure over the baseline is set, and slower ever after as the parent of its copies
+# (the fourteenth adversary's stale figure). Off only in the red-team tests of other defences whose
+# kernels read the time-stamp counter, and in their controls.
+CLOCKLESS_KERNELS = True
 # After crowded pairs in a row the evaluator waits, both kernels frozen, this long per crowded pair in
 # the row beyond the first (at most CROWDED_WAIT_MAX_S) before the next: a burst of other work passes
 # instead of using up the pairs a run may lose (a quiet comparison started right after the cost bench
@@ -234,16 +239,16 @@ SERVE_LOOP_SOURCE = Path(__file__).with_name("serve_loop.c")
 
 @functools.cache
 def serve_loop() -> Path:
-    """The trusted C loop the serving child runs (`serve_loop.c`), built once per source with gcc
-    into the user's cache, world-readable: it is mounted read-only into every child."""
+    """The trusted C program the kernel's child is (`serve_loop.c`), built once per source with gcc
+    into the user's cache, world-readable and executable: it is mounted read-only into every child."""
     source = SERVE_LOOP_SOURCE.read_bytes()
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernelgraph" / "serve-loop"
-    built = cache / f"serve-loop-{hashlib.sha256(source).hexdigest()[:16]}.so"
+    built = cache / f"serve-child-{hashlib.sha256(source).hexdigest()[:16]}"
     if not built.exists():
         cache.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=cache) as tmp:
             out = Path(tmp) / built.name
-            done = subprocess.run(["gcc", "-O2", "-pthread", "-shared", "-fPIC", "-o", str(out), str(SERVE_LOOP_SOURCE)],
+            done = subprocess.run(["gcc", "-O2", "-pthread", "-o", str(out), str(SERVE_LOOP_SOURCE), "-ldl"],
                                   capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
             if done.returncode != 0:
                 raise ProtocolError(
@@ -252,6 +257,11 @@ def serve_loop() -> Path:
             out.chmod(0o755)
             os.replace(out, built)
     return built
+
+
+def _listed(values: Iterable[int]) -> str:
+    """Numbers as the serve loop reads a list of them (comma-separated)."""
+    return ",".join(str(int(v)) for v in values)
 
 
 RowReference = Callable[[Arrays, np.ndarray], Mapping[str, Any]]
@@ -455,25 +465,22 @@ class KernelServer:
         self._go = os.open(work / "go", os.O_RDWR)
         self._done = os.open(work / "done", os.O_RDWR | os.O_NONBLOCK)
         loop = serve_loop()
-        request = {
-            "mode": "serve", "artifacts": [artifact],
-            "inputs_path": str(inputs.path), "inputs_read_only": READ_ONLY_INPUTS,
-            "input_offsets": [o for o, _, _ in layout.inputs],
-            "shared_path": str(shared), "output_offsets": [o for o, _, _ in layout.outputs],
-            "sizes": [int(v) for v in sizes], "go_path": str(work / "go"),
-            "done_path": str(work / "done"), "memory_bytes": limits.memory_bytes,
+        arguments = {
+            "inputs": inputs.path, "inputs_read_only": int(READ_ONLY_INPUTS),
+            "input_offsets": _listed(o for o, _, _ in layout.inputs),
+            "outputs": shared, "output_offsets": _listed(o for o, _, _ in layout.outputs),
+            "sizes": _listed(sizes), "go": work / "go", "done": work / "done",
+            "memory_bytes": limits.memory_bytes,
             "stand_in_bytes": min(layout.input_bytes, STAND_IN_BYTES), "stand_in_ns": STAND_IN_NS,
-            "stand_in_threads": limits.threads,
-            "serve_loop": str(loop),
-            "seccomp": kernel_filter(limits.sandbox),
+            "stand_in_threads": limits.threads, "kernel": artifact,
+            "kernel_filter": kernel_filter(limits.sandbox).hex(), "hide_clocks": int(CLOCKLESS_KERNELS),
+            "clock_filter": (kernel_filter(limits.sandbox, CLOCK_FILTER) if CLOCKLESS_KERNELS else b"").hex(),
         }  # fmt: skip
-        with (work / "request.pkl").open("wb") as f:
-            pickle.dump(request, f, protocol=5)
         self._log = (work / "child.log").open("w+b")
         self.proc = limits.sandbox.popen(
-            [python_executable(), "-I", str(CHILD), str(work / "request.pkl"), str(work), "serve"],
+            [str(loop), *(f"{key}={value}" for key, value in arguments.items())],
             mounts=[Mount(work, writable=True), Mount(inputs.directory, writable=not READ_ONLY_INPUTS),
-                    *python_mounts(), Mount(Path(artifact)), Mount(loop)],
+                    Mount(Path(artifact)), Mount(loop)],
             env=child_env(limits.threads), cwd=work, limits=limits.rlimits(),
             stdout=self._log, stderr=subprocess.STDOUT, fixed_layout=True,
         )  # fmt: skip
@@ -755,7 +762,8 @@ class KernelServer:
         tail = self._log.read(1500).decode(errors="replace").strip()
         if code is not None and (code < 0 or code >= 128):
             sig = -code if code < 0 else code - 128
-            hint = " (a bad address, or a write to its read-only inputs)" if sig == signal.SIGSEGV else ""
+            hint = (" (a bad address, a write to its read-only inputs, or reading a clock: a timed kernel has "
+                    "none, docs/sandbox.md)") if sig == signal.SIGSEGV else ""  # fmt: skip
             with contextlib.suppress(ValueError):
                 return f"kernel process killed by {signal.Signals(sig).name}{hint}" + (f": {tail}" if tail else "")  # fmt: skip
         return f"kernel process exited with status {code} during a call" + (f": {tail}" if tail else "")

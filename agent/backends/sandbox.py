@@ -119,10 +119,11 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def kernel_filter(sandbox: Sandbox) -> bytes:
-    """The seccomp allow-list a kernel's child installs on itself before loading the kernel (empty:
-    none, only where the sandbox or its filters are off to show, in tests, what they stop)."""
-    return KERNEL_FILTER if sandbox.enabled and sandbox.seccomp else b""
+def kernel_filter(sandbox: Sandbox, program: bytes = KERNEL_FILTER) -> bytes:
+    """The seccomp allow-list a kernel's child installs on itself before loading the kernel, or
+    another of its filters (`program`); empty: none, only where the sandbox or its filters are off to
+    show, in tests, what they stop."""
+    return program if sandbox.enabled and sandbox.seccomp else b""
 
 
 def run_request(

@@ -11,6 +11,10 @@ Two filters, both x86-64 only (any other architecture, the x32 ABI included, is 
   kernel: an allow-list of what that child, numpy and the OpenMP runtime do from then on (memory,
   threads, futexes, the result files), nothing else; `clone` must carry CLONE_THREAD (threads, no
   processes: a process reaped within a call would hide its CPU time from the timer).
+- `CLOCK_FILTER`, stacked on `KERNEL_FILTER` by the isolated protocol's child once the kernel is
+  loaded and before its first timed call: no system call that reads a clock or anything that carries
+  the time (`CLOCK_CALLS`; a futex or a sleep only with a relative timeout). The child also turns the
+  time-stamp counter off and unmaps the vDSO then (`serve_loop.c` kg_serve_kernel).
 A refused call fails with EPERM (ENOSYS for `clone3`, so glibc falls back to `clone`, whose flags a
 filter can read).
 """
@@ -44,7 +48,7 @@ NR: dict[str, int] = {
     "userfaultfd": 323, "membarrier": 324, "statx": 332, "rseq": 334, "io_uring_setup": 425,
     "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428, "move_mount": 429,
     "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435,
-    "mount_setattr": 442, "kexec_file_load": 320, "faccessat2": 439,
+    "mount_setattr": 442, "kexec_file_load": 320, "faccessat2": 439, "seccomp": 317,
 }  # fmt: skip
 
 AUDIT_ARCH_X86_64 = 0xC000003E
@@ -74,12 +78,39 @@ KERNEL_ALLOWED = (
     "rename", "renameat", "renameat2", "getdents64", "prlimit64", "getrlimit", "membarrier", "exit",
     "exit_group", "tgkill", "clone3", "readlink", "getcwd", "dup",
 )  # fmt: skip
+# What a timed kernel may not call (CLOCK_FILTER): a kernel that can read the time knows its own age
+# (the model can write the date into its source), so it can run honest while new, when its figure is
+# set, and slow ever after as the parent of its copies (docs/sandbox.md, "A timed kernel has no
+# clock"); and one that reads a clock times its own calls.
+CLOCK_CALLS = (
+    "clock_gettime", "clock_getres",  # the clocks themselves (reached through libc by address)
+    "times", "sysinfo",  # ticks and seconds since boot
+    "getrusage",  # the process's own CPU time: a clock of its calls
+    "fstat", "newfstatat", "statx",  # a file's times: a FIFO's change with every write to it
+    "openat", "readlink", "getdents64",  # /proc and /sys: uptime, the scheduler's clocks, inode counters
+    "prctl", "seccomp",  # the time-stamp counter back on; nothing left to add to the filter
+)  # fmt: skip
 
 # Classic BPF opcodes
-_LD_W_ABS, _JEQ_K, _JSET_K, _JGE_K, _RET_K = 0x20, 0x15, 0x45, 0x35, 0x06
+_LD_W_ABS, _JEQ_K, _JSET_K, _JGE_K, _RET_K, _AND_K = 0x20, 0x15, 0x45, 0x35, 0x06, 0x54
 _RET_ALLOW, _RET_KILL = 0x7FFF0000, 0x80000000  # SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS
 _RET_ERRNO = 0x00050000
 _OFF_NR, _OFF_ARCH, _OFF_ARG0 = 0, 4, 16  # struct seccomp_data (args[0]: its low 32 bits)
+
+
+def _arg(index: int, high: bool = False) -> int:
+    """Where the low (or high) 32 bits of system-call argument `index` sit in struct seccomp_data."""
+    return _OFF_ARG0 + 8 * index + (4 if high else 0)
+
+
+# prctl options and values the rules below name (linux/prctl.h, linux/seccomp.h, linux/futex.h)
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_TSC, PR_TSC_SIGSEGV = 22, 2, 26, 2
+FUTEX_PRIVATE_FLAG, FUTEX_CLOCK_REALTIME = 128, 256
+FUTEX_WAIT_BITSET = 9  # the one wait whose timeout is absolute that glibc uses, without one
+# Futex operations with no timeout or a relative one: WAIT, WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP,
+# WAKE_BITSET. The priority-inheritance ones (absolute timeouts) no kernel needs.
+FUTEX_RELATIVE_OPS = (0, 1, 3, 4, 5, 10)
+TIMER_ABSTIME = 1
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -90,12 +121,99 @@ def _errno(value: int) -> int:
     return _RET_ERRNO | (value & 0xFFFF)
 
 
+Jump = int | str  # a jump's offset, or the label it goes to (`_assemble`)
+
+
+def _assemble(block: list[tuple[int, Jump, Jump, int] | str]) -> list[bytes]:
+    """`block`'s instructions, each jump to a label (a string in the block) made its offset; "next"
+    is the first instruction after the block."""
+    where: dict[str, int] = {}
+    at = 0
+    for item in block:
+        if isinstance(item, str):
+            where[item] = at
+        else:
+            at += 1
+    where["next"] = at
+    out: list[bytes] = []
+    for item in block:
+        if isinstance(item, str):
+            continue
+        code, jt, jf, k = item
+        here = len(out)
+        true, false = (j if isinstance(j, int) else where[j] - here - 1 for j in (jt, jf))
+        out.append(_insn(code, true, false, k))
+    return out
+
+
+def _prctl_rule() -> list[bytes]:
+    """prctl only to turn its own time-stamp counter off or to stack a filter on itself: what the
+    isolated protocol's child does once the kernel is loaded (neither gives a kernel anything)."""
+    return _assemble([
+        (_LD_W_ABS, 0, 0, _OFF_NR),
+        (_JEQ_K, 0, "next", NR["prctl"]),
+        (_LD_W_ABS, 0, 0, _arg(0)),
+        (_JEQ_K, 0, "seccomp", PR_SET_TSC),
+        (_LD_W_ABS, 0, 0, _arg(1)),
+        (_JEQ_K, "allow", "refuse", PR_TSC_SIGSEGV),
+        "seccomp",
+        (_JEQ_K, 0, "refuse", PR_SET_SECCOMP),
+        (_LD_W_ABS, 0, 0, _arg(1)),
+        (_JEQ_K, "allow", "refuse", SECCOMP_MODE_FILTER),
+        "allow",
+        (_RET_K, 0, 0, _RET_ALLOW),
+        "refuse",
+        (_RET_K, 0, 0, _errno(errno.EPERM)),
+    ])  # fmt: skip
+
+
+def _futex_rule() -> list[bytes]:
+    """futex with no timeout or a relative one: an absolute timeout is a clock (a wait that ends at
+    once says the time has passed)."""
+    return _assemble([
+        (_LD_W_ABS, 0, 0, _OFF_NR),
+        (_JEQ_K, 0, "next", NR["futex"]),
+        (_LD_W_ABS, 0, 0, _arg(1)),
+        (_AND_K, 0, 0, ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME) & 0xFFFFFFFF),
+        (_JEQ_K, 0, "relative", FUTEX_WAIT_BITSET),
+        (_LD_W_ABS, 0, 0, _arg(3)),  # its timeout's address: none
+        (_JEQ_K, 0, "refuse", 0),
+        (_LD_W_ABS, 0, 0, _arg(3, high=True)),
+        (_JEQ_K, "allow", "refuse", 0),
+        "relative",
+        *((_JEQ_K, "allow", 0, op) for op in FUTEX_RELATIVE_OPS),
+        "refuse",
+        (_RET_K, 0, 0, _errno(errno.EPERM)),
+        "allow",
+        (_RET_K, 0, 0, _RET_ALLOW),
+    ])  # fmt: skip
+
+
+def _clock_nanosleep_rule() -> list[bytes]:
+    """clock_nanosleep only for a relative time (glibc's nanosleep): TIMER_ABSTIME compares with a clock."""
+    return _assemble([
+        (_LD_W_ABS, 0, 0, _OFF_NR),
+        (_JEQ_K, 0, "next", NR["clock_nanosleep"]),
+        (_LD_W_ABS, 0, 0, _arg(1)),
+        (_JSET_K, "refuse", 0, TIMER_ABSTIME),
+        (_RET_K, 0, 0, _RET_ALLOW),
+        "refuse",
+        (_RET_K, 0, 0, _errno(errno.EPERM)),
+    ])  # fmt: skip
+
+
 def compile_filter(
-    *, allowed: Iterable[str] | None = None, denied: Iterable[str] = DENIED, threads_only: bool = False
+    *,
+    allowed: Iterable[str] | None = None,
+    denied: Iterable[str] = DENIED,
+    threads_only: bool = False,
+    rules: Iterable[list[bytes]] = (),
 ) -> bytes:
     """The BPF program (sock_filter array): with `allowed`, an allow-list (everything else EPERM);
     without, everything but `denied`. Either way clone and clone3 may not make namespaces and a socket
-    must be AF_UNIX; with `threads_only`, clone may make only threads of the calling process."""
+    must be AF_UNIX; with `threads_only`, clone may make only threads of the calling process. Each of
+    `rules` decides one call by its arguments before the list does (a block that starts by loading
+    the call's number and ends in a return, or falls through to the next)."""
     prog = [
         _insn(_LD_W_ABS, 0, 0, _OFF_ARCH),
         _insn(_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
@@ -132,6 +250,8 @@ def compile_filter(
         _insn(_RET_K, 0, 0, _errno(errno.EPERM)),
         _insn(_LD_W_ABS, 0, 0, _OFF_NR),
     ]
+    for rule in rules:
+        prog += [*rule, _insn(_LD_W_ABS, 0, 0, _OFF_NR)]
     names = sorted(set(allowed) if allowed is not None else set(denied))
     listed = _RET_ALLOW if allowed is not None else _errno(errno.EPERM)
     rest = _errno(errno.EPERM) if allowed is not None else _RET_ALLOW
@@ -146,4 +266,7 @@ STEP_FILTER = compile_filter()
 # clone(CLONE_VM) without CLONE_THREAD) that does the work and is reaped within a call takes its CPU
 # time where neither the per-thread clock nor the process's own total sees it (docs/sandbox.md,
 # second adversary).
-KERNEL_FILTER = compile_filter(allowed=KERNEL_ALLOWED, threads_only=True)
+KERNEL_FILTER = compile_filter(allowed=KERNEL_ALLOWED, threads_only=True, rules=[_prctl_rule()])
+CLOCK_FILTER = compile_filter(
+    denied=(*DENIED, *CLOCK_CALLS), threads_only=True, rules=[_futex_rule(), _clock_nanosleep_rule()]
+)

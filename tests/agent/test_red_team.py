@@ -537,6 +537,7 @@ TIMER_ATTACKS = {
     "learn_checked.c": None,  # 4: which calls are checked, from the gaps between calls
     "forge_times.c": None,  # 5: rewrite the recorded times
 }
+TIMER_ATTACKS_WITH_A_CLOCK = {"learn_checked.c"}  # it reads the time-stamp counter
 
 
 def _timer(tmp_path_factory: pytest.TempPathFactory, protocol: str) -> CBackend:
@@ -553,6 +554,13 @@ def isolated_timer(tmp_path_factory: pytest.TempPathFactory) -> CBackend:
 @pytest.fixture(scope="module")
 def in_process_timer(tmp_path_factory: pytest.TempPathFactory) -> CBackend:
     return _timer(tmp_path_factory, IN_PROCESS)
+
+
+def _clocks_left_to_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a kernel that reads the clock to attack another defence (or the test's own stick that does):
+    a timed kernel has no clock since stop 53 (`test_a_timed_kernel_has_no_clock`), so that attack no
+    longer starts; with the clocks left to it, the test holds the defence of its own class."""
+    monkeypatch.setattr(isolated, "CLOCKLESS_KERNELS", False)
 
 
 def _no_peaks(target: Target) -> Target:
@@ -597,8 +605,10 @@ def test_the_done_fifo_is_read_only_once_a_calls_clocks_run(
 
 @pytest.mark.parametrize("kernel", sorted(TIMER_ATTACKS))
 def test_the_isolated_timer_is_not_fooled(
-    kernel: str, world: World, isolated_timer: CBackend, cpu_target: Target
+    kernel: str, world: World, isolated_timer: CBackend, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if kernel in TIMER_ATTACKS_WITH_A_CLOCK:
+        _clocks_left_to_the_kernel(monkeypatch)
     task = get_task("rmsnorm")
     verdict = evaluate(
         task, isolated_timer, _no_peaks(cpu_target), world.render(kernel), (CHEATS / "correct.c").read_text()
@@ -654,11 +664,17 @@ def test_skipped_rows_are_found_by_the_rows_drawn_after_each_call(
 
 
 def test_a_truncated_shared_buffer_crashes_only_the_kernel(
-    world: World, isolated_timer: CBackend, cpu_target: Target
+    world: World, isolated_timer: CBackend, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Found attacking the isolated protocol: the kernel truncates the file its buffers are mapped
-    from; the evaluator checks the size once the child is frozen, before it touches the mapping."""
+    from; the evaluator checks the size once the child is frozen, before it touches the mapping.
+    Since stop 53 a timed kernel cannot open a file (the clock filter refuses openat: /proc carries
+    the time), so the attack leaves its outputs unwritten; the size check is held with the filter
+    left off."""
     task = get_task("rmsnorm")
+    profile = isolated_timer.profile(task, world.render("truncate_shared.c"), _no_peaks(cpu_target))
+    assert profile.outcome == Outcome.INCORRECT and "unwritten" in profile.reason, profile.reason
+    _clocks_left_to_the_kernel(monkeypatch)
     profile = isolated_timer.profile(task, world.render("truncate_shared.c"), _no_peaks(cpu_target))
     assert profile.outcome == Outcome.CRASHED, profile.reason
     assert "resized the shared buffers" in profile.reason or "exited" in profile.reason, profile.reason
@@ -1103,6 +1119,68 @@ def test_an_empty_call_costs_about_the_measured_overhead(unguarded: CBackend, cp
     assert 0.25 * overhead <= empty <= 2.0 * overhead, (overhead, empty)
 
 
+# What tests/agent/red_team/read_the_clock.c tries, in the order of its record (y[k]).
+CLOCK_CHANNELS = (
+    "rdtsc", "rdtscp", "clock_gettime through the vDSO", "time() through the vDSO (no counter)",
+    "a coarse clock through the vDSO (no counter)", "clock_gettime as a system call", "times",
+    "sysinfo's uptime", "getrusage", "a file's times (fstat on its descriptors)", "/proc/uptime",
+    "/proc/self/fd's links", "a futex wait until a date", "a sleep until a date", "omp_get_wtime",
+    "reading the vDSO", "rdtsc in a thread started after",
+)  # fmt: skip
+_DUMP_AT, _DUMP_BYTES = 64, (64 + 32) << 10  # read_the_clock.c KG_DUMP_AT, KG_BELOW + KG_ABOVE
+
+
+def _read_the_clock(unguarded: CBackend, cpu_target: Target) -> tuple[dict[str, float], list[int]]:
+    """One call of read_the_clock.c in the isolated protocol's child, after the stand-ins the
+    evaluator calibrates with (which read the monotonic clock): what each channel gave (1 the time,
+    0 refused, 2 a fault) and the monotonic readings in nanoseconds found on the kernel's stack."""
+    task = get_task("rmsnorm")
+    built = unguarded.compile(task, (RED_TEAM / "read_the_clock.c").read_text(), cpu_target)
+    assert built.ok and built.artifact, built.diagnosis
+    inputs = task.make_inputs(7, False)  # room in y for the stack
+    limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=2)
+    since = time.monotonic_ns()
+    with (
+        scratch_dir("kg-rt-read-the-clock-") as work,
+        isolated.shared_inputs(inputs, output_specs(task, inputs)) as shared,
+    ):
+        server = KernelServer(built.artifact, shared, list(task.sizes(inputs).values()), limits, work)
+        try:
+            deadline = time.monotonic() + limits.timeout_s
+            server.wait_ready(deadline)
+            server.freeze()
+            isolated.call_overhead([server], deadline, lambda *_: None)
+            server.load_kernel(deadline)
+            server.call(deadline)
+            y = server.outputs[0].reshape(-1).copy()
+        finally:
+            server.close()
+    until = time.monotonic_ns()
+    words = np.frombuffer(y[_DUMP_AT:].view(np.uint8)[:_DUMP_BYTES].tobytes(), dtype=np.uint64)
+    readings = [int(w) for w in words if since <= int(w) <= until]  # the same boot clock, no time namespace
+    return dict(zip(CLOCK_CHANNELS, (float(v) for v in y[: len(CLOCK_CHANNELS)]), strict=True)), readings
+
+
+def test_a_timed_kernel_has_no_clock(
+    unguarded: CBackend, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a clock a kernel knows its age (the model can write the date into its source): a parent
+    could run honest while new, when its figure over the baseline is set, and slower ever after,
+    its copies kept (the fourteenth adversary's stale figure, docs/sandbox.md). In the isolated
+    protocol's child no way read_the_clock.c tries gives it the time: the time-stamp counter faults
+    (in threads started later too), the vDSO is gone, the system calls and files that carry the time
+    are refused, and nothing on its stack holds a reading of the clock (the evaluator's stand-ins
+    read it before the kernel is loaded; the stack is wiped where they ran). Control, the clocks left
+    to the kernel: every way gives it the time, and the reading it leaves on its stack is found."""
+    seen, readings = _read_the_clock(unguarded, cpu_target)
+    assert all(v in (0.0, 2.0) for v in seen.values()), [k for k, v in seen.items() if v not in (0.0, 2.0)]
+    assert not readings, [hex(r) for r in readings]
+    _clocks_left_to_the_kernel(monkeypatch)
+    seen, readings = _read_the_clock(unguarded, cpu_target)
+    assert all(v == 1.0 for v in seen.values()), [k for k, v in seen.items() if v != 1.0]
+    assert readings, "the reading the kernel left on its stack was not found"
+
+
 _BUSY_FOR_2_MS = r"""
 #include <time.h>
 static long now(void) {
@@ -1121,13 +1199,14 @@ void kernel(void) {
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_call_loses_the_overhead_of_the_clock_it_is_timed_by(
-    unguarded: CBackend, cpu_target: Target, threads: int
+    unguarded: CBackend, cpu_target: Target, threads: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A serial kernel is timed by its CPU time, a parallel one by its wall time, which also holds the
     hand-over's latencies: each loses the overhead its own clock was measured to carry (a serial and
     a parallel stand-in), so a kernel busy for 2 ms on one core or on two is charged about 2 ms,
     never the latencies (evaluator version 4 charged the parallel one 150-180 us more) and never
     less than its own work."""
+    _clocks_left_to_the_kernel(monkeypatch)  # busy for 2 ms by the clock
     task = get_task("rmsnorm")
     built = unguarded.compile(task, _BUSY_FOR_2_MS.replace("THREADS", str(threads)), cpu_target)
     assert built.ok and built.artifact, built.diagnosis
@@ -1282,6 +1361,7 @@ def test_a_comparison_is_judged_only_on_free_cores(
     candidate reads as the faster."""
     if (cpu_target.cores or 1) < 2 or len(os.sched_getaffinity(0)) < 2:  # CI's machine has two: it runs there
         unavailable("two CPUs are needed to compare a serial and a parallel kernel")
+    _clocks_left_to_the_kernel(monkeypatch)  # the veto times its own calls
     backend = _serial_and_parallel_backend(tmp_path_factory, "rt-free-cores")
     target = _no_peaks(cpu_target)
     layernorm, matvec = get_task("layernorm"), get_task("matvec")
@@ -1576,6 +1656,7 @@ def test_a_figure_over_the_baseline_is_the_fastest_the_kernel_showed(
     the control no chain to show (results/stop50/ladder_control.log). The guarded half has every
     rule on, as the product has: with the mark off too, the host's noise (a confirmation interval
     4.2-5.7x) once let gen3 through over a kept gen1."""
+    _clocks_left_to_the_kernel(monkeypatch)  # the family spins on the time-stamp counter, reads /proc
     backend = _isolated_past_admission(tmp_path_factory, "rt-ladder", TimingPlan())
     task, target = get_task("rmsnorm"), _no_peaks(cpu_target)
     ladder = (RED_TEAM / "sandbag_ladder.c").read_text()
@@ -1696,7 +1777,7 @@ def test_a_serial_kernel_runs_on_the_home_cpu_and_cannot_leave_it(
     if len(os.sched_getaffinity(0)) < 2:  # CI's machine has two: it runs there
         unavailable("a kernel can leave its CPU only for another: two CPUs are needed")
     if not filtered:
-        monkeypatch.setattr(isolated, "kernel_filter", lambda sandbox: b"")
+        monkeypatch.setattr(isolated, "kernel_filter", lambda sandbox, program=b"": b"")
     reports = _reported(monkeypatch)
     placements = _placements(monkeypatch)
     backend = _isolated_past_admission(tmp_path_factory, "rt-cpu")
@@ -1742,6 +1823,7 @@ def test_the_order_of_each_pair_is_drawn_so_the_gaps_do_not_name_a_kernels_role(
     mitigation, not a defence: the draw can still fall so that the votes name the roles (the same
     comparison was kept in 2 of 16 runs), and a parent that slows down at random needs no votes
     (docs/sandbox.md, "What this does not guarantee")."""
+    _clocks_left_to_the_kernel(monkeypatch)  # the gaps are read on the time-stamp counter
     if not drawn:
         monkeypatch.setattr(isolated, "RANDOM_PAIR_ORDER", False)
     monkeypatch.setattr(isolated.random, "SystemRandom", lambda: random.Random(44))  # one fixed draw

@@ -50,9 +50,11 @@ class LandscapeVersionError(ValueError):
 # config has (each builds for its target's -march): a point of 12 is one of 13. Version 14 changed only
 # the isolated protocol's inputs (one read-only copy for both kernels, no comparison after each call):
 # a point of 13 is one of 14. Version 15 changed only where the isolated protocol places a parallel
-# kernel's threads (a CPU each): a point of 14 is one of 15. A version is added here only with that
+# kernel's threads (a CPU each): a point of 14 is one of 15. Version 16 changed only the isolated
+# protocol's child (a C program without clocks for the kernel; the in-process protocol's child is
+# the Python one it was): a point of 15 is one of 16. A version is added here only with that
 # argument written beside it.
-SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
 
 
 def _as_running(evaluator: int | None) -> int | None:

@@ -1,4 +1,5 @@
-#include <dirent.h>
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,15 +15,11 @@ static void rms(const float* x, const float* w, float* y, int c, int from, int t
     }
 }
 
+/* The done FIFO among its own descriptors: the one pipe it may only write (fcntl, which the filters
+   allow: no /proc, no fstat, which a timed kernel is refused, docs/sandbox.md). */
 static int done_fd(void) {
-    char path[64], target[512];
-    for (int fd = 3; fd < 64; fd++) {
-        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(path, target, sizeof target - 1);
-        if (n <= 5) continue;
-        target[n] = 0;
-        if (strcmp(target + n - 5, "/done") == 0) return fd;
-    }
+    for (int fd = 3; fd < 64; fd++)
+        if (fcntl(fd, F_GETPIPE_SZ) > 0 && (fcntl(fd, F_GETFL) & O_ACCMODE) == O_WRONLY) return fd;
     return -1;
 }
 
