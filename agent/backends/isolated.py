@@ -164,7 +164,7 @@ RANDOM_PAIR_ORDER = True
 # faults. Off only in the red-team control (`test_a_kernel_cannot_write_the_inputs_it_is_checked_against`).
 READ_ONLY_INPUTS = True
 # A timed kernel has no clock (docs/sandbox.md, "A timed kernel has no clock"): once it is loaded its
-# child turns the time-stamp counter off, unmaps the vDSO (`serve_loop.c` kg_serve_kernel) and stacks
+# child turns the time-stamp counter off, unmaps the vDSO (`serve_loop.c` kg_hide_clocks) and stacks
 # `seccomp.CLOCK_FILTER` on its filter. With a clock a kernel knows its age, and can run honest while
 # new, when its figure over the baseline is set, and slower ever after as the parent of its copies
 # (the fourteenth adversary's stale figure). Off only in the red-team tests of other defences whose

@@ -1,20 +1,22 @@
 """Seccomp filters for sandboxed steps, compiled to classic BPF here (no library: `struct` packs the
 `sock_filter` instructions the kernel reads; docs/sandbox.md).
 
-Two filters, both x86-64 only (any other architecture, the x32 ABI included, is refused):
+Three filters, all x86-64 only (any other architecture, the x32 ABI included, is refused):
 - `STEP_FILTER`, given to bubblewrap (`--seccomp FD`) for every sandboxed step (gcc, valgrind, the
   Python workers): every call is allowed except those that reach kernel attack surface no build or
   run needs: new namespaces (`unshare`, `setns`, `clone`/`clone3` with namespace flags), mounts,
   `ptrace`, `bpf`, keyrings, `perf_event_open`, `userfaultfd`, `io_uring`, module and kexec loading,
   sockets other than AF_UNIX (netlink reaches netfilter).
-- `KERNEL_FILTER`, installed by the C run child (`_child.py`) on itself just before it loads the
-  kernel: an allow-list of what that child, numpy and the OpenMP runtime do from then on (memory,
-  threads, futexes, the result files), nothing else; `clone` must carry CLONE_THREAD (threads, no
-  processes: a process reaped within a call would hide its CPU time from the timer).
+- `KERNEL_FILTER`, installed by a kernel's child on itself just before it loads the kernel
+  (`_child.py`; the isolated protocol's `serve_loop.c`): an allow-list of what that child, numpy
+  and the OpenMP runtime do from then on (memory, threads, futexes, the result files), nothing
+  else; `clone` must carry CLONE_THREAD (threads, no processes: a process reaped within a call
+  would hide its CPU time from the timer); `prctl` only to turn the time-stamp counter off or stack
+  a filter.
 - `CLOCK_FILTER`, stacked on `KERNEL_FILTER` by the isolated protocol's child once the kernel is
   loaded and before its first timed call: no system call that reads a clock or anything that carries
   the time (`CLOCK_CALLS`; a futex or a sleep only with a relative timeout). The child also turns the
-  time-stamp counter off and unmaps the vDSO then (`serve_loop.c` kg_serve_kernel).
+  time-stamp counter off and unmaps the vDSO then (`serve_loop.c` kg_hide_clocks).
 A refused call fails with EPERM (ENOSYS for `clone3`, so glibc falls back to `clone`, whose flags a
 filter can read).
 """

@@ -231,7 +231,8 @@ static char *kg_map(const char *path, int writable) {
     return at;
 }
 
-/* The address space this process has now plus `headroom`: the kernel's own allowance (RLIMIT_AS). */
+/* The address space this process has now plus `headroom` (RLIMIT_AS): what the buffers, the stand-in's
+   copy and the kernel may take, as in the other children (agent/backends/_child.py). */
 static void kg_limit_memory(long headroom) {
     int fd = open("/proc/self/statm", O_RDONLY);
     char text[128] = {0};
@@ -243,6 +244,7 @@ static void kg_limit_memory(long headroom) {
 }
 
 int main(int argc, char **argv) {
+    kg_limit_memory(kg_long(argc, argv, "memory_bytes")); /* first: the buffers are in the allowance */
     char *inputs = kg_map(kg_arg(argc, argv, "inputs"), !kg_long(argc, argv, "inputs_read_only"));
     char *outputs = kg_map(kg_arg(argc, argv, "outputs"), 1);
     long offsets[KG_MAX_ARGS] = {0}, args[KG_MAX_ARGS] = {0};
@@ -256,7 +258,6 @@ int main(int argc, char **argv) {
     long nbytes = kg_long(argc, argv, "stand_in_bytes");
     char *copy = malloc(nbytes > 0 ? (size_t)nbytes : 1);
     if (!copy) kg_fail("no memory for the stand-in", NULL);
-    kg_limit_memory(kg_long(argc, argv, "memory_bytes"));
     if (write(done, "r", 1) != 1) _exit(0);
     if (kg_serve(go, done, NULL, args, 'n', inputs, nbytes, copy, kg_long(argc, argv, "stand_in_ns"),
                  kg_long(argc, argv, "stand_in_threads")) != 'b')

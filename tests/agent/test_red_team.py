@@ -1181,6 +1181,30 @@ def test_a_timed_kernel_has_no_clock(
     assert readings, "the reading the kernel left on its stack was not found"
 
 
+def test_a_parent_cannot_run_slower_once_it_is_old(
+    tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """knows_its_age.c was born a day ago (the model wrote the date into it) and does 40% of its rows
+    twice once it is an hour old; its copy, born now, is the same code. Guarded: neither can read
+    the date, both run as new, and the copy is not kept against its parent. Control, the clocks left
+    to them: the old parent is slow and its copy is kept as faster than itself (the parent mark, not
+    given here, would refuse a parent 40% over it; one 10% slower it lets through)."""
+    backend = _isolated_past_admission(tmp_path_factory, "rt-age")
+    task, target = get_task("rmsnorm"), _no_peaks(cpu_target)
+    source = (RED_TEAM / "knows_its_age.c").read_text()
+    now = int(time.time())
+    parent, copy = (f"#define KG_BORN {born}L\n{source}" for born in (now - 86400, now))
+    guarded = when_the_host_was_quiet(lambda: evaluate(task, backend, target, copy, parent))
+    assert guarded.outcome == Outcome.DISCARDED and (guarded.speedup or 0) < 1.1, (
+        guarded.outcome,
+        guarded.speedup,
+        guarded.reason,
+    )
+    _clocks_left_to_the_kernel(monkeypatch)
+    control = when_the_host_was_quiet(lambda: evaluate(task, backend, target, copy, parent))
+    assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 1.2, (control.speedup, control.reason)
+
+
 _BUSY_FOR_2_MS = r"""
 #include <time.h>
 static long now(void) {
@@ -1546,10 +1570,10 @@ def test_a_gain_against_a_parent_slower_than_its_code_was_timed_is_not_judged(
     runs its coin chose, and a copy of itself was kept against it at 1.3x (5 of 16). The loop gives
     `evaluate` the parent's mark, the fastest median its code was timed at in the run, and a gain
     against a parent slower than that by more than PARENT_SLOWDOWN_MAX is not judged. Here the
-    parent is the same code spinning 60% more on every call, and its mark the median of its code
-    without the spin: kept against it without the mark (the control), not judged with it. The mark is
-    one run's median, not the loop's fastest of many: at 40% a slow control run (its median 1.22x
-    the next run's, CI at stop 52) set a mark the spinning parent stayed within."""
+    parent is the same code doing 60% of its rows twice on every call, and its mark the median of
+    its code without them: kept against it without the mark (the control), not judged with it. The
+    mark is one run's median, not the loop's fastest of many: at 40% a slow control run (its median
+    1.22x the next run's, CI at stop 52) set a mark the slowed parent stayed within."""
     backend = _isolated_past_admission(tmp_path_factory, "rt-slow-parent")
     task = get_task("rmsnorm")
     target = _no_peaks(cpu_target)
@@ -1573,7 +1597,7 @@ def test_a_gain_over_a_model_written_parent_is_confirmed_against_the_baseline(
     """The ninth adversary (results/redteam-stop47): a family of identical kernels, each told by its
     child through the pages both map that it is the parent, spun up to 13% more as the parent, under
     the mark, and each generation was kept as 7-12% faster than the one before. Whatever the channel,
-    that is a parent slower only as a parent: here the same code spinning 30% more (the mark, tested
+    that is a parent slower only as a parent: here the same code doing 30% of its rows twice (the mark, tested
     above, left out: this tests what holds under it). Control, no confirmation: kept against it.
     Guarded, the gain confirmed against the baseline (trusted code) in a comparison of its own: the
     candidate is no faster against the baseline than its parent's code was, and it is not kept."""
