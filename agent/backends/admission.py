@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 # 3: a forbidden sequence the link's layout made is linked away (LAYOUT_PAD); 4: no executable stack;
 # 5: no indirect function (its resolver is load-time code, as a constructor is); 6: no instruction
-# beyond the target's x86-64 level, and no libmvec variant of a wider one (`isa_rejections`)
-ADMISSION_VERSION = 6
+# beyond the target's x86-64 level, and no libmvec variant of a wider one (`isa_rejections`); 7: no
+# rdpru, tpause or umwait encoding at any offset (they read the time, FORBIDDEN_ENCODINGS)
+ADMISSION_VERSION = 7
 
 _MATH = [
     "sin",
@@ -150,6 +151,12 @@ FORBIDDEN_ENCODINGS: dict[bytes, str] = {
     b"\xcd\x80": "`int $0x80` instruction",
     # rol $3,%rdi; rol $13,%rdi; rol $61,%rdi; rol $51,%rdi: how code asks whether valgrind runs it
     bytes.fromhex("48c1c70348c1c70d48c1c73d48c1c733"): "valgrind client request",
+    # Instructions that read the time where turning the time-stamp counter off does not reach (a
+    # timed kernel has no clock, docs/sandbox.md): AMD's RDPRU (MPERF and APERF), WAITPKG's TPAUSE and
+    # UMWAIT (a deadline compared with the counter; register forms, ModRM f0-f7).
+    b"\x0f\x01\xfd": "`rdpru` instruction (a clock)",
+    **{bytes([0x66, 0x0F, 0xAE, modrm]): "`tpause` instruction (a clock)" for modrm in range(0xF0, 0xF8)},
+    **{bytes([0xF2, 0x0F, 0xAE, modrm]): "`umwait` instruction (a clock)" for modrm in range(0xF0, 0xF8)},
 }
 # A forbidden sequence can also be the linker's doing: a RIP-relative displacement from the code to
 # its constants of 0x50f is the bytes 0f 05 (an honest layernorm, unrolled 8 times at -march=native,
@@ -393,7 +400,7 @@ def scan_encodings(elf: bytes) -> list[Rejection]:
                     Rejection(
                         f"holds the bytes {what_bytes[:2].hex(' ')}... of a {what} at offset {at:#x} of "
                         f"{name} (inline assembly, or hidden inside another instruction): a kernel may not "
-                        "make system calls or probe the counter tool; remove the asm (if one of the code's "
+                        "make system calls, probe the counter tool or read a clock; remove the asm (if one of the code's "
                         "own constants encodes them, change it)",
                         encoding=True,
                     )

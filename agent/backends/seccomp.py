@@ -1,22 +1,23 @@
 """Seccomp filters for sandboxed steps, compiled to classic BPF here (no library: `struct` packs the
 `sock_filter` instructions the kernel reads; docs/sandbox.md).
 
-Three filters, all x86-64 only (any other architecture, the x32 ABI included, is refused):
+Four filters, all x86-64 only (any other architecture, the x32 ABI included, is refused):
 - `STEP_FILTER`, given to bubblewrap (`--seccomp FD`) for every sandboxed step (gcc, valgrind, the
   Python workers): every call is allowed except those that reach kernel attack surface no build or
   run needs: new namespaces (`unshare`, `setns`, `clone`/`clone3` with namespace flags), mounts,
   `ptrace`, `bpf`, keyrings, `perf_event_open`, `userfaultfd`, `io_uring`, module and kexec loading,
   sockets other than AF_UNIX (netlink reaches netfilter).
-- `KERNEL_FILTER`, installed by a kernel's child on itself just before it loads the kernel
-  (`_child.py`; the isolated protocol's `serve_loop.c`): an allow-list of what that child, numpy
-  and the OpenMP runtime do from then on (memory, threads, futexes, the result files), nothing
-  else; `clone` must carry CLONE_THREAD (threads, no processes: a process reaped within a call
-  would hide its CPU time from the timer); `prctl` only to turn the time-stamp counter off or stack
-  a filter.
-- `CLOCK_FILTER`, stacked on `KERNEL_FILTER` by the isolated protocol's child once the kernel is
-  loaded and before its first timed call: no system call that reads a clock or anything that carries
-  the time (`CLOCK_CALLS`; a futex or a sleep only with a relative timeout). The child also turns the
-  time-stamp counter off and unmaps the vDSO then (`serve_loop.c` kg_hide_clocks).
+- `KERNEL_FILTER`, installed by the C run child (`_child.py`) on itself just before it loads the
+  kernel: an allow-list of what that child, numpy and the OpenMP runtime do from then on (memory,
+  threads, futexes, the result files), nothing else; `clone` must carry CLONE_THREAD (threads, no
+  processes: a process reaped within a call would hide its CPU time from the timer). `SERVE_FILTER`
+  is the isolated protocol's (`serve_loop.c`): the same, and `prctl` only to turn the time-stamp
+  counter off or stack the next filter.
+- `CLOCK_FILTER`, stacked on `SERVE_FILTER` by the isolated protocol's child once the kernel is
+  loaded and before its first timed call, an allow-list of its own: no system call that reads a
+  clock or anything that carries the time (`CLOCK_CALLS`; a futex or a sleep only with a relative
+  timeout), no `prctl`, no executable mapping. The child also turns the time-stamp counter off and
+  unmaps the vDSO then (`serve_loop.c` kg_hide_clocks).
 A refused call fails with EPERM (ENOSYS for `clone3`, so glibc falls back to `clone`, whose flags a
 filter can read).
 """
@@ -90,8 +91,10 @@ CLOCK_CALLS = (
     "getrusage",  # the process's own CPU time: a clock of its calls
     "fstat", "newfstatat", "statx",  # a file's times: a FIFO's change with every write to it
     "openat", "readlink", "getdents64",  # /proc and /sys: uptime, the scheduler's clocks, inode counters
-    "prctl", "seccomp",  # the time-stamp counter back on; nothing left to add to the filter
 )  # fmt: skip
+# What the timed kernel may call: the kernel's allow-list less CLOCK_CALLS (no prctl at all: the
+# counter stays off), the futex and sleep rules below deciding those two, new code refused (below).
+TIMED_KERNEL_ALLOWED = tuple(name for name in KERNEL_ALLOWED if name not in CLOCK_CALLS)
 
 # Classic BPF opcodes
 _LD_W_ABS, _JEQ_K, _JSET_K, _JGE_K, _RET_K, _AND_K = 0x20, 0x15, 0x45, 0x35, 0x06, 0x54
@@ -108,11 +111,12 @@ def _arg(index: int, high: bool = False) -> int:
 # prctl options and values the rules below name (linux/prctl.h, linux/seccomp.h, linux/futex.h)
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER, PR_SET_TSC, PR_TSC_SIGSEGV = 22, 2, 26, 2
 FUTEX_PRIVATE_FLAG, FUTEX_CLOCK_REALTIME = 128, 256
-FUTEX_WAIT_BITSET = 9  # the one wait whose timeout is absolute that glibc uses, without one
+FUTEX_WAIT_BITSET = 9  # its timeout is absolute: glibc's waits pass none
 # Futex operations with no timeout or a relative one: WAIT, WAKE, REQUEUE, CMP_REQUEUE, WAKE_OP,
 # WAKE_BITSET. The priority-inheritance ones (absolute timeouts) no kernel needs.
 FUTEX_RELATIVE_OPS = (0, 1, 3, 4, 5, 10)
 TIMER_ABSTIME = 1
+PROT_EXEC = 4
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -188,6 +192,22 @@ def _futex_rule() -> list[bytes]:
         (_RET_K, 0, 0, _errno(errno.EPERM)),
         "allow",
         (_RET_K, 0, 0, _RET_ALLOW),
+    ])  # fmt: skip
+
+
+def _no_new_code_rule() -> list[bytes]:
+    """mmap and mprotect never executable: a timed kernel writes no code after it is loaded, so the
+    instructions admission reads are all it runs (some read the time-stamp counter where the bit that
+    turns rdtsc off does not reach: WAITPKG's TPAUSE and UMWAIT compare a deadline with it)."""
+    return _assemble([
+        (_LD_W_ABS, 0, 0, _OFF_NR),
+        (_JEQ_K, "check", 0, NR["mmap"]),
+        (_JEQ_K, "check", "next", NR["mprotect"]),
+        "check",
+        (_LD_W_ABS, 0, 0, _arg(2)),
+        (_JSET_K, "refuse", "next", PROT_EXEC),
+        "refuse",
+        (_RET_K, 0, 0, _errno(errno.EPERM)),
     ])  # fmt: skip
 
 
@@ -268,7 +288,12 @@ STEP_FILTER = compile_filter()
 # clone(CLONE_VM) without CLONE_THREAD) that does the work and is reaped within a call takes its CPU
 # time where neither the per-thread clock nor the process's own total sees it (docs/sandbox.md,
 # second adversary).
-KERNEL_FILTER = compile_filter(allowed=KERNEL_ALLOWED, threads_only=True, rules=[_prctl_rule()])
+KERNEL_FILTER = compile_filter(allowed=KERNEL_ALLOWED, threads_only=True)
+# The isolated protocol's child (serve_loop.c): the same, and prctl only to turn the time-stamp counter
+# off or to stack CLOCK_FILTER, which it does once the kernel is loaded.
+SERVE_FILTER = compile_filter(allowed=KERNEL_ALLOWED, threads_only=True, rules=[_prctl_rule()])
 CLOCK_FILTER = compile_filter(
-    denied=(*DENIED, *CLOCK_CALLS), threads_only=True, rules=[_futex_rule(), _clock_nanosleep_rule()]
+    allowed=TIMED_KERNEL_ALLOWED,
+    threads_only=True,
+    rules=[_futex_rule(), _clock_nanosleep_rule(), _no_new_code_rule()],
 )

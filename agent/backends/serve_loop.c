@@ -107,7 +107,8 @@ static void kg_stand_ins(const char *src, long nbytes, char *copy, long spin_ns,
     for (long t = 0; t < n; t++) *cpu += share[t].cpu;
 }
 
-int kg_serve(int go, int done, void *fn, const long *args, char expect, const void *src, long nbytes,
+static __attribute__((noinline)) int kg_serve(int go, int done, void *fn, const long *args, char expect,
+                                             const void *src, long nbytes,
              void *copy, long spin_ns, long threads) {
     /* Every argument of a kernel is a pointer or an int: in the x86-64 and AArch64 calling
        conventions each takes one integer register or stack slot, so passing all as long works for
@@ -214,18 +215,20 @@ static void kg_hide_clocks(void) {
         }
         line = next ? next + 1 : line + strlen(line);
     }
+    explicit_bzero(maps, sizeof maps); /* the inode numbers of its files: a counter of files made */
     for (int i = 0; i < found; i++)
         if (munmap((void *)starts[i], ends[i] - starts[i]) != 0) kg_fail("cannot unmap the vDSO", NULL);
 }
 
 /* The address of `path` mapped shared (read-only from a read-only descriptor: the kernel's writes
    fault, and mprotect cannot make the mapping writable), the descriptor closed after. */
-static char *kg_map(const char *path, int writable) {
+static __attribute__((noinline)) char *kg_map(const char *path, int writable) {
     int fd = open(path, writable ? O_RDWR : O_RDONLY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) kg_fail("cannot open", path);
-    void *at = mmap(NULL, st.st_size > 0 ? (size_t)st.st_size : 1, PROT_READ | (writable ? PROT_WRITE : 0),
-                    MAP_SHARED, fd, 0);
+    size_t size = st.st_size > 0 ? (size_t)st.st_size : 1;
+    explicit_bzero(&st, sizeof st); /* its times */
+    void *at = mmap(NULL, size, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
     close(fd);
     if (at == MAP_FAILED) kg_fail("cannot map", path);
     return at;
@@ -255,6 +258,9 @@ int main(int argc, char **argv) {
     int go = open(kg_arg(argc, argv, "go"), O_RDONLY);
     int done = open(kg_arg(argc, argv, "done"), O_WRONLY);
     if (go < 0 || done < 0) kg_fail("cannot open the FIFOs", NULL);
+    int hide_clocks = (int)kg_long(argc, argv, "hide_clocks");
+    const char *kernel = kg_arg(argc, argv, "kernel"), *kernel_filter = kg_arg(argc, argv, "kernel_filter");
+    const char *clock_filter = kg_arg(argc, argv, "clock_filter");
     long nbytes = kg_long(argc, argv, "stand_in_bytes");
     char *copy = malloc(nbytes > 0 ? (size_t)nbytes : 1);
     if (!copy) kg_fail("no memory for the stand-in", NULL);
@@ -262,16 +268,16 @@ int main(int argc, char **argv) {
     if (kg_serve(go, done, NULL, args, 'n', inputs, nbytes, copy, kg_long(argc, argv, "stand_in_ns"),
                  kg_long(argc, argv, "stand_in_threads")) != 'b')
         _exit(0); /* 'q', or the evaluator went away */
-    int hide_clocks = (int)kg_long(argc, argv, "hide_clocks");
     if (hide_clocks) kg_wipe_below(1 << 16); /* the stand-ins' frames, with their readings of the clock */
     free(copy);
-    kg_install_filter(kg_arg(argc, argv, "kernel_filter"), 1);
+    kg_install_filter(kernel_filter, 1);
     /* Admission refuses load-time code (constructors, indirect functions): none of the kernel's runs here. */
-    void *object = dlopen(kg_arg(argc, argv, "kernel"), RTLD_NOW | RTLD_LOCAL);
+    void *object = dlopen(kernel, RTLD_NOW | RTLD_LOCAL);
     void *fn = object ? dlsym(object, "kernel") : NULL;
     if (!fn) kg_fail("cannot load the kernel", dlerror());
     if (hide_clocks) kg_hide_clocks();
-    kg_install_filter(kg_arg(argc, argv, "clock_filter"), 0);
+    kg_install_filter(clock_filter, 0);
+    if (hide_clocks) kg_wipe_below(1 << 16); /* the loader's frames: the files' times it read (fstat) */
     if (write(done, "r", 1) != 1) _exit(0);
     kg_serve(go, done, fn, args, 'c', NULL, 0, NULL, 0, 0);
     _exit(0); /* 'q', or the evaluator went away: nothing to flush */

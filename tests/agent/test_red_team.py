@@ -212,6 +212,7 @@ ADMISSION_REJECTS = {
     "isa_pragma.c": "an instruction of x86-64-v3, beyond the target's x86-64-v2",
     "isa_attribute.c": "an instruction of x86-64-v4, beyond the target's x86-64-v2",
     "isa_libmvec.c": "`_ZGVdN8v_expf`, libmvec's variant for a wider instruction set",
+    "wait_on_the_counter.c": "`tpause` instruction (a clock)",
 }
 
 

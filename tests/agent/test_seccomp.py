@@ -1,7 +1,8 @@
 """The kernel's filters decide some calls by their arguments (agent/backends/seccomp.py): the clock
-filter lets a futex or a sleep through only without a date to wait for, and the kernel filter lets
-prctl through only to stack a filter (or turn the time-stamp counter off). Each call is made for real
-in a process with the filters installed, as the isolated protocol's child has them."""
+filter lets a futex or a sleep through only without a date to wait for and maps nothing executable,
+and the isolated protocol's first filter lets prctl through only to stack a filter (or turn the
+time-stamp counter off). Each call is made for real in a process with the filters installed, as the
+isolated protocol's child has them."""
 
 from __future__ import annotations
 
@@ -10,14 +11,19 @@ import json
 import subprocess
 import sys
 
-from kernelgraph.agent.backends.seccomp import CLOCK_FILTER, KERNEL_FILTER
+from kernelgraph.agent.backends.seccomp import CLOCK_FILTER, KERNEL_FILTER, SERVE_FILTER
 
-# Runs in a fresh interpreter: installs KERNEL_FILTER, tries prctl, stacks CLOCK_FILTER, tries the
+# Runs in a fresh interpreter: installs the first filter, tries prctl, stacks the second, tries the
 # rest, prints {call: errno (0: allowed)}. Everything it needs is imported before the filters.
 _PROBE = r"""
 import ctypes, json, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
-NR = {"futex": 202, "clock_nanosleep": 230, "clock_gettime": 228, "openat": 257, "prctl": 157}
+libc.syscall.restype = ctypes.c_long
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+page = libc.mmap(None, 4096, 3, 0x22, -1, 0)  # a page of its own to make executable
+NR = {"futex": 202, "clock_nanosleep": 230, "clock_gettime": 228, "openat": 257, "prctl": 157, "mmap": 9,
+      "mprotect": 10}
 class SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 def install(program):
@@ -48,16 +54,23 @@ seen["clock_nanosleep: for a while"] = call(NR["clock_nanosleep"], 1, 0, ctypes.
 seen["clock_nanosleep: until a date"] = call(NR["clock_nanosleep"], 0, 1, ctypes.addressof(deadline), 0)
 seen["clock_gettime"] = call(NR["clock_gettime"], 1, ctypes.addressof(timeout))
 seen["openat"] = call(NR["openat"], -100, ctypes.c_char_p(b"/proc/uptime"), 0, 0)
+seen["mmap: read-write"] = call(NR["mmap"], 0, 4096, 3, 0x22, -1, 0)
+seen["mmap: executable"] = call(NR["mmap"], 0, 4096, 5, 0x22, -1, 0)
+seen["mprotect: executable"] = call(NR["mprotect"], page, 4096, 5)
 seen["prctl: after the clock filter"] = call(NR["prctl"], 26, 2, 0, 0, 0)
 os.write(1, json.dumps(seen).encode())
 """
 
 
-def test_the_filters_decide_futex_sleep_and_prctl_by_their_arguments() -> None:
-    done = subprocess.run([sys.executable, "-I", "-c", _PROBE, KERNEL_FILTER.hex(), CLOCK_FILTER.hex()],
+def _calls_under(first: bytes, second: bytes) -> dict[str, int]:
+    done = subprocess.run([sys.executable, "-I", "-c", _PROBE, first.hex(), second.hex()],
                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout)
+    return dict(json.loads(done.stdout))
+
+
+def test_the_filters_decide_futex_sleep_prctl_and_mappings_by_their_arguments() -> None:
+    seen = _calls_under(SERVE_FILTER, CLOCK_FILTER)
     assert seen == {
         "prctl: the time-stamp counter back on": errno.EPERM,
         "prctl: no_new_privs again": errno.EPERM,
@@ -71,5 +84,10 @@ def test_the_filters_decide_futex_sleep_and_prctl_by_their_arguments() -> None:
         "clock_nanosleep: until a date": errno.EPERM,
         "clock_gettime": errno.EPERM,
         "openat": errno.EPERM,
+        "mmap: read-write": 0,
+        "mmap: executable": errno.EPERM,
+        "mprotect: executable": errno.EPERM,
         "prctl: after the clock filter": errno.EPERM,
     }, seen
+    # The other children's filter lets no prctl through: their kernels may not stack filters.
+    assert _calls_under(KERNEL_FILTER, CLOCK_FILTER)["prctl: a filter stacked"] == errno.EPERM
