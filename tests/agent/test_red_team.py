@@ -845,14 +845,17 @@ def test_work_in_threads_that_end_within_a_call_is_charged_to_it(
     task, honest = get_task("rmsnorm"), (CHEATS / "correct.c").read_text()
     source = world.render("thread_share_per_call.c").replace("@HIDDEN_PERCENT@", "30")
     verdict = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
-    # Charged per call, so judged on what it earned; or, where the run's clock ticks fell badly, over
-    # the whole run's allowance too (39 ms against 36 once, late in a loaded suite at stop 53).
+    # Charged per call, so judged on what it earned; or over the whole run's allowance too (39 ms
+    # against 36, late in a loaded suite at stop 53): caught either way.
     assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED} or (
         verdict.outcome == Outcome.INCORRECT and "threads that ended within calls" in verdict.reason
     ), verdict.reason
     assert (verdict.speedup or 0) < 1.08, verdict.speedup  # seen: 0.93-0.98 (the thread's start is charged)
     monkeypatch.setattr(isolated, "WALL_CAPPED_CLOCK", False)  # stop 25's per-thread critical path ...
     monkeypatch.setattr(isolated, "CHARGE_ENDED_THREADS", False)  # ... without the ended threads' charge
+    # ... and the whole run's allowance out of the way (at 37-39 ms against 36 it fired in full suites
+    # at stop 53): what the control shows is what the per-call charge stops.
+    monkeypatch.setattr(isolated, "HIDDEN_CPU_SHARE", 100.0)
     control = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
     # The undefended clock charges less for the same calls: seen 1.16-1.39 and kept on quiet hosts,
     # 0.97-1.10 against 0.77-0.98 defended after a long run (the per-call thread's start then costs
