@@ -1100,29 +1100,40 @@ def test_the_call_overhead_is_measured_before_the_kernel_is_loaded(
     assert profile.counters[CounterName.CALL_WALL_OVERHEAD_NS] > 0
 
 
-def test_an_empty_call_costs_about_the_measured_overhead(unguarded: CBackend, cpu_target: Target) -> None:
-    """The stand-in's own CPU time is taken off what a call of it measured, so the overhead is the
-    hand-over's alone: a kernel that returns at once costs about that (here within 0.25-2x; a
-    shorter call wakes an idle core less often, so it is usually below)."""
+@contextlib.contextmanager
+def _calibrated_and_loaded(
+    artifact: str, *, small: bool, threads: int
+) -> Iterator[tuple[KernelServer, float, isolated.CallOverhead]]:
+    """`artifact` as rmsnorm's kernel in the isolated protocol's child, past the evaluator's
+    calibration (its stand-ins) and loaded: the server, the deadline of its calls, the overhead."""
     task = get_task("rmsnorm")
-    built = unguarded.compile(task, "void kernel(void) {}\n", cpu_target)
-    assert built.ok and built.artifact, built.diagnosis
-    inputs = task.make_inputs(7, True)
-    limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=1)
+    inputs = task.make_inputs(7, small)
+    limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=threads)
     with (
-        scratch_dir("kg-rt-overhead-") as work,
+        scratch_dir("kg-rt-served-") as work,
         isolated.shared_inputs(inputs, output_specs(task, inputs)) as shared,
     ):
-        server = KernelServer(built.artifact, shared, list(task.sizes(inputs).values()), limits, work)
+        server = KernelServer(artifact, shared, list(task.sizes(inputs).values()), limits, work)
         try:
             deadline = time.monotonic() + limits.timeout_s
             server.wait_ready(deadline)
             server.freeze()
-            overhead = isolated.call_overhead([server], deadline, lambda *_: None).cpu_ns
+            overhead = isolated.call_overhead([server], deadline, lambda *_: None)
             server.load_kernel(deadline)
-            empty = sorted(server.call(deadline)[0] for _ in range(31))[15]
+            yield server, deadline, overhead
         finally:
             server.close()
+
+
+def test_an_empty_call_costs_about_the_measured_overhead(unguarded: CBackend, cpu_target: Target) -> None:
+    """The stand-in's own CPU time is taken off what a call of it measured, so the overhead is the
+    hand-over's alone: a kernel that returns at once costs about that (here within 0.25-2x; a
+    shorter call wakes an idle core less often, so it is usually below)."""
+    built = unguarded.compile(get_task("rmsnorm"), "void kernel(void) {}\n", cpu_target)
+    assert built.ok and built.artifact, built.diagnosis
+    with _calibrated_and_loaded(built.artifact, small=True, threads=1) as (server, deadline, calibrated):
+        overhead = calibrated.cpu_ns
+        empty = sorted(server.call(deadline)[0] for _ in range(31))[15]
     assert 0 < overhead < 5_000_000
     assert 0.25 * overhead <= empty <= 2.0 * overhead, (overhead, empty)
 
@@ -1142,27 +1153,13 @@ def _read_the_clock(unguarded: CBackend, cpu_target: Target) -> tuple[dict[str, 
     """One call of read_the_clock.c in the isolated protocol's child, after the stand-ins the
     evaluator calibrates with (which read the monotonic clock): what each channel gave (1 the time,
     0 refused, 2 a fault) and the monotonic readings in nanoseconds found on the kernel's stack."""
-    task = get_task("rmsnorm")
-    built = unguarded.compile(task, (RED_TEAM / "read_the_clock.c").read_text(), cpu_target)
+    built = unguarded.compile(get_task("rmsnorm"), (RED_TEAM / "read_the_clock.c").read_text(), cpu_target)
     assert built.ok and built.artifact, built.diagnosis
-    inputs = task.make_inputs(7, False)  # room in y for the stack
-    limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=2)
     since = time.monotonic_ns()
-    with (
-        scratch_dir("kg-rt-read-the-clock-") as work,
-        isolated.shared_inputs(inputs, output_specs(task, inputs)) as shared,
-    ):
-        server = KernelServer(built.artifact, shared, list(task.sizes(inputs).values()), limits, work)
-        try:
-            deadline = time.monotonic() + limits.timeout_s
-            server.wait_ready(deadline)
-            server.freeze()
-            isolated.call_overhead([server], deadline, lambda *_: None)
-            server.load_kernel(deadline)
-            server.call(deadline)
-            y = server.outputs[0].reshape(-1).copy()
-        finally:
-            server.close()
+    # the full size: room in y for the stack
+    with _calibrated_and_loaded(built.artifact, small=False, threads=2) as (server, deadline, _):
+        server.call(deadline)
+        y = server.outputs[0].reshape(-1).copy()
     until = time.monotonic_ns()
     words = np.frombuffer(y[_DUMP_AT:].view(np.uint8)[:_DUMP_BYTES].tobytes(), dtype=np.uint64)
     readings = [int(w) for w in words if since <= int(w) <= until]  # the same boot clock, no time namespace
