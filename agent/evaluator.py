@@ -101,8 +101,10 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 # 16: a timed kernel has no clock. The isolated protocol's child is a C program (agent/backends/
 #    serve_loop.c; it was Python calling that loop), with no interpreter in the process a kernel is
 #    timed in; once the kernel is loaded it turns the time-stamp counter off (rdtsc, rdtscp fault),
-#    unmaps the vDSO and its clock pages, wipes the stack where its stand-ins' clock readings were
-#    and stacks a filter refusing every system call that reads a clock or carries the time
+#    unmaps the vDSO and its clock pages, wipes the stack where its stand-ins' clock readings were,
+#    zeroes every reading of a clock left in the memory it writes (glibc's loader keeps one of the
+#    counter as the process starts; added at stop 54 without a new version: no honest verdict moves,
+#    and that reading gave the time since boot only) and stacks a filter refusing every system call that reads a clock or carries the time
 #    (agent/backends/seccomp.py CLOCK_FILTER: clock_gettime, times, sysinfo, getrusage, file times,
 #    /proc, a futex or a sleep until a date). With a clock a kernel knows its age, and a parent could
 #    run honest while new and slow ever after (the fourteenth adversary's stale figure). A kernel

@@ -23,6 +23,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -189,35 +190,165 @@ static void kg_install_filter(const char *hex, int first) {
     free(bytes);
 }
 
-/* The time-stamp counter off for this thread and every thread it starts (rdtsc and rdtscp fault),
-   and the vDSO's code and clock pages unmapped (glibc keeps their addresses, so its clock calls
-   fault too; some read the clock pages without the counter: time(), the coarse clocks). The system
-   calls that read a clock are the clock filter's (agent/backends/seccomp.py CLOCK_FILTER). */
-static void kg_hide_clocks(void) {
-    if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) kg_fail("cannot turn the time-stamp counter off", NULL);
+/* What /proc/self/maps says of one mapping. */
+struct kg_mapping {
+    unsigned long start, end;
+    char perms[5];
+    int clock; /* [vdso], [vvar], [vvar_vclock] */
+};
+
+#define KG_MAX_MAPPINGS 1024
+
+/* The mappings of this process, read once: `maps` is a buffer for the text, zeroed after (the inode
+   numbers of its files are a counter of files made). Returns the count. */
+static int kg_read_mappings(struct kg_mapping *out) {
+    static char maps[1 << 17];
     int fd = open("/proc/self/maps", O_RDONLY);
     if (fd < 0) kg_fail("cannot read /proc/self/maps", NULL);
-    static char maps[1 << 16];
     size_t used = 0;
     ssize_t got;
     while (used < sizeof maps - 1 && (got = read(fd, maps + used, sizeof maps - 1 - used)) > 0) used += (size_t)got;
     close(fd);
     if (used == sizeof maps - 1) kg_fail("/proc/self/maps is too long to read", NULL);
     maps[used] = 0;
-    unsigned long starts[8], ends[8];
-    int found = 0;
-    for (char *line = maps; *line && found < 8;) {
+    int count = 0;
+    for (char *line = maps; *line;) {
         char *next = strchr(line, '\n');
         if (next) *next = 0;
-        if (strstr(line, "[vdso]") || strstr(line, "[vvar]") || strstr(line, "[vvar_vclock]")) {
-            if (sscanf(line, "%lx-%lx", &starts[found], &ends[found]) != 2) kg_fail("a line of /proc/self/maps", line);
-            found++;
-        }
+        if (count == KG_MAX_MAPPINGS) kg_fail("too many mappings", NULL);
+        struct kg_mapping *m = &out[count++];
+        if (sscanf(line, "%lx-%lx %4s", &m->start, &m->end, m->perms) != 3) kg_fail("a line of /proc/self/maps", line);
+        m->clock = strstr(line, "[vdso]") || strstr(line, "[vvar]") || strstr(line, "[vvar_vclock]");
         line = next ? next + 1 : line + strlen(line);
     }
-    explicit_bzero(maps, sizeof maps); /* the inode numbers of its files: a counter of files made */
-    for (int i = 0; i < found; i++)
-        if (munmap((void *)starts[i], ends[i] - starts[i]) != 0) kg_fail("cannot unmap the vDSO", NULL);
+    explicit_bzero(maps, sizeof maps);
+    return count;
+}
+
+struct kg_now {
+    uint64_t counter; /* the time-stamp counter */
+    uint64_t ns[3];   /* CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME */
+    uint64_t date_s;  /* CLOCK_REALTIME in seconds (time(), a timeval's or timespec's tv_sec) */
+};
+
+static void kg_read_clocks(struct kg_now *now) {
+    static const clockid_t ids[3] = {CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME};
+    struct timespec t;
+    now->counter = __builtin_ia32_rdtsc();
+    for (int c = 0; c < 3; c++) {
+        clock_gettime(ids[c], &t);
+        now->ns[c] = (uint64_t)t.tv_sec * 1000000000 + (uint64_t)t.tv_nsec;
+    }
+    now->date_s = now->ns[0] / 1000000000;
+    explicit_bzero(&t, sizeof t);
+}
+
+/* The clocks as main began (`kg_forget_the_time` zeroes this too: it is a reading). */
+static struct kg_now kg_born;
+
+/* How long before main a reading of this process's may have been taken: the loader's work, which
+   reads the counter first (1 s of a 5 GHz counter; milliseconds on a quiet host). */
+#define KG_BEFORE_MAIN_NS 1000000000ull
+#define KG_BEFORE_MAIN_COUNTER 5000000000ull
+
+/* The span of each clock over this process's life: a word in one is taken for a reading. */
+struct kg_life {
+    struct kg_now from, to;
+};
+
+static int kg_within(uint64_t word, uint64_t from, uint64_t to) { return word >= from && word <= to; }
+
+static int kg_is_a_reading(uint64_t word, const struct kg_life *life) {
+    if (kg_within(word, life->from.counter, life->to.counter)) return 1;
+    for (int c = 0; c < 3; c++)
+        if (kg_within(word, life->from.ns[c], life->to.ns[c])) return 1;
+    return kg_within(word, life->from.date_s, life->to.date_s);
+}
+
+struct kg_range {
+    uintptr_t start, end;
+};
+
+#define KG_MAX_RELRO 64
+
+struct kg_relro {
+    struct kg_range range[KG_MAX_RELRO];
+    int count;
+};
+
+static int kg_add_relro(struct dl_phdr_info *info, size_t size, void *found) {
+    (void)size;
+    struct kg_relro *relro = found;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO && relro->count < KG_MAX_RELRO) {
+            uintptr_t start = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+            relro->range[relro->count++] = (struct kg_range){start, start + info->dlpi_phdr[i].p_memsz};
+        }
+    return 0;
+}
+
+/* The mapping `address` is in, or NULL. */
+static const struct kg_mapping *kg_mapping_of(uint64_t address, const struct kg_mapping *m, int count) {
+    for (int i = 0; i < count; i++)
+        if (address >= m[i].start && address < m[i].end) return &m[i];
+    return NULL;
+}
+
+/* Zero the words of [start, end) that are readings of `life` and no mapped address (a pointer; a
+   reading that happens to be one is not told apart), making a read-only page writable for it. */
+static void kg_zero_readings(uintptr_t start, uintptr_t end, const struct kg_life *life, const struct kg_mapping *m,
+                             int count) {
+    for (volatile uint64_t *word = (volatile uint64_t *)((start + 7) & ~(uintptr_t)7); (uintptr_t)(word + 1) <= end; word++) {
+        if ((const void *)word >= (const void *)life && (const void *)word < (const void *)(life + 1))
+            continue; /* the spans this scan compares with, zeroed after it */
+        uint64_t value = *word;
+        if (!kg_is_a_reading(value, life) || kg_mapping_of(value, m, count)) continue;
+        const struct kg_mapping *in = kg_mapping_of((uintptr_t)word, m, count);
+        int writable = in && in->perms[1] == 'w';
+        void *page = (void *)((uintptr_t)word & ~(uintptr_t)4095);
+        if (!writable && mprotect(page, 4096, PROT_READ | PROT_WRITE) != 0)
+            kg_fail("cannot write a read-only page to forget a reading of a clock", NULL);
+        *word = 0;
+        if (!writable && mprotect(page, 4096, PROT_READ) != 0) kg_fail("cannot make a page read-only again", NULL);
+    }
+}
+
+/* Zero every word that holds a reading of a clock taken in this process's life (the date, or the
+   time since boot, from which the date follows) wherever the process writes: its writable private
+   memory (data, heap, stacks; shared mappings are the evaluator's buffers) and what each loaded
+   object made read-only after relocation (glibc's loader keeps its reading of the counter as the
+   process started there, `start_time`). Other read-only pages are the files' contents as they
+   were built. Readings in whole seconds of the boot clocks are not looked for (small integers, as a
+   count or a size is); the stack is wiped where the stand-ins ran as well. */
+static void kg_forget_the_time(const struct kg_mapping *m, int count) {
+    struct kg_life life = {kg_born, {0}};
+    kg_read_clocks(&life.to);
+    life.from.counter -= KG_BEFORE_MAIN_COUNTER;
+    for (int c = 0; c < 3; c++) life.from.ns[c] -= KG_BEFORE_MAIN_NS;
+    life.from.date_s -= KG_BEFORE_MAIN_NS / 1000000000 + 1;
+    static struct kg_relro relro;
+    dl_iterate_phdr(kg_add_relro, &relro);
+    for (int i = 0; i < count; i++)
+        if (m[i].perms[0] == 'r' && m[i].perms[1] == 'w' && m[i].perms[3] == 'p' && !m[i].clock)
+            kg_zero_readings(m[i].start, m[i].end, &life, m, count);
+    for (int i = 0; i < relro.count; i++) kg_zero_readings(relro.range[i].start, relro.range[i].end, &life, m, count);
+    explicit_bzero(&life, sizeof life);
+}
+
+/* The time-stamp counter off for this thread and every thread it starts (rdtsc and rdtscp fault),
+   the readings of the clocks in this process's memory forgotten, and the vDSO's code and clock pages
+   unmapped (glibc keeps their addresses, so its clock calls fault too; some read the clock pages
+   without the counter: time(), the coarse clocks). The system calls that read a clock are the clock
+   filter's (agent/backends/seccomp.py CLOCK_FILTER). */
+static void kg_hide_clocks(void) {
+    static struct kg_mapping mappings[KG_MAX_MAPPINGS];
+    int count = kg_read_mappings(mappings);
+    kg_forget_the_time(mappings, count);
+    if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) kg_fail("cannot turn the time-stamp counter off", NULL);
+    for (int i = 0; i < count; i++)
+        if (mappings[i].clock && munmap((void *)mappings[i].start, mappings[i].end - mappings[i].start) != 0)
+            kg_fail("cannot unmap the vDSO", NULL);
+    explicit_bzero(mappings, sizeof mappings);
 }
 
 /* The address of `path` mapped shared (read-only from a read-only descriptor: the kernel's writes
@@ -247,6 +378,7 @@ static void kg_limit_memory(long headroom) {
 }
 
 int main(int argc, char **argv) {
+    kg_read_clocks(&kg_born);
     kg_limit_memory(kg_long(argc, argv, "memory_bytes")); /* first: the buffers are in the allowance */
     char *inputs = kg_map(kg_arg(argc, argv, "inputs"), !kg_long(argc, argv, "inputs_read_only"));
     char *outputs = kg_map(kg_arg(argc, argv, "outputs"), 1);

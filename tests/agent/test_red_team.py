@@ -12,10 +12,12 @@ it. docs/sandbox.md describes the attack classes.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import functools
 import itertools
 import math
+import mmap
 import os
 import random
 import re
@@ -26,7 +28,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -1147,22 +1149,49 @@ CLOCK_CHANNELS = (
     "reading the vDSO", "rdtsc in a thread started after",
 )  # fmt: skip
 _DUMP_AT, _DUMP_BYTES = 64, (64 + 32) << 10  # read_the_clock.c KG_DUMP_AT, KG_BELOW + KG_ABOVE
+_DATA_AT = _DUMP_AT * 4 + _DUMP_BYTES  # read_the_clock.c KG_DATA_AT, in bytes
 
 
-def _read_the_clock(unguarded: CBackend, cpu_target: Target) -> tuple[dict[str, float], list[int]]:
+def _time_stamp_counter() -> Callable[[], int]:
+    """rdtsc, for the test's own process: six instructions in a page of its own."""
+    code = bytes.fromhex("0f31" "48c1e220" "4809d0" "c3")  # rdtsc; shl rdx, 32; or rax, rdx; ret
+    page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    page.write(code)
+    read = ctypes.CFUNCTYPE(ctypes.c_uint64)(ctypes.addressof(ctypes.c_char.from_buffer(page)))
+
+    def counter() -> int:
+        assert not page.closed  # held by this closure: the code stays mapped while it can be called
+        return int(read())
+
+    return counter
+
+
+def _read_the_clock(unguarded: CBackend, cpu_target: Target) -> tuple[dict[str, float], dict[str, list[int]]]:
     """One call of read_the_clock.c in the isolated protocol's child, after the stand-ins the
     evaluator calibrates with (which read the monotonic clock): what each channel gave (1 the time,
-    0 refused, 2 a fault) and the monotonic readings in nanoseconds found on the kernel's stack."""
+    0 refused, 2 a fault), and the readings found in the kernel's reach, by clock: the monotonic
+    clock's and the date's in nanoseconds and the time-stamp counter's, on its stack and in the
+    loaded objects' data (the same boot clock for the test and the child: no time namespace)."""
     built = unguarded.compile(get_task("rmsnorm"), (RED_TEAM / "read_the_clock.c").read_text(), cpu_target)
     assert built.ok and built.artifact, built.diagnosis
-    since = time.monotonic_ns()
-    # the full size: room in y for the stack
+    counter = _time_stamp_counter()
+    since = (time.monotonic_ns(), time.time_ns(), counter())
+    # the full size: room in y for the stack and the data
     with _calibrated_and_loaded(built.artifact, small=False, threads=2) as (server, deadline, _):
         server.call(deadline)
         y = server.outputs[0].reshape(-1).copy()
-    until = time.monotonic_ns()
-    words = np.frombuffer(y[_DUMP_AT:].view(np.uint8)[:_DUMP_BYTES].tobytes(), dtype=np.uint64)
-    readings = [int(w) for w in words if since <= int(w) <= until]  # the same boot clock, no time namespace
+    until = (time.monotonic_ns(), time.time_ns(), counter())
+    raw = y.view(np.uint8)
+    data = raw[_DATA_AT:]
+    count = int(np.frombuffer(data[:8].tobytes(), dtype=np.uint64)[0])
+    words = np.concatenate([
+        np.frombuffer(raw[_DUMP_AT * 4 : _DUMP_AT * 4 + _DUMP_BYTES].tobytes(), dtype=np.uint64),
+        np.frombuffer(data[8 : 8 + 8 * count].tobytes(), dtype=np.uint64),
+    ])  # fmt: skip
+    readings = {
+        clock: [int(w) for w in words[(words >= low) & (words <= high)]]
+        for clock, low, high in zip(("monotonic", "date", "counter"), since, until, strict=True)
+    }
     return dict(zip(CLOCK_CHANNELS, (float(v) for v in y[: len(CLOCK_CHANNELS)]), strict=True)), readings
 
 
@@ -1174,16 +1203,19 @@ def test_a_timed_kernel_has_no_clock(
     its copies kept (the fourteenth adversary's stale figure, docs/sandbox.md). In the isolated
     protocol's child no way read_the_clock.c tries gives it the time: the time-stamp counter faults
     (in threads started later too), the vDSO is gone, the system calls and files that carry the time
-    are refused, and nothing on its stack holds a reading of the clock (the evaluator's stand-ins
-    read it before the kernel is loaded; the stack is wiped where they ran). Control, the clocks left
-    to the kernel: every way gives it the time, and the reading it leaves on its stack is found."""
+    are refused, and nothing in its reach holds a reading of a clock: not its stack (the evaluator's
+    stand-ins read the monotonic clock before the kernel is loaded), not the loaded objects' data
+    (glibc's loader keeps its reading of the counter as the process started). Control, the clocks
+    left to the kernel: every way gives it the time, the monotonic reading it leaves on its stack is
+    found, and so is the loader's reading of the counter."""
     seen, readings = _read_the_clock(unguarded, cpu_target)
     assert all(v in (0.0, 2.0) for v in seen.values()), [k for k, v in seen.items() if v not in (0.0, 2.0)]
-    assert not readings, [hex(r) for r in readings]
+    assert not any(readings.values()), {clock: [hex(r) for r in found] for clock, found in readings.items()}
     _clocks_left_to_the_kernel(monkeypatch)
     seen, readings = _read_the_clock(unguarded, cpu_target)
     assert all(v == 1.0 for v in seen.values()), [k for k, v in seen.items() if v != 1.0]
-    assert readings, "the reading the kernel left on its stack was not found"
+    assert readings["monotonic"], "the reading the kernel left on its stack was not found"
+    assert readings["counter"], "the loader's reading of the counter was not found"
 
 
 def test_a_parent_cannot_run_slower_once_it_is_old(
