@@ -65,7 +65,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     kill_tree,
     scratch_dir,
 )
-from kernelgraph.agent.backends.sandbox import SandboxLimits, child_env, kernel_filter
+from kernelgraph.agent.backends.sandbox import SandboxLimits, child_env, filter_for
 from kernelgraph.agent.backends.seccomp import CLOCK_FILTER, SERVE_FILTER
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus, compare, digest
@@ -473,8 +473,8 @@ class KernelServer:
             "memory_bytes": limits.memory_bytes,
             "stand_in_bytes": min(layout.input_bytes, STAND_IN_BYTES), "stand_in_ns": STAND_IN_NS,
             "stand_in_threads": limits.threads, "kernel": artifact,
-            "kernel_filter": kernel_filter(limits.sandbox, SERVE_FILTER).hex(), "hide_clocks": int(CLOCKLESS_KERNELS),
-            "clock_filter": (kernel_filter(limits.sandbox, CLOCK_FILTER) if CLOCKLESS_KERNELS else b"").hex(),
+            "kernel_filter": filter_for(limits.sandbox, SERVE_FILTER).hex(), "hide_clocks": int(CLOCKLESS_KERNELS),
+            "clock_filter": (filter_for(limits.sandbox, CLOCK_FILTER) if CLOCKLESS_KERNELS else b"").hex(),
         }  # fmt: skip
         self._log = (work / "child.log").open("w+b")
         self.proc = limits.sandbox.popen(

@@ -119,10 +119,10 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def kernel_filter(sandbox: Sandbox, program: bytes = KERNEL_FILTER) -> bytes:
-    """The seccomp allow-list a kernel's child installs on itself before loading the kernel, or
-    another of its filters (`program`); empty: none, only where the sandbox or its filters are off to
-    show, in tests, what they stop."""
+def filter_for(sandbox: Sandbox, program: bytes = KERNEL_FILTER) -> bytes:
+    """The seccomp program a kernel's child is given to install on itself (`program`: by default the
+    allow-list it installs before loading the kernel), or empty, none, where the sandbox or its
+    filters are off (in tests, to show what they stop)."""
     return program if sandbox.enabled and sandbox.seccomp else b""
 
 
@@ -138,7 +138,7 @@ def run_request(
         req_path = tmp / "request.pkl"  # pickled by us, for the child: the trusted direction
         with req_path.open("wb") as f:
             pickle.dump(
-                {**request, "memory_bytes": limits.memory_bytes, "seccomp": kernel_filter(limits.sandbox)},
+                {**request, "memory_bytes": limits.memory_bytes, "seccomp": filter_for(limits.sandbox)},
                 f,
                 protocol=5,
             )

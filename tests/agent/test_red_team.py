@@ -1153,8 +1153,8 @@ _DATA_AT = _DUMP_AT * 4 + _DUMP_BYTES  # read_the_clock.c KG_DATA_AT, in bytes
 
 
 def _time_stamp_counter() -> Callable[[], int]:
-    """rdtsc, for the test's own process: six instructions in a page of its own."""
-    code = bytes.fromhex("0f31" "48c1e220" "4809d0" "c3")  # rdtsc; shl rdx, 32; or rax, rdx; ret
+    """rdtsc, for the test's own process: four instructions in a page of their own."""
+    code = bytes.fromhex("0f31 48c1e220 4809d0 c3")  # rdtsc; shl rdx, 32; or rax, rdx; ret
     page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
     page.write(code)
     read = ctypes.CFUNCTYPE(ctypes.c_uint64)(ctypes.addressof(ctypes.c_char.from_buffer(page)))
