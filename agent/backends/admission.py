@@ -28,8 +28,9 @@ from dataclasses import dataclass
 # 3: a forbidden sequence the link's layout made is linked away (LAYOUT_PAD); 4: no executable stack;
 # 5: no indirect function (its resolver is load-time code, as a constructor is); 6: no instruction
 # beyond the target's x86-64 level, and no libmvec variant of a wider one (`isa_rejections`); 7: no
-# rdpru, tpause or umwait encoding at any offset (they read the time, FORBIDDEN_ENCODINGS)
-ADMISSION_VERSION = 7
+# rdpru, tpause or umwait encoding at any offset (they read the time, FORBIDDEN_ENCODINGS); 8: no
+# writable section with data, named by a symbol or not (a local label hid it from nm)
+ADMISSION_VERSION = 8
 
 _MATH = [
     "sin",
@@ -178,6 +179,7 @@ LAYOUT_PAD = """\
 # Sections whose code the loader runs before (or after) any call of `kernel`.
 LOAD_TIME_SECTIONS = (".init_array", ".fini_array", ".ctors", ".dtors", ".preinit_array", ".init", ".fini")
 _SHF_EXECINSTR, _SHT_NOBITS = 0x4, 8
+_SHF_ALLOC_WRITE = 0x1 | 0x2  # SHF_WRITE | SHF_ALLOC: memory the loaded object may write
 
 
 @dataclass(frozen=True)
@@ -318,8 +320,10 @@ def check_object(
                     "not keep state between calls (caches, counters); use locals or `static const` tables"
                 )
             )
+    named_writable = any("writable global or static data" in r.reason for r in found)
     try:
-        for name, _, _ in elf_sections(kernel_object):
+        sections = elf_sections(kernel_object)
+        for name, _, _, _ in sections:
             if name.startswith(LOAD_TIME_SECTIONS):
                 found.append(
                     Rejection(
@@ -328,6 +332,22 @@ def check_object(
                     )
                 )
                 break
+        # The same rule as nm's writable symbols, for data no symbol names (a local assembler label:
+        # `label_state.c`, the fifteenth adversary's grid of dates).
+        writable = [
+            (name, size)
+            for name, flags, size, _ in sections
+            if flags & _SHF_ALLOC_WRITE == _SHF_ALLOC_WRITE and size
+        ]
+        if writable and not named_writable:
+            name, size = writable[0]
+            found.append(
+                Rejection(
+                    f"has writable data: {size} bytes in `{name}` that no symbol names (a local label): a "
+                    "kernel may not keep state between calls (caches, counters); use locals or `static "
+                    "const` tables"
+                )
+            )
         found += scan_encodings(shared_object)
         found += isa_rejections(disassembly, level) if isa in X86_LEVELS else []
         if stack_executable(shared_object):
@@ -363,9 +383,10 @@ def stack_executable(data: bytes) -> bool:
     return True
 
 
-def elf_sections(data: bytes) -> list[tuple[str, int, bytes]]:
-    """(name, flags, contents) of each section of a 64-bit little-endian ELF file; ValueError when
-    the file is not one (it came out of a sandbox that ran model-written input through the compiler)."""
+def elf_sections(data: bytes) -> list[tuple[str, int, int, bytes]]:
+    """(name, flags, size, contents) of each section of a 64-bit little-endian ELF file (a section
+    that takes no room in the file, `.bss`, has its size and no contents); ValueError when the file
+    is not one (it came out of a sandbox that ran model-written input through the compiler)."""
     if data[:6] != b"\x7fELF\x02\x01":
         raise ValueError("not a 64-bit little-endian ELF")
     try:
@@ -384,7 +405,7 @@ def elf_sections(data: bytes) -> list[tuple[str, int, bytes]]:
     out = []
     for name, kind, flags, offset, size in headers:
         label = names[name : names.find(b"\0", name)].decode(errors="replace") if name < len(names) else "?"
-        out.append((label, flags, b"" if kind == _SHT_NOBITS else data[offset : offset + size]))
+        out.append((label, flags, size, b"" if kind == _SHT_NOBITS else data[offset : offset + size]))
     return out
 
 
@@ -393,7 +414,7 @@ def scan_encodings(elf: bytes) -> list[Rejection]:
     section (the first place of each kind is named)."""
     found: list[Rejection] = []
     for what_bytes, what in FORBIDDEN_ENCODINGS.items():
-        for name, flags, contents in elf_sections(elf):
+        for name, flags, _, contents in elf_sections(elf):
             at = contents.find(what_bytes) if flags & _SHF_EXECINSTR else -1
             if at >= 0:
                 found.append(

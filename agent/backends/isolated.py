@@ -170,6 +170,11 @@ READ_ONLY_INPUTS = True
 # (the fourteenth adversary's stale figure). Off only in the red-team tests of other defences whose
 # kernels read the time-stamp counter, and in their controls.
 CLOCKLESS_KERNELS = True
+# The clockless child zeroes every reading of a clock in the memory it writes before it loads the
+# kernel (`serve_loop.c` kg_forget_the_time): after, the kernel's own data would be scanned too, and a
+# grid of dates in it, some zeroed, would tell it the date (the fifteenth adversary). Set only in the
+# control of `test_what_the_child_forgets_tells_a_kernel_nothing`.
+FORGET_AFTER_LOAD = False
 # After crowded pairs in a row the evaluator waits, both kernels frozen, this long per crowded pair in
 # the row beyond the first (at most CROWDED_WAIT_MAX_S) before the next: a burst of other work passes
 # instead of using up the pairs a run may lose (a quiet comparison started right after the cost bench
@@ -474,6 +479,7 @@ class KernelServer:
             "stand_in_bytes": min(layout.input_bytes, STAND_IN_BYTES), "stand_in_ns": STAND_IN_NS,
             "stand_in_threads": limits.threads, "kernel": artifact,
             "kernel_filter": filter_for(limits.sandbox, SERVE_FILTER).hex(), "hide_clocks": int(CLOCKLESS_KERNELS),
+            "forget_after_load": int(FORGET_AFTER_LOAD),
             "clock_filter": (filter_for(limits.sandbox, CLOCK_FILTER) if CLOCKLESS_KERNELS else b"").hex(),
         }  # fmt: skip
         self._log = (work / "child.log").open("w+b")

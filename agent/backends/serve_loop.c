@@ -320,7 +320,9 @@ static void kg_zero_readings(uintptr_t start, uintptr_t end, const struct kg_lif
    process started there, `start_time`). Other read-only pages are the files' contents as they
    were built. Readings in whole seconds of the boot clocks are not looked for (small integers, as a
    count or a size is); the stack is wiped where the stand-ins ran as well. */
-static void kg_forget_the_time(const struct kg_mapping *m, int count) {
+static void kg_forget_the_time(void) {
+    static struct kg_mapping m[KG_MAX_MAPPINGS];
+    int count = kg_read_mappings(m);
     struct kg_life life = {kg_born, {0}};
     kg_read_clocks(&life.to);
     life.from.counter -= KG_BEFORE_MAIN_COUNTER;
@@ -333,17 +335,17 @@ static void kg_forget_the_time(const struct kg_mapping *m, int count) {
             kg_zero_readings(m[i].start, m[i].end, &life, m, count);
     for (int i = 0; i < relro.count; i++) kg_zero_readings(relro.range[i].start, relro.range[i].end, &life, m, count);
     explicit_bzero(&life, sizeof life);
+    explicit_bzero(m, sizeof m);
 }
 
 /* The time-stamp counter off for this thread and every thread it starts (rdtsc and rdtscp fault),
-   the readings of the clocks in this process's memory forgotten, and the vDSO's code and clock pages
-   unmapped (glibc keeps their addresses, so its clock calls fault too; some read the clock pages
-   without the counter: time(), the coarse clocks). The system calls that read a clock are the clock
-   filter's (agent/backends/seccomp.py CLOCK_FILTER). */
+   and the vDSO's code and clock pages unmapped (glibc keeps their addresses, so its clock calls fault
+   too; some read the clock pages without the counter: time(), the coarse clocks). After the kernel
+   is loaded: the loader's symbol lookups read the vDSO's tables. The system calls that read a clock
+   are the clock filter's (agent/backends/seccomp.py CLOCK_FILTER). */
 static void kg_hide_clocks(void) {
     static struct kg_mapping mappings[KG_MAX_MAPPINGS];
     int count = kg_read_mappings(mappings);
-    kg_forget_the_time(mappings, count);
     if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) kg_fail("cannot turn the time-stamp counter off", NULL);
     for (int i = 0; i < count; i++)
         if (mappings[i].clock && munmap((void *)mappings[i].start, mappings[i].end - mappings[i].start) != 0)
@@ -391,6 +393,7 @@ int main(int argc, char **argv) {
     int done = open(kg_arg(argc, argv, "done"), O_WRONLY);
     if (go < 0 || done < 0) kg_fail("cannot open the FIFOs", NULL);
     int hide_clocks = (int)kg_long(argc, argv, "hide_clocks");
+    int forget_after_load = (int)kg_long(argc, argv, "forget_after_load");
     const char *kernel = kg_arg(argc, argv, "kernel"), *kernel_filter = kg_arg(argc, argv, "kernel_filter");
     const char *clock_filter = kg_arg(argc, argv, "clock_filter");
     long nbytes = kg_long(argc, argv, "stand_in_bytes");
@@ -402,11 +405,16 @@ int main(int argc, char **argv) {
         _exit(0); /* 'q', or the evaluator went away */
     if (hide_clocks) kg_wipe_below(1 << 16); /* the stand-ins' frames, with their readings of the clock */
     free(copy);
+    /* Before the kernel is loaded: its own data is the model's, and a grid of dates in it, some
+       zeroed, would tell it the date (the fifteenth adversary, results/redteam-stop54). Loading reads
+       no clock. `forget_after_load` is for a test to show that. */
+    if (hide_clocks && !forget_after_load) kg_forget_the_time();
     kg_install_filter(kernel_filter, 1);
     /* Admission refuses load-time code (constructors, indirect functions): none of the kernel's runs here. */
     void *object = dlopen(kernel, RTLD_NOW | RTLD_LOCAL);
     void *fn = object ? dlsym(object, "kernel") : NULL;
     if (!fn) kg_fail("cannot load the kernel", dlerror());
+    if (hide_clocks && forget_after_load) kg_forget_the_time();
     if (hide_clocks) kg_hide_clocks();
     kg_install_filter(clock_filter, 0);
     if (hide_clocks) kg_wipe_below(1 << 16); /* the loader's frames: the files' times it read (fstat) */

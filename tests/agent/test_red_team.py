@@ -210,6 +210,7 @@ ADMISSION_REJECTS = {
     "user_namespace.c": "`unshare`",
     "content_cache.c": "writable global or static data",
     "call_counting.c": "writable global or static data `calls`",
+    "label_state.c": "16 bytes in `.bss` that no symbol names",  # nm lists nothing (the fifteenth adversary's way too)
     "ifunc_resolver.c": "indirect function `loaded`",
     "isa_pragma.c": "an instruction of x86-64-v3, beyond the target's x86-64-v2",
     "isa_attribute.c": "an instruction of x86-64-v4, beyond the target's x86-64-v2",
@@ -1218,6 +1219,35 @@ def test_a_timed_kernel_has_no_clock(
     assert readings["counter"], "the loader's reading of the counter was not found"
 
 
+def test_what_the_child_forgets_tells_a_kernel_nothing(
+    unguarded: CBackend, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The timed child zeroes every reading of a clock in the memory it writes, the loader's included
+    (`test_a_timed_kernel_has_no_clock`). The fifteenth adversary made that scan its clock: a grid of
+    dates in the kernel's own data, the zeroed ones the date, so a parent knew its age again (kept
+    6 of 6 at 1.40-1.42x against its copy, results/redteam-stop54). The child scans before it loads
+    the kernel: dates_in_its_data.c finds its grid whole, in its writable data and in what is made
+    read-only after relocation. Control, the scan after the kernel is loaded (stop 54's first
+    order): words of both grids are zeroed."""
+    now = int(time.time())
+    grid = ", ".join(str(date) for date in range(now - 60, now + 600))
+    source = f"#define KG_GRID {grid}\n" + (RED_TEAM / "dates_in_its_data.c").read_text()
+    built = unguarded.compile(get_task("rmsnorm"), source, cpu_target)
+    assert built.ok and built.artifact, built.diagnosis
+
+    def zeroed() -> tuple[float, float]:
+        with _calibrated_and_loaded(built.artifact, small=True, threads=1) as (server, deadline, _):
+            server.call(deadline)
+            y = server.outputs[0].reshape(-1)
+            assert y[2] == 660.0, y[:3]
+            return float(y[0]), float(y[1])
+
+    assert zeroed() == (0.0, 0.0)
+    monkeypatch.setattr(isolated, "FORGET_AFTER_LOAD", True)
+    writable, read_only = zeroed()
+    assert writable > 0 and read_only > 0, (writable, read_only)
+
+
 def test_a_parent_cannot_run_slower_once_it_is_old(
     tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1838,7 +1868,7 @@ def test_a_serial_kernel_runs_on_the_home_cpu_and_cannot_leave_it(
     if len(os.sched_getaffinity(0)) < 2:  # CI's machine has two: it runs there
         unavailable("a kernel can leave its CPU only for another: two CPUs are needed")
     if not filtered:
-        monkeypatch.setattr(isolated, "kernel_filter", lambda sandbox, program=b"": b"")
+        monkeypatch.setattr(isolated, "filter_for", lambda sandbox, program=b"": b"")
     reports = _reported(monkeypatch)
     placements = _placements(monkeypatch)
     backend = _isolated_past_admission(tmp_path_factory, "rt-cpu")
