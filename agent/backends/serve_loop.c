@@ -6,8 +6,9 @@
    after a large kernel and such a kernel saved 71-114 us a call (results/redteam-stop26).
 
    main maps the inputs the evaluator writes (read-only) and the outputs it reads, says ready ('r'),
-   serves the stand-ins (kg_serve, expecting 'n'), and on 'b' installs the kernel filter, loads the
-   kernel, takes the clocks away (`kg_hide_clocks`: docs/sandbox.md, "A timed kernel has no clock"),
+   serves the stand-ins (kg_serve, expecting 'n'), and on 'b' forgets every reading of a clock in
+   its memory (`kg_forget_the_time`), installs the kernel filter, loads the kernel, takes the clocks
+   away (`kg_hide_clocks`: docs/sandbox.md, "A timed kernel has no clock"),
    says ready again and serves its calls (kg_serve, expecting 'c'); any other byte ends the process.
 
    kg_serve reads one command byte at a time from `go`:
@@ -280,7 +281,8 @@ static int kg_add_relro(struct dl_phdr_info *info, size_t size, void *found) {
     (void)size;
     struct kg_relro *relro = found;
     for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO && relro->count < KG_MAX_RELRO) {
+        if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
+            if (relro->count == KG_MAX_RELRO) kg_fail("too many loaded objects to scan", NULL);
             uintptr_t start = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
             relro->range[relro->count++] = (struct kg_range){start, start + info->dlpi_phdr[i].p_memsz};
         }
