@@ -4,7 +4,7 @@ Code a model wrote is hostile (docs/sandbox.md). Compile, admission, check, prof
 Triton worker all start their process through `Sandbox.popen`, which wraps the command as
 
     bwrap <namespaces> <read-only binds> --tmpfs /tmp <scratch bind> --clearenv --setenv ...
-          -- setpriv --reuid=65534 ... -- <command>
+          -- setpriv --reuid=<the step's own uid> --regid=65534 ... -- <command>
 
 so the step sees only `/usr` (compiler, binutils, valgrind), the interpreter and the venv (Python
 steps), the project's `agent` package (Python steps), the files it was handed read-only and one
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import os
 import resource
 import shutil
@@ -40,7 +41,24 @@ from typing import IO, Any
 from kernelgraph import PACKAGE_ROOT
 from kernelgraph.agent.backends.seccomp import STEP_FILTER
 
-SANDBOX_UID = 65534  # nobody: owns nothing on the host
+SANDBOX_UID = 65534  # nobody: owns nothing on the host; every step's group, and its uid without root
+# As root each sandboxed step runs as a uid of its own (`step_uid`), in the group SANDBOX_UID (which is
+# what may write its scratch directory): the kernel counts threads, pending signals and other
+# resources per uid, so steps under one uid read each other's counts and starve each other. The
+# sixteenth adversary's kernel told its role in a comparison from how many threads it could start
+# beside the other kernel's process (results/redteam-stop54b); a kernel holding every thread of a
+# shared uid fails other agents' compiles. Off only in that test's control.
+STEP_UIDS = True
+_STEP_UID_BASE = 1 << 30
+_steps = itertools.count()
+
+
+def step_uid() -> int:
+    """A uid no other live sandboxed step has: from this process's id (at most 2^22) and a count of
+    its steps (256 of its own steps alive at once would share one)."""
+    return _STEP_UID_BASE + (os.getpid() << 8) + next(_steps) % 256 if STEP_UIDS else SANDBOX_UID
+
+
 # Size caps of the writable filesystems: the sandbox's /tmp and the scratch directory (tmpfs, so RAM).
 TMP_BYTES = 256 << 20
 # A C profile at full size needs ~0.4 GiB (elementwise_chain: 3 input sets, outputs, snapshots).
@@ -68,7 +86,7 @@ class Rlimits:
 
     address_space_bytes: int = 16 << 30
     cpu_seconds: int = 600
-    processes: int = 512  # counted per uid; threads count too (OpenMP, torch)
+    processes: int = 512  # counted per uid (as root, each step's own); threads count too (OpenMP, torch)
     file_size_bytes: int = 2 << 30
     open_files: int = 1024
 
@@ -236,7 +254,7 @@ class Sandbox:
         cmd += [
             "--",
             "/usr/bin/setpriv",
-            f"--reuid={SANDBOX_UID}",
+            f"--reuid={step_uid()}",
             f"--regid={SANDBOX_UID}",
             "--clear-groups",
             "--inh-caps=-all",
@@ -402,8 +420,9 @@ def scratch_dir(prefix: str, size_bytes: int | None = None, sandbox_writes: bool
         try:
             if not sandbox_writes:
                 path.chmod(0o755)
-            elif os.geteuid() == 0:
-                os.chown(path, SANDBOX_UID, SANDBOX_UID)
+            elif os.geteuid() == 0:  # the group every step runs in (each has a uid of its own)
+                os.chown(path, 0, SANDBOX_UID)
+                path.chmod(0o770)
             else:  # not root: setpriv cannot switch uid, so bwrap's own user namespace maps us instead
                 path.chmod(0o777)
             yield path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -32,11 +33,21 @@ def _sh(
     return done.returncode, done.stdout + done.stderr, done.timed_out
 
 
-def test_runs_as_nobody_without_capabilities() -> None:
-    code, out, _ = _sh("id -u; grep CapEff /proc/self/status")
-    assert code == 0, out
-    assert out.splitlines()[0] == str(SANDBOX_UID)
-    assert "CapEff:\t0000000000000000" in out
+def test_each_step_runs_as_a_uid_of_its_own_without_capabilities() -> None:
+    """As root, each step's uid is its own (per-uid counts, threads first, are then the step's own:
+    `bubblewrap.STEP_UIDS`), none the host's, in the group SANDBOX_UID; without root, bubblewrap's user
+    namespace maps the user to SANDBOX_UID."""
+    uids = set()
+    for _ in range(3):
+        code, out, _ = _sh("id -u; id -g; grep CapEff /proc/self/status")
+        assert code == 0, out
+        uid, gid = (int(v) for v in out.splitlines()[:2])
+        assert gid == SANDBOX_UID and "CapEff:\t0000000000000000" in out, out
+        uids.add(uid)
+    if os.geteuid() == 0:
+        assert len(uids) == 3 and min(uids) >= 1 << 30, uids
+    else:
+        assert uids == {SANDBOX_UID}
 
 
 def test_sees_no_home_data_home_or_secret_environment(
