@@ -50,6 +50,9 @@ SANDBOX_UID = 65534  # nobody: owns nothing on the host; every step's group, and
 # shared uid fails other agents' compiles. Off only in that test's control.
 STEP_UIDS = True
 _STEP_UID_BASE = 1 << 30
+# Files a step makes are its group's to write as well: later steps in the same scratch directory
+# (the padded relink appends to the compile's log) run as other uids of that group.
+_STEP_UMASK = 0o002
 _steps = itertools.count()
 
 
@@ -372,6 +375,7 @@ def _limiter(limits: Rlimits, fixed_layout: bool = False) -> Callable[[], None]:
 
     def apply() -> None:  # runs in the forked child before exec: only async-signal-safe work
         limits.apply()
+        os.umask(_STEP_UMASK)
         if personality is not None:
             personality(personality(_QUERY_PERSONA) | ADDR_NO_RANDOMIZE)
 
