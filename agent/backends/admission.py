@@ -289,6 +289,7 @@ def check_object(
     admitted). An `isa` that is not one of X86_LEVELS is held to no level."""
     level = isa if isa in X86_LEVELS else X86_LEVELS[-1]
     found: list[Rejection] = []
+    named_writable = False
     for line in nm_output.splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[0] in ("U", "w"):
@@ -313,6 +314,7 @@ def check_object(
                 )
             )
         elif len(parts) >= 3 and parts[1] in WRITABLE_TYPES:
+            named_writable = True
             name = re.sub(r"\.\d+$", "", parts[2])  # gcc names a function's static `x` as `x.0`
             found.append(
                 Rejection(
@@ -320,7 +322,6 @@ def check_object(
                     "not keep state between calls (caches, counters); use locals or `static const` tables"
                 )
             )
-    named_writable = any("writable global or static data" in r.reason for r in found)
     try:
         sections = elf_sections(kernel_object)
         for name, _, _, _ in sections:

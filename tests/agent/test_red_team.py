@@ -877,7 +877,9 @@ def test_a_counter_file_the_kernel_wrote_is_refused(
     no cache miss recorded for a 32 MB sum): in the counted run the kernel writes cachegrind's out file
     itself and makes it read-only, so valgrind cannot replace it. The file's totals must be those
     valgrind prints on its own log, which the kernel cannot suppress; the control, without that
-    check, stores the forged count."""
+    check, stores the forged count. Since stop 54 each counted run is a step with a uid of its own
+    (`bubblewrap.STEP_UIDS`), and the call's kernel cannot even read the skip run's file (valgrind
+    makes it 0600): it forges nothing. The two checks after put both runs under one uid, as before."""
     from kernelgraph.agent.backends import counters
     from kernelgraph.agent.backends.counters import cachegrind_counters, valgrind_version
 
@@ -887,6 +889,11 @@ def test_a_counter_file_the_kernel_wrote_is_refused(
     built = unguarded.compile(task, (RED_TEAM / "write_counter_file.c").read_text(), cpu_target)
     assert built.ok and built.artifact, built.diagnosis
     inputs = task.make_inputs(7, True)
+    unread = cachegrind_counters(task, built.artifact, sandbox=Sandbox(), inputs=inputs)
+    assert not unread.incorrect and unread.counters["instructions"] > 10 * 1000.0, (
+        unread
+    )  # valgrind's count, not 1000
+    monkeypatch.setattr(bubblewrap, "STEP_UIDS", False)
     refused = cachegrind_counters(task, built.artifact, sandbox=Sandbox(), inputs=inputs)
     assert refused.incorrect and "not valgrind's" in refused.incorrect, refused
     assert "Ir " in refused.incorrect and "in the file" in refused.incorrect and not refused.counters, refused
