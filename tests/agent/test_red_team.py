@@ -1718,10 +1718,6 @@ def test_a_gain_over_a_model_written_parent_is_confirmed_against_the_baseline(
     honest = (RED_TEAM / "slow_parent.c").read_text()
     spinning = honest.replace("#define KG_SPIN_PCT 0", "#define KG_SPIN_PCT 30", 1)
     assert spinning != honest
-    # The parent's code as the loop saw it when it was kept: timed against the baseline.
-    kept = when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, baseline))
-    assert kept.outcome == Outcome.KEPT and kept.speedup, (kept.outcome, kept.reason)
-    over_baseline = kept.speedup
     control = when_the_host_was_quiet(lambda: evaluate(task, backend, target, honest, spinning))
     assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 1.15, (
         control.outcome,
@@ -1729,8 +1725,15 @@ def test_a_gain_over_a_model_written_parent_is_confirmed_against_the_baseline(
     )
 
     def confirmed() -> Evaluation:
+        # The parent's code as the loop saw it when it was kept (timed against the baseline), just
+        # before: a figure set minutes earlier in a slow period of the host is low, and a gain
+        # against it can clear the bar (one suite of stop 54; the fourteenth adversary's stale
+        # figure), which is the host's drift, not this rule.
+        figure = evaluate(task, backend, target, honest, baseline)
+        if figure.outcome != Outcome.KEPT or not figure.speedup:
+            return figure  # the host's refusal is tried again; any other verdict fails below, with its reason
         return evaluate(task, backend, target, honest, spinning, baseline_source=baseline,
-                        parent_over_baseline=over_baseline)  # fmt: skip
+                        parent_over_baseline=figure.speedup)  # fmt: skip
 
     guarded = when_the_host_was_quiet(confirmed)
     assert guarded.outcome == Outcome.DISCARDED, (guarded.outcome, guarded.reason)
