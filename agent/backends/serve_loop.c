@@ -200,6 +200,10 @@ struct kg_mapping {
 
 #define KG_MAX_MAPPINGS 1024
 
+/* The mappings as last read (`kg_read_mappings`): before the kernel is loaded, to scan them, and after,
+   for the vDSO's; zeroed after each use. */
+static struct kg_mapping kg_mappings[KG_MAX_MAPPINGS];
+
 /* The mappings of this process, read once: `maps` is a buffer for the text, zeroed after (the inode
    numbers of its files are a counter of files made). Returns the count. */
 static int kg_read_mappings(struct kg_mapping *out) {
@@ -323,8 +327,8 @@ static void kg_zero_readings(uintptr_t start, uintptr_t end, const struct kg_lif
    were built. Readings in whole seconds of the boot clocks are not looked for (small integers, as a
    count or a size is); the stack is wiped where the stand-ins ran as well. */
 static void kg_forget_the_time(void) {
-    static struct kg_mapping m[KG_MAX_MAPPINGS];
-    int count = kg_read_mappings(m);
+    const struct kg_mapping *m = kg_mappings;
+    int count = kg_read_mappings(kg_mappings);
     struct kg_life life = {kg_born, {0}};
     kg_read_clocks(&life.to);
     life.from.counter -= KG_BEFORE_MAIN_COUNTER;
@@ -337,7 +341,7 @@ static void kg_forget_the_time(void) {
             kg_zero_readings(m[i].start, m[i].end, &life, m, count);
     for (int i = 0; i < relro.count; i++) kg_zero_readings(relro.range[i].start, relro.range[i].end, &life, m, count);
     explicit_bzero(&life, sizeof life);
-    explicit_bzero(m, sizeof m);
+    explicit_bzero(kg_mappings, sizeof kg_mappings);
 }
 
 /* The time-stamp counter off for this thread and every thread it starts (rdtsc and rdtscp fault),
@@ -346,13 +350,12 @@ static void kg_forget_the_time(void) {
    is loaded: the loader's symbol lookups read the vDSO's tables. The system calls that read a clock
    are the clock filter's (agent/backends/seccomp.py CLOCK_FILTER). */
 static void kg_hide_clocks(void) {
-    static struct kg_mapping mappings[KG_MAX_MAPPINGS];
-    int count = kg_read_mappings(mappings);
+    int count = kg_read_mappings(kg_mappings);
     if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) kg_fail("cannot turn the time-stamp counter off", NULL);
     for (int i = 0; i < count; i++)
-        if (mappings[i].clock && munmap((void *)mappings[i].start, mappings[i].end - mappings[i].start) != 0)
+        if (kg_mappings[i].clock && munmap((void *)kg_mappings[i].start, kg_mappings[i].end - kg_mappings[i].start) != 0)
             kg_fail("cannot unmap the vDSO", NULL);
-    explicit_bzero(mappings, sizeof mappings);
+    explicit_bzero(kg_mappings, sizeof kg_mappings);
 }
 
 /* The address of `path` mapped shared (read-only from a read-only descriptor: the kernel's writes

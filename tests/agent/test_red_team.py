@@ -1236,8 +1236,10 @@ def test_what_the_child_forgets_tells_a_kernel_nothing(
     read-only after relocation. Control, the scan after the kernel is loaded (stop 54's first
     order): words of both grids are zeroed."""
     now = int(time.time())
-    grid = ", ".join(str(date) for date in range(now - 60, now + 600))
-    source = f"#define KG_GRID {grid}\n" + (RED_TEAM / "dates_in_its_data.c").read_text()
+    dates = range(now - 60, now + 600)
+    source = (
+        f"#define KG_GRID {', '.join(map(str, dates))}\n" + (RED_TEAM / "dates_in_its_data.c").read_text()
+    )
     built = unguarded.compile(get_task("rmsnorm"), source, cpu_target)
     assert built.ok and built.artifact, built.diagnosis
 
@@ -1245,7 +1247,7 @@ def test_what_the_child_forgets_tells_a_kernel_nothing(
         with _calibrated_and_loaded(built.artifact, small=True, threads=1) as (server, deadline, _):
             server.call(deadline)
             y = server.outputs[0].reshape(-1)
-            assert y[2] == 660.0, y[:3]
+            assert y[2] == len(dates), y[:3]
             return float(y[0]), float(y[1])
 
     assert zeroed() == (0.0, 0.0)
