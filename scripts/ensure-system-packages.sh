@@ -9,7 +9,7 @@ command -v mvn >/dev/null || missing+=(maven)
 command -v gcc >/dev/null || missing+=(gcc)
 command -v valgrind >/dev/null || missing+=(valgrind)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
-command -v setpriv >/dev/null || missing+=(util-linux)
+command -v setpriv >/dev/null && command -v prlimit >/dev/null || missing+=(util-linux)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
     echo "installing: ${missing[*]}"

@@ -10,8 +10,9 @@ so the step sees only `/usr` (compiler, binutils, valgrind), the interpreter and
 steps), the project's `agent` package (Python steps), the files it was handed read-only and one
 scratch directory; it has no network (own network namespace), its own PID namespace (everything it
 started dies with it), no capabilities and an environment built from `ENV_ALLOWED` plus the values the
-caller sets. rlimits (address space, CPU time, processes, file size, open files) are set before exec
-and inherited by everything inside.
+caller sets. rlimits (address space, CPU time, processes, queued signals, file size, open files) are
+set before exec and inherited by everything inside; without root, the per-user ones are set inside
+bwrap's user namespace instead (`PRLIMIT`).
 
 Paths inside are the same as outside (each bind maps a path to itself), so one command line works
 with and without the sandbox. A missing bwrap raises `SandboxUnavailable` with the fix; only
@@ -83,26 +84,51 @@ class SandboxUnavailable(RuntimeError):
     """bubblewrap is missing or cannot start: nothing untrusted runs (the message names the fix)."""
 
 
+# Without root every step is the same user outside its user namespace, and the kernel counts a user's
+# threads and queued signals in each namespace up to the host's, checking each level against the limit
+# its creator had (ucounts). Set before bwrap makes the namespace, these limits would be checked
+# against the count all steps share, so a step could read another's from how many threads it can start
+# (the sixteenth adversary's channel; 509 alone against 207 beside a step holding 300). So without root
+# they are raised to the hard limit before bwrap and set inside it (`Rlimits.inside`): each step is
+# held to its own count there, and the shared count stays far below the raised limit. As root each
+# step is a uid of its own (`step_uid`) and they are set before exec like the others.
+PRLIMIT = "/usr/bin/prlimit"
+PER_USER_LIMITS_INSIDE = True  # off only in the control of the test that shows the channel
+
+
 @dataclass(frozen=True)
 class Rlimits:
     """Per-process limits inherited by everything inside the sandbox (`setrlimit` before exec)."""
 
     address_space_bytes: int = 16 << 30
     cpu_seconds: int = 600
-    processes: int = 512  # counted per uid (as root, each step's own); threads count too (OpenMP, torch)
+    processes: int = 512  # counted per user, threads too (OpenMP, torch): each step's own (PRLIMIT)
     file_size_bytes: int = 2 << 30
     open_files: int = 1024
+    pending_signals: int = 1024  # queued signals, counted per user like processes
 
-    def apply(self) -> None:
+    def _per_user(self) -> tuple[tuple[int, int], ...]:
+        return ((resource.RLIMIT_NPROC, self.processes), (resource.RLIMIT_SIGPENDING, self.pending_signals))
+
+    def apply(self, per_user_inside: bool = False) -> None:
+        """Set the limits on this process (a forked child before exec); with `per_user_inside`, the
+        per-user ones at their hard limits instead (`inside` sets them)."""
         for which, value in (
             (resource.RLIMIT_AS, self.address_space_bytes),
             (resource.RLIMIT_CPU, self.cpu_seconds),
-            (resource.RLIMIT_NPROC, self.processes),
             (resource.RLIMIT_FSIZE, self.file_size_bytes),
             (resource.RLIMIT_NOFILE, self.open_files),
             (resource.RLIMIT_CORE, 0),
         ):
             resource.setrlimit(which, (value, value))
+        for which, value in self._per_user():
+            hard = resource.getrlimit(which)[1]
+            resource.setrlimit(which, (hard, hard) if per_user_inside else (value, value))
+
+    def inside(self) -> list[str]:
+        """The command that sets the per-user limits inside the sandbox and runs the step (PRLIMIT)."""
+        return [PRLIMIT, f"--nproc={self.processes}:{self.processes}",
+                f"--sigpending={self.pending_signals}:{self.pending_signals}", "--"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -188,10 +214,11 @@ class Sandbox:
 
     def command(
         self, argv: Sequence[str], *, mounts: Sequence[Mount], env: Mapping[str, str], cwd: Path,
-        seccomp_fd: int | None = None,
+        limits: Rlimits, seccomp_fd: int | None = None,
     ) -> list[str]:  # fmt: skip
-        """The full command line: bwrap + setpriv around `argv` (just `argv` when disabled); with
-        `seccomp_fd`, bwrap loads the step filter (agent/backends/seccomp.py) from that descriptor."""
+        """The full command line: bwrap + setpriv around `argv` (just `argv` when disabled; without root
+        bwrap's user namespace instead of setpriv, and `limits.inside()`); with `seccomp_fd`, bwrap
+        loads the step filter (agent/backends/seccomp.py) from that descriptor."""
         if not self.enabled:
             return list(argv)
         cmd = [
@@ -252,8 +279,9 @@ class Sandbox:
         for key, value in env.items():
             cmd += ["--setenv", key, value]
         if os.geteuid() != 0:  # unprivileged bwrap: its user namespace maps us to the sandbox uid
+            inside = limits.inside() if _per_user_limits_inside() else []
             return [*cmd[:1], "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-                    "--cap-drop", "ALL", *cmd[1:], "--", *argv]  # fmt: skip
+                    "--cap-drop", "ALL", *cmd[1:], "--", *inside, *argv]  # fmt: skip
         cmd += [
             "--",
             "/usr/bin/setpriv",
@@ -305,14 +333,16 @@ class Sandbox:
         full_env = self.environment(env)
         with _filter_fd(self.enabled and self.seccomp) as seccomp_fd:
             return subprocess.Popen(
-                self.command(argv, mounts=mounts, env=full_env, cwd=cwd, seccomp_fd=seccomp_fd),
+                self.command(
+                    argv, mounts=mounts, env=full_env, cwd=cwd, limits=limits, seccomp_fd=seccomp_fd
+                ),
                 stdin=subprocess.DEVNULL,
                 stdout=stdout,
                 stderr=stderr,
                 env=full_env if not self.enabled else {"PATH": "/usr/bin:/bin"},
                 cwd=cwd,
                 start_new_session=True,
-                preexec_fn=_limiter(limits, fixed_layout),
+                preexec_fn=_limiter(limits, self.enabled, fixed_layout),
                 pass_fds=() if seccomp_fd is None else (seccomp_fd,),
             )
 
@@ -365,7 +395,12 @@ ADDR_NO_RANDOMIZE = 0x0040000
 _QUERY_PERSONA = 0xFFFFFFFF
 
 
-def _limiter(limits: Rlimits, fixed_layout: bool = False) -> Callable[[], None]:
+def _per_user_limits_inside() -> bool:
+    """Whether the per-user limits are set inside the sandbox (`PRLIMIT`): without root."""
+    return PER_USER_LIMITS_INSIDE and os.geteuid() != 0
+
+
+def _limiter(limits: Rlimits, enabled: bool, fixed_layout: bool = False) -> Callable[[], None]:
     """What the forked child does before exec. A fixed layout is for processes compared with each
     other: where the stack, heap and libraries land moved a cache-sensitive kernel's time by 15% from
     one process to another (isolated.py `Placement`). It defends nothing here: the code run in the
@@ -373,8 +408,10 @@ def _limiter(limits: Rlimits, fixed_layout: bool = False) -> Callable[[], None]:
     # looked up here, before the fork
     personality = ctypes.CDLL(None, use_errno=True).personality if fixed_layout else None
 
+    per_user_inside = enabled and _per_user_limits_inside()
+
     def apply() -> None:  # runs in the forked child before exec: only async-signal-safe work
-        limits.apply()
+        limits.apply(per_user_inside)
         os.umask(_STEP_UMASK)
         if personality is not None:
             personality(personality(_QUERY_PERSONA) | ADDR_NO_RANDOMIZE)

@@ -243,12 +243,12 @@ SERVE_LOOP_SOURCE = Path(__file__).with_name("serve_loop.c")
 
 
 @functools.cache
-def serve_loop() -> Path:
+def serve_loop_binary() -> Path:
     """The trusted C program the kernel's child is (`serve_loop.c`), built once per source with gcc
     into the user's cache, world-readable and executable: it is mounted read-only into every child."""
     source = SERVE_LOOP_SOURCE.read_bytes()
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernelgraph" / "serve-loop"
-    built = cache / f"serve-child-{hashlib.sha256(source).hexdigest()[:16]}"
+    built = cache / f"serve-loop-{hashlib.sha256(source).hexdigest()[:16]}"
     if not built.exists():
         cache.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=cache) as tmp:
@@ -469,7 +469,7 @@ class KernelServer:
         # replaces the paths does not change what these descriptors reach.
         self._go = os.open(work / "go", os.O_RDWR)
         self._done = os.open(work / "done", os.O_RDWR | os.O_NONBLOCK)
-        loop = serve_loop()
+        loop = serve_loop_binary()
         arguments = {
             "inputs": inputs.path, "inputs_read_only": int(READ_ONLY_INPUTS),
             "input_offsets": _listed(o for o, _, _ in layout.inputs),

@@ -1,6 +1,6 @@
 /* The isolated protocol's child, in C: the whole process a kernel is timed in (agent/backends/isolated.py
-   `KernelServer` starts it in the sandbox; `serve_loop` builds it). No interpreter runs in it: there
-   is none for the kernel to reach through libc and read the evaluator's state in, and nothing of
+   `KernelServer` starts it in the sandbox; `serve_loop_binary` there builds it). No interpreter runs
+   in it: there is none for the kernel to reach through libc and read the evaluator's state in, and nothing of
    the evaluator's reads a clock once the kernel is loaded. A kernel that never returns and serves
    the FIFOs itself must find no loop here slower than its own: in Python, the loop ran cache-cold
    after a large kernel and such a kernel saved 71-114 us a call (results/redteam-stop26).

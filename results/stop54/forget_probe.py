@@ -26,7 +26,7 @@ without.write_text(source.replace(call, ""))
 def run(name: str, clocks: bool, serve_source: Path) -> None:
     isolated.CLOCKLESS_KERNELS = clocks
     isolated.SERVE_LOOP_SOURCE = serve_source
-    isolated.serve_loop.cache_clear()
+    isolated.serve_loop_binary.cache_clear()
     for _ in range(rounds):
         seen, readings = _read_the_clock(backend, target)
         gave = sum(v == 1.0 for v in seen.values())

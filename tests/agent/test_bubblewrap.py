@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from kernelgraph.agent.backends import bubblewrap
 from kernelgraph.agent.backends.bubblewrap import (
     SANDBOX_UID,
     UNSAFE_LABEL,
@@ -48,6 +52,115 @@ def test_each_step_runs_as_a_uid_of_its_own_without_capabilities() -> None:
         assert len(uids) == 3 and min(uids) >= 1 << 30, uids
     else:
         assert uids == {SANDBOX_UID}
+
+
+# Holds `argv[1]` threads and as many queued real-time signals and waits; with no argument, counts how
+# many of each it can start (up to 4096) and prints both.
+_PER_USER_PROBE = r"""
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+
+static void *wait_at_the_gate(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&gate);
+    pthread_mutex_unlock(&gate);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    int most = argc > 1 ? atoi(argv[1]) : 4096, queued = 0, started = 0;
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGRTMIN);
+    sigprocmask(SIG_BLOCK, &blocked, NULL);
+    union sigval value = {0};
+    while (queued < most && sigqueue(getpid(), SIGRTMIN, value) == 0) queued++;
+    pthread_mutex_lock(&gate);
+    pthread_attr_t small;
+    pthread_attr_init(&small);
+    pthread_attr_setstacksize(&small, 64 << 10);
+    pthread_t thread;
+    while (started < most && pthread_create(&thread, &small, wait_at_the_gate, NULL) == 0) started++;
+    printf("%d %d\n", started, queued);
+    fflush(stdout);
+    if (argc > 1) pause();
+    return 0;
+}
+"""
+# The user the steps run as when the test runs as root: one that owns no process.
+USER_WITHOUT_ROOT = (1 << 30) - 1
+
+
+@pytest.fixture(scope="module")
+def per_user_probe() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="kg-per-user-") as tmp:
+        folder = Path(tmp)
+        (folder / "probe.c").write_text(_PER_USER_PROBE)
+        subprocess.run(
+            ["gcc", "-O1", "-pthread", "-o", str(folder / "probe"), str(folder / "probe.c")], check=True
+        )
+        folder.chmod(0o755)
+        yield folder / "probe"
+
+
+def _step_without_root(
+    argv: list[str], probe: Path, monkeypatch: pytest.MonkeyPatch
+) -> subprocess.Popen[bytes]:
+    """`argv` started as a sandboxed step of a user without root: as that user where the test runs as
+    root (the command and limits `Sandbox.popen` would give such a user, run under setpriv)."""
+    limits, mounts = Rlimits(), [Mount(probe.parent)]
+    if os.geteuid() != 0:
+        return Sandbox(seccomp=False).popen(argv, mounts=mounts, env={}, cwd=Path("/"), limits=limits)
+    with monkeypatch.context() as as_a_user:
+        as_a_user.setattr(os, "geteuid", lambda: USER_WITHOUT_ROOT)
+        command = Sandbox(seccomp=False).command(argv, mounts=mounts, env={}, cwd=Path("/"), limits=limits)
+        before_exec = bubblewrap._limiter(limits, enabled=True)
+    user = str(USER_WITHOUT_ROOT)
+    return subprocess.Popen(["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *command],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=before_exec,
+                            start_new_session=True)  # fmt: skip
+
+
+def _counts(step: subprocess.Popen[bytes]) -> tuple[int, int]:
+    """(threads, queued signals) the probe printed."""
+    line = step.stdout.readline() if step.stdout else b""
+    assert line, step.stderr.read() if step.stderr else b""
+    started, queued = (int(v) for v in line.split())
+    return started, queued
+
+
+@pytest.mark.parametrize("inside", [True, False], ids=["limits-inside", "control-limits-before-bwrap"])
+def test_steps_of_a_user_without_root_cannot_count_each_others_threads_or_signals(
+    per_user_probe: Path, monkeypatch: pytest.MonkeyPatch, inside: bool
+) -> None:
+    """Without root each step's user namespace maps the user to SANDBOX_UID, but the kernel counts
+    threads and queued signals for the user outside too, which all steps share: limits set before
+    bwrap are checked against that count, and a step reads another's from how many it can start (the
+    sixteenth adversary's channel, results/redteam-stop54b). Set inside (`Rlimits.inside`), each step
+    is held to its own count: the counting step starts as many beside a step holding 300 of each as
+    alone. The control sets them before bwrap, as before: it starts 300 fewer."""
+    monkeypatch.setattr(bubblewrap, "PER_USER_LIMITS_INSIDE", inside)
+    probe = str(per_user_probe)
+    alone = _counts(_step_without_root([probe], per_user_probe, monkeypatch))
+    holder = _step_without_root([probe, "300"], per_user_probe, monkeypatch)
+    try:
+        assert _counts(holder) == (300, 300)
+        beside = _counts(_step_without_root([probe], per_user_probe, monkeypatch))
+    finally:
+        bubblewrap.kill_tree(holder)
+    limits = Rlimits()
+    # what the limits allow less the step's own processes (bwrap's, the probe's) and queued signals
+    assert limits.processes - 10 <= alone[0] < limits.processes, alone
+    assert limits.pending_signals - 4 <= alone[1] <= limits.pending_signals, alone
+    if inside:
+        assert beside[0] >= alone[0] - 2 and beside[1] == alone[1], (alone, beside)
+    else:
+        assert beside[0] <= alone[0] - 290 and beside[1] <= alone[1] - 290, (alone, beside)
 
 
 def test_sees_no_home_data_home_or_secret_environment(

@@ -780,27 +780,13 @@ def test_work_in_a_process_reaped_within_a_call_is_refused(
 def _calls_untimed_cpu(artifact: str, target: Target, calls: int) -> list[int]:
     """Per call of `artifact` through the isolated protocol's server: the CPU time its busiest thread
     used in the call minus the time the call was given (positive: CPU time that escaped the clock)."""
-    task = get_task("rmsnorm")
-    inputs = task.make_inputs(7, True)
-    limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=target.cores or 1)
     escaped = []
-    with (
-        scratch_dir("kg-rt-late-") as work,
-        isolated.shared_inputs(inputs, output_specs(task, inputs)) as shared,
-    ):
-        server = KernelServer(artifact, shared, list(task.sizes(inputs).values()), limits, work)
-        try:
-            deadline = time.monotonic() + limits.timeout_s
-            server.wait_ready(deadline)
-            server.freeze()
-            server.load_kernel(deadline)
-            for _ in range(calls):
-                before = server.thread_cpu()
-                took, _ = server.call(deadline)
-                used = max(ns - before.get(tid, 0) for tid, ns in server.thread_cpu().items())
-                escaped.append(used - took)
-        finally:
-            server.close()
+    with _calibrated_and_loaded(artifact, small=True, threads=target.cores or 1) as (server, deadline, _):
+        for _ in range(calls):
+            before = server.thread_cpu()
+            took, _ = server.call(deadline)
+            used = max(ns - before.get(tid, 0) for tid, ns in server.thread_cpu().items())
+            escaped.append(used - took)
     return escaped
 
 
@@ -1346,32 +1332,18 @@ def test_a_call_loses_the_overhead_of_the_clock_it_is_timed_by(
     task = get_task("rmsnorm")
     built = unguarded.compile(task, _BUSY_FOR_2_MS.replace("THREADS", str(threads)), cpu_target)
     assert built.ok and built.artifact, built.diagnosis
-    artifact, inputs = built.artifact, task.make_inputs(7, True)
-    limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=2)
 
     def fifteen_calls() -> tuple[isolated.CallOverhead, list[int], int]:
         """15 calls beside which no other task ran (`ran_beside`, as the evaluator counts pairs): their
         charges and how many were timed by the wall clock."""
-        with (
-            scratch_dir("kg-rt-clocks-") as work,
-            isolated.shared_inputs(inputs, output_specs(task, inputs)) as shared,
-        ):
-            server = KernelServer(artifact, shared, list(task.sizes(inputs).values()), limits, work)
-            try:
-                deadline = time.monotonic() + limits.timeout_s
-                server.wait_ready(deadline)
-                server.freeze()
-                overhead = isolated.call_overhead([server], deadline, lambda *_: None)
-                server.load_kernel(deadline)
-                charged: list[int] = []
-                by_wall = 0
-                while len(charged) < 15:
-                    elapsed, wall = server.call(deadline)
-                    if not isolated.ran_beside(server.call_others_ns, wall):
-                        charged.append(overhead.off(elapsed, server.wall_bound))
-                        by_wall += server.wall_bound
-            finally:
-                server.close()
+        with _calibrated_and_loaded(built.artifact, small=True, threads=2) as (server, deadline, overhead):
+            charged: list[int] = []
+            by_wall = 0
+            while len(charged) < 15:
+                elapsed, wall = server.call(deadline)
+                if not isolated.ran_beside(server.call_others_ns, wall):
+                    charged.append(overhead.off(elapsed, server.wall_bound))
+                    by_wall += server.wall_bound
         return overhead, charged, by_wall
 
     # Timed by the wall clock when both cores were busy, by the CPU time when one was: most calls. A
