@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import itertools
 import os
+import random
 import resource
 import shutil
 import signal
@@ -50,17 +50,22 @@ SANDBOX_UID = 65534  # nobody: owns nothing on the host; every step's group, and
 # beside the other kernel's process (results/redteam-stop54b); a kernel holding every thread of a
 # shared uid fails other agents' compiles. Off only in that test's control.
 STEP_UIDS = True
+# Each step's uid is drawn at random among STEP_UID_CHOICES above 2^30: a process reads its own uid
+# without a system call (the auxiliary vector), so the uid must say nothing of the step. Made of the
+# evaluator's process id and a count of its steps, it was a clock in steps: the seventeenth
+# adversary's kernel ran honest while young and slow once older (results/redteam-stop55). Two of k
+# steps alive at once share a uid with probability about k^2 / 2^30.
 _STEP_UID_BASE = 1 << 30
+STEP_UID_CHOICES = 1 << 29
+_draw = random.SystemRandom()
 # Files a step makes are its group's to write as well: later steps in the same scratch directory
 # (the padded relink appends to the compile's log) run as other uids of that group.
 _STEP_UMASK = 0o002
-_steps = itertools.count()
 
 
 def step_uid() -> int:
-    """A uid no other live sandboxed step has: from this process's id (at most 2^22) and a count of
-    its steps (256 of its own steps alive at once would share one)."""
-    return _STEP_UID_BASE + (os.getpid() << 8) + next(_steps) % 256 if STEP_UIDS else SANDBOX_UID
+    """A uid drawn for one sandboxed step (STEP_UID_CHOICES says why at random)."""
+    return _STEP_UID_BASE + _draw.randrange(STEP_UID_CHOICES) if STEP_UIDS else SANDBOX_UID
 
 
 # Size caps of the writable filesystems: the sandbox's /tmp and the scratch directory (tmpfs, so RAM).
