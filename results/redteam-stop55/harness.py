@@ -6,7 +6,8 @@ usage: harness.py OUT.jsonl MODE N [key=value ...]
   MODE stale : the loop's rules: per run leak the count, the parent born now is kept against the baseline (its
                mark and figure), `burn` leak evaluations pass (other work of the loop), then the copy (born now)
                against the parent with parent_mark_ns, baseline_source and a figure divided by `stale`
-keys: same=1 (control: the parent born when the copy is: no age), uids=random (the fix tried: each step's uid drawn
+keys: uids=counted (the step uids of ef29566, before the fix 27ee4b8: 2^30 + (pid << 8) + a count; default: the tree's),
+      same=1 (control: the parent born when the copy is: no age), uids=random (the fix tried: each step's uid drawn
       at random, not counted), older=STEPS (100), honest=STEPS (KG_HONEST_STEPS, 40), slow=PCT (40)
 """
 import dataclasses, json, re, sys, tempfile, time
@@ -31,6 +32,10 @@ if kv.get("uids") == "random":  # the suggested fix, tried here only: a uid draw
     import random
     _draw = random.SystemRandom()
     bubblewrap.step_uid = lambda: (1 << 30) + _draw.randrange(1 << 29)
+elif kv.get("uids") == "counted":  # the uids before 27ee4b8 (ef29566 and earlier): 2^30 + (pid << 8) + a count of steps
+    import itertools, os
+    _steps = itertools.count()
+    bubblewrap.step_uid = lambda: (1 << 30) + (os.getpid() << 8) + next(_steps) % 256
 src = (HERE / "kernels/step_age.c").read_text()
 slow, honest, older = int(kv.get("slow", "40")), int(kv.get("honest", "40")), int(kv.get("older", "100"))
 

@@ -1279,6 +1279,61 @@ def test_a_kernel_cannot_count_the_threads_of_another(
     assert alone > 300 and beside <= alone - 290, (alone, beside)
 
 
+# The auxiliary vector's keys (elf.h) named in the test's messages.
+_AUX_NAMES = {3: "AT_PHDR", 6: "AT_PAGESZ", 7: "AT_BASE", 11: "AT_UID", 12: "AT_EUID", 13: "AT_GID",
+              14: "AT_EGID", 16: "AT_HWCAP", 25: "AT_RANDOM", 31: "AT_EXECFN", 33: "AT_SYSINFO_EHDR"}  # fmt: skip
+STARTS = 10  # a value drawn afresh each start is in order over all of them once in 10!/2 (1.8e6)
+
+
+def _what_it_starts_with(artifact: str) -> dict[str, int]:
+    """What what_it_starts_with.c read in one call of a fresh isolated child: each auxiliary vector
+    entry's value by name, and the CPUs it may run on ("cpus")."""
+    with _calibrated_and_loaded(artifact, small=True, threads=1) as (server, deadline, _):
+        server.call(deadline)
+        words = server.outputs[0].reshape(-1).view(np.uint64).copy()
+    pairs = int(words[0])
+    assert 10 <= pairs <= 64, pairs
+    seen = {
+        _AUX_NAMES.get(int(k), f"aux{int(k)}"): int(v) for k, v in words[1 : 1 + 2 * pairs].reshape(-1, 2)
+    }
+    return {**seen, "cpus": int(words[1 + 2 * pairs])}
+
+
+def test_nothing_a_timed_kernel_starts_with_counts_the_steps(
+    unguarded: CBackend, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the seventeenth adversary (results/redteam-stop55): each step's uid was 2^30 plus the
+    evaluator's process id times 256 plus a count of its steps, and a process reads its uid with no
+    system call (the auxiliary vector), so a kernel knew its age in steps: honest while young, slow
+    as the parent of its copies (kept 4 of 4 at 1.35-1.37x). The class: whatever a timed process is
+    handed as it starts must be the same at every start or drawn afresh, never a function of the
+    evaluator's history. Over STARTS fresh children, what_it_starts_with.c finds no value of its
+    auxiliary vector or CPU mask that differs at every start and is in order (rising or falling);
+    the uids differ at every start, in no order. Control, a count of steps as the uid: AT_UID rises
+    with every start."""
+    built = unguarded.compile(
+        get_task("rmsnorm"), (RED_TEAM / "what_it_starts_with.c").read_text(), cpu_target
+    )
+    assert built.ok and built.artifact, built.diagnosis
+
+    def in_order() -> tuple[list[str], dict[str, list[int]]]:
+        starts = [_what_it_starts_with(built.artifact) for _ in range(STARTS)]
+        values = {key: [start.get(key, -1) for start in starts] for key in starts[0]}
+        ordered = [
+            key for key, seen in values.items()
+            if len(set(seen)) == STARTS and seen in (sorted(seen), sorted(seen, reverse=True))
+        ]  # fmt: skip
+        return ordered, values
+
+    ordered, values = in_order()
+    assert not ordered, {key: values[key] for key in ordered}
+    assert len(set(values["AT_UID"])) == STARTS, values["AT_UID"]  # drawn: changes, in no order
+    steps = itertools.count()
+    monkeypatch.setattr(bubblewrap, "step_uid", lambda: (1 << 30) + next(steps))
+    ordered, values = in_order()
+    assert "AT_UID" in ordered, values["AT_UID"]
+
+
 def test_a_parent_cannot_run_slower_once_it_is_old(
     tmp_path_factory: pytest.TempPathFactory, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
