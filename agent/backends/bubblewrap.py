@@ -4,15 +4,15 @@ Code a model wrote is hostile (docs/sandbox.md). Compile, admission, check, prof
 Triton worker all start their process through `Sandbox.popen`, which wraps the command as
 
     bwrap <namespaces> <read-only binds> --tmpfs /tmp <scratch bind> --clearenv --setenv ...
-          -- setpriv --reuid=<the step's own uid> --regid=65534 ... -- <command>
+          -- setpriv --reuid=<the step's own uid> --regid=65534 ... -- prlimit --nproc=... -- <command>
 
 so the step sees only `/usr` (compiler, binutils, valgrind), the interpreter and the venv (Python
 steps), the project's `agent` package (Python steps), the files it was handed read-only and one
 scratch directory; it has no network (own network namespace), its own PID namespace (everything it
 started dies with it), no capabilities and an environment built from `ENV_ALLOWED` plus the values the
 caller sets. rlimits (address space, CPU time, processes, queued signals, file size, open files) are
-set before exec and inherited by everything inside; without root, the per-user ones are set inside
-bwrap's user namespace instead (`PRLIMIT`).
+inherited by everything inside: set before exec, the per-user ones (processes, queued signals) by
+`prlimit` inside the sandbox (`Rlimits.inside`).
 
 Paths inside are the same as outside (each bind maps a path to itself), so one command line works
 with and without the sandbox. A missing bwrap raises `SandboxUnavailable` with the fix; only
@@ -93,10 +93,10 @@ class SandboxUnavailable(RuntimeError):
 # threads and queued signals in each namespace up to the host's, checking each level against the limit
 # its creator had (ucounts). Set before bwrap makes the namespace, these limits would be checked
 # against the count all steps share, so a step could read another's from how many threads it can start
-# (the sixteenth adversary's channel; 509 alone against 207 beside a step holding 300). So without root
-# they are raised to the hard limit before bwrap and set inside it (`Rlimits.inside`): each step is
-# held to its own count there, and the shared count stays far below the raised limit. As root each
-# step is a uid of its own (`step_uid`) and they are set before exec like the others.
+# (the sixteenth adversary's channel; 509 alone against 207 beside a step holding 300). So they are
+# raised to the hard limit before bwrap and set inside it (`Rlimits.inside`): each step is held to its
+# own count there, and the shared count stays far below the raised limit. As root too (where each step
+# is a uid of its own, `step_uid`, so it changes nothing): one way for both.
 PRLIMIT = "/usr/bin/prlimit"
 PER_USER_LIMITS_INSIDE = True  # off only in the control of the test that shows the channel
 
@@ -112,9 +112,6 @@ class Rlimits:
     open_files: int = 1024
     pending_signals: int = 1024  # queued signals, counted per user like processes
 
-    def _per_user(self) -> tuple[tuple[int, int], ...]:
-        return ((resource.RLIMIT_NPROC, self.processes), (resource.RLIMIT_SIGPENDING, self.pending_signals))
-
     def apply(self, per_user_inside: bool = False) -> None:
         """Set the limits on this process (a forked child before exec); with `per_user_inside`, the
         per-user ones at their hard limits instead (`inside` sets them)."""
@@ -126,7 +123,10 @@ class Rlimits:
             (resource.RLIMIT_CORE, 0),
         ):
             resource.setrlimit(which, (value, value))
-        for which, value in self._per_user():
+        for which, value in (
+            (resource.RLIMIT_NPROC, self.processes),
+            (resource.RLIMIT_SIGPENDING, self.pending_signals),
+        ):
             hard = resource.getrlimit(which)[1]
             resource.setrlimit(which, (hard, hard) if per_user_inside else (value, value))
 
@@ -221,8 +221,8 @@ class Sandbox:
         self, argv: Sequence[str], *, mounts: Sequence[Mount], env: Mapping[str, str], cwd: Path,
         limits: Rlimits, seccomp_fd: int | None = None,
     ) -> list[str]:  # fmt: skip
-        """The full command line: bwrap + setpriv around `argv` (just `argv` when disabled; without root
-        bwrap's user namespace instead of setpriv, and `limits.inside()`); with `seccomp_fd`, bwrap
+        """The full command line: bwrap + setpriv + `limits.inside()` around `argv` (just `argv` when
+        disabled; without root bwrap's user namespace instead of setpriv); with `seccomp_fd`, bwrap
         loads the step filter (agent/backends/seccomp.py) from that descriptor."""
         if not self.enabled:
             return list(argv)
@@ -283,8 +283,8 @@ class Sandbox:
         cmd += ["--chdir", str(cwd), "--clearenv"]
         for key, value in env.items():
             cmd += ["--setenv", key, value]
+        inside = limits.inside() if PER_USER_LIMITS_INSIDE else []
         if os.geteuid() != 0:  # unprivileged bwrap: its user namespace maps us to the sandbox uid
-            inside = limits.inside() if _per_user_limits_inside() else []
             return [*cmd[:1], "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
                     "--cap-drop", "ALL", *cmd[1:], "--", *inside, *argv]  # fmt: skip
         cmd += [
@@ -297,6 +297,7 @@ class Sandbox:
             "--bounding-set=-all",
             "--no-new-privs",
             "--",
+            *inside,
             *argv,
         ]
         return cmd
@@ -400,11 +401,6 @@ ADDR_NO_RANDOMIZE = 0x0040000
 _QUERY_PERSONA = 0xFFFFFFFF
 
 
-def _per_user_limits_inside() -> bool:
-    """Whether the per-user limits are set inside the sandbox (`PRLIMIT`): without root."""
-    return PER_USER_LIMITS_INSIDE and os.geteuid() != 0
-
-
 def _limiter(limits: Rlimits, enabled: bool, fixed_layout: bool = False) -> Callable[[], None]:
     """What the forked child does before exec. A fixed layout is for processes compared with each
     other: where the stack, heap and libraries land moved a cache-sensitive kernel's time by 15% from
@@ -413,7 +409,7 @@ def _limiter(limits: Rlimits, enabled: bool, fixed_layout: bool = False) -> Call
     # looked up here, before the fork
     personality = ctypes.CDLL(None, use_errno=True).personality if fixed_layout else None
 
-    per_user_inside = enabled and _per_user_limits_inside()
+    per_user_inside = enabled and PER_USER_LIMITS_INSIDE  # `Sandbox.command` then sets them inside
 
     def apply() -> None:  # runs in the forked child before exec: only async-signal-safe work
         limits.apply(per_user_inside)
