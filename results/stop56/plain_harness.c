@@ -6,7 +6,7 @@
    argv: kernel.so DATA_FILE WARMUP CALLS INPUT_BYTES OUTPUT_BYTES SIZES(a,b,..) then one spec per
    array, "i:OFFSET:NBYTES:KIND" or "o:OFFSET:NBYTES:KIND", KIND f (float32) or s (int32) or l (int64);
    DATA_FILE holds each input's base bytes in order, then the float32 factors.
-   Two calls per variant, as the protocols' pair; prints per timed call: turn cpu_ns wall_ns. */
+   Two calls per variant, as the protocols' pair; with FLUSH set, both buffers are flushed from the caches before each call; prints per timed call: turn cpu_ns wall_ns. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <immintrin.h>
 
 typedef void (*kernel_fn)(long, long, long, long, long, long, long, long, long, long, long, long, long,
                           long, long, long);
@@ -28,6 +29,11 @@ static void *aligned_map(long bytes) {
     madvise(a, size, MADV_HUGEPAGE);
     memset(a, 0, size);
     return a;
+}
+
+static void flush(const char *p, long n) {
+    for (long i = 0; i < n; i += 64) _mm_clflushopt((void *)(p + i));
+    _mm_sfence();
 }
 
 static long ns(clockid_t id) {
@@ -84,6 +90,7 @@ int main(int argc, char **argv) {
                     int64_t *d = (int64_t *)p; for (long e = 0; e < nbytes[k] / 8; e++) d[e] = INT64_MIN;
                 }
             }
+            if (getenv("FLUSH")) { flush(in, atol(argv[5])); flush(out, atol(argv[6])); }
             long c0 = ns(CLOCK_THREAD_CPUTIME_ID), w0 = ns(CLOCK_MONOTONIC);
             kernel(args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9],
                    args[10], args[11], args[12], args[13], args[14], args[15]);

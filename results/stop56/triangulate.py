@@ -8,7 +8,11 @@ ctypes calls the kernel, as the in-process child but unconfined) and plain C (`p
 C writes the variant, dlopen'd kernel). Both harnesses call the kernel twice per variant, as the
 protocols' pairs do, and report the first call's median (the in-process candidate's position).
 Serial cells: times are the thread's CPU time (plain) or each protocol's own figure.
-Usage: python triangulate.py REPEATS task:config ...   (run as root, after gcc of plain_harness.c)
+With --flushed (stop 56, second run): a declared cold state instead. The isolated protocol as it is,
+then the isolated protocol and both plain harnesses with every line of the inputs and outputs
+written back and evicted from the caches (clflushopt, flushed/flush_lines.c) just before each call,
+in place of the isolated protocol's read-back.
+Usage: python triangulate.py [--flushed] REPEATS task:config ...   (as root, after gcc of plain_harness.c)
 """
 
 import ctypes
@@ -37,15 +41,33 @@ from kernelgraph.bench.configs import checked_configs
 from kernelgraph.bench.sandbox import BENCH_TIMING, _evaluate_once
 
 HARNESS = "/tmp/plain_harness"
+FLUSHED = sys.argv[1] == "--flushed"
+if FLUSHED:
+    sys.argv.pop(1)
+    from kernelgraph.agent.backends import isolated
+
+    flush_lines = ctypes.CDLL("/tmp/flush_lines.so").flush_lines
+    flush_lines.restype = None
+
+    def flush(array):
+        flush_lines(ctypes.c_void_p(array.ctypes.data), ctypes.c_long(array.nbytes))
+
+    def flushing_read_back(server):  # in place of KernelServer.read_back: flush, do not read
+        flush(server.shared_inputs._map)
+        flush(server._map)
+
+    read_back_as_is = isolated.KernelServer.read_back
 WARMUP, CALLS = BENCH_TIMING.warmup, 30
-ARMS = ("isolated", "in-process", "plain-python", "plain-c")
+ARMS = ("isolated", "isolated-flushed", "plain-python-flushed", "plain-c-flushed") if FLUSHED else (
+    "isolated", "in-process", "plain-python", "plain-c")
+REFERENCE = ARMS[-1]
 target = get_target("cpu-x86-64-v3")
 draw = random.Random(5656)
 allowed = os.sched_getaffinity(0)
 KIND = {"f4": "f", "i4": "s", "i8": "l"}
 
 
-def plain_python(artifact, base, specs, sizes, cpu):
+def plain_python(artifact, base, specs, sizes, cpu, flushed=False):
     os.sched_setaffinity(0, {cpu})
     try:
         arrays = _staggered_arrays([(a.shape, a.dtype) for a in base.values()] + [(tuple(s.shape), s.dtype) for s in specs])
@@ -61,6 +83,9 @@ def plain_python(artifact, base, specs, sizes, cpu):
             for turn in range(2):
                 for o in outs:
                     fill_sentinel(o)
+                if flushed:
+                    for a in bufs + outs:
+                        flush(a)
                 c0 = time.thread_time_ns()
                 fn(*args)
                 if call >= WARMUP and turn == 0:
@@ -70,7 +95,7 @@ def plain_python(artifact, base, specs, sizes, cpu):
         os.sched_setaffinity(0, allowed)
 
 
-def plain_c(artifact, base, specs, sizes, cpu, tmp):
+def plain_c(artifact, base, specs, sizes, cpu, tmp, flushed=False):
     layout = buffer_layout(base, specs)
     data = Path(tmp) / "data.bin"
     factors = variant_factors(max(a.size for a in base.values()), WARMUP + CALLS, draw.randrange(1 << 30))
@@ -83,7 +108,8 @@ def plain_c(artifact, base, specs, sizes, cpu, tmp):
     done = subprocess.run(
         ["taskset", "-c", str(cpu), HARNESS, artifact, str(data), str(WARMUP), str(CALLS), str(layout.input_bytes),
          str(layout.output_bytes), ",".join(str(int(s)) for s in sizes), *specs_arg],
-        capture_output=True, text=True, check=True, timeout=300)
+        capture_output=True, text=True, check=True, timeout=300,
+        env={**os.environ, **({"FLUSH": "1"} if flushed else {})})
     first = [int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("0 ")]
     return statistics.median(first)
 
@@ -94,6 +120,7 @@ with tempfile.TemporaryDirectory() as tmp:
                               timing=replace(BENCH_TIMING, min_trials=CALLS, max_trials=CALLS,
                                              protocol=ISOLATED if arm == "isolated" else IN_PROCESS))
                 for arm in ARMS[:2]}
+    backends["isolated-flushed"] = backends["isolated"]
     repeats = int(sys.argv[1])
     for cell in sys.argv[2:]:
         name, label = cell.split(":")
@@ -108,20 +135,27 @@ with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(repeats):
             for arm in orders[draw.randrange(len(orders))]:
                 cpu = draw.choice(sorted(allowed))
+                flushed = arm.endswith("-flushed")
                 if arm in backends:
-                    runs[arm].append(_evaluate_once(task, target, source, backends[arm])["median_ns"])
-                elif arm == "plain-python":
-                    runs[arm].append(plain_python(built.artifact, base, specs, sizes, cpu))
+                    if flushed:
+                        isolated.KernelServer.read_back = flushing_read_back
+                    try:
+                        runs[arm].append(_evaluate_once(task, target, source, backends[arm])["median_ns"])
+                    finally:
+                        if flushed:
+                            isolated.KernelServer.read_back = read_back_as_is
+                elif arm.startswith("plain-python"):
+                    runs[arm].append(plain_python(built.artifact, base, specs, sizes, cpu, flushed))
                 else:
-                    runs[arm].append(plain_c(built.artifact, base, specs, sizes, cpu, tmp))
+                    runs[arm].append(plain_c(built.artifact, base, specs, sizes, cpu, tmp, flushed))
         results[cell] = runs
         print(f"{name} {label}: {repeats} repeats in {time.time() - start:.0f} s, load {os.getloadavg()[0]:.2f}", flush=True)
         for arm in ARMS:
-            print(f"  {arm:13s} median {statistics.median(runs[arm]) / 1e6:7.3f} ms   "
+            print(f"  {arm:20s} median {statistics.median(runs[arm]) / 1e6:7.3f} ms   "
                   f"[{' '.join(f'{v / 1e6:.2f}' for v in runs[arm])}]", flush=True)
         for arm in ARMS:
-            if arm != "plain-c":  # paired by repeat against the plain C harness
-                ratios = [a / c for a, c in zip(runs[arm], runs["plain-c"])]
-                print(f"  {arm:13s} / plain-c, median of the repeats' ratios {statistics.median(ratios):.3f}", flush=True)
-    out = Path(__file__).with_suffix(".json")
+            if arm != REFERENCE:  # paired by repeat against the plain C harness
+                ratios = [a / c for a, c in zip(runs[arm], runs[REFERENCE])]
+                print(f"  {arm:20s} / {REFERENCE}, median of the repeats' ratios {statistics.median(ratios):.3f}", flush=True)
+    out = Path(__file__).parent / ("flushed/triangulate_flushed.json" if FLUSHED else "triangulate.json")
     out.write_text(json.dumps(results, indent=1))
