@@ -217,6 +217,12 @@ class Sandbox:
         if self.enabled:
             _bwrap_version(self._bwrap())
 
+    @property
+    def per_user_limits_inside(self) -> bool:
+        """Whether `command` sets the per-user limits inside the sandbox (`Rlimits.inside`), so the
+        limiter before bwrap raises them to their hard limits: one answer for both sides."""
+        return self.enabled and PER_USER_LIMITS_INSIDE
+
     def command(
         self, argv: Sequence[str], *, mounts: Sequence[Mount], env: Mapping[str, str], cwd: Path,
         limits: Rlimits, seccomp_fd: int | None = None,
@@ -283,7 +289,7 @@ class Sandbox:
         cmd += ["--chdir", str(cwd), "--clearenv"]
         for key, value in env.items():
             cmd += ["--setenv", key, value]
-        inside = limits.inside() if PER_USER_LIMITS_INSIDE else []
+        inside = limits.inside() if self.per_user_limits_inside else []
         if os.geteuid() != 0:  # unprivileged bwrap: its user namespace maps us to the sandbox uid
             return [*cmd[:1], "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
                     "--cap-drop", "ALL", *cmd[1:], "--", *inside, *argv]  # fmt: skip
@@ -348,7 +354,7 @@ class Sandbox:
                 env=full_env if not self.enabled else {"PATH": "/usr/bin:/bin"},
                 cwd=cwd,
                 start_new_session=True,
-                preexec_fn=_limiter(limits, self.enabled, fixed_layout),
+                preexec_fn=_limiter(limits, self.per_user_limits_inside, fixed_layout),
                 pass_fds=() if seccomp_fd is None else (seccomp_fd,),
             )
 
@@ -401,15 +407,14 @@ ADDR_NO_RANDOMIZE = 0x0040000
 _QUERY_PERSONA = 0xFFFFFFFF
 
 
-def _limiter(limits: Rlimits, enabled: bool, fixed_layout: bool = False) -> Callable[[], None]:
-    """What the forked child does before exec. A fixed layout is for processes compared with each
+def _limiter(limits: Rlimits, per_user_inside: bool, fixed_layout: bool = False) -> Callable[[], None]:
+    """What the forked child does before exec; `per_user_inside` is `Sandbox.per_user_limits_inside`
+    (the per-user limits raised here, set inside by the command line). A fixed layout is for processes compared with each
     other: where the stack, heap and libraries land moved a cache-sensitive kernel's time by 15% from
     one process to another (isolated.py `Placement`). It defends nothing here: the code run in the
     process is the hostile party, and it reads its own addresses anyway."""
     # looked up here, before the fork
     personality = ctypes.CDLL(None, use_errno=True).personality if fixed_layout else None
-
-    per_user_inside = enabled and PER_USER_LIMITS_INSIDE  # `Sandbox.command` then sets them inside
 
     def apply() -> None:  # runs in the forked child before exec: only async-signal-safe work
         limits.apply(per_user_inside)

@@ -133,8 +133,9 @@ def _step_without_root(
         return Sandbox(seccomp=False).popen(argv, mounts=mounts, env={}, cwd=Path("/"), limits=limits)
     with monkeypatch.context() as as_a_user:
         as_a_user.setattr(os, "geteuid", lambda: USER_WITHOUT_ROOT)
-        command = Sandbox(seccomp=False).command(argv, mounts=mounts, env={}, cwd=Path("/"), limits=limits)
-        before_exec = bubblewrap._limiter(limits, enabled=True)
+        sandbox = Sandbox(seccomp=False)
+        command = sandbox.command(argv, mounts=mounts, env={}, cwd=Path("/"), limits=limits)
+        before_exec = bubblewrap._limiter(limits, sandbox.per_user_limits_inside)
     user = str(USER_WITHOUT_ROOT)
     return subprocess.Popen(["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *command],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=before_exec,
