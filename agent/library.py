@@ -17,6 +17,7 @@ import importlib.util
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     scratch_dir,
 )
 from kernelgraph.agent.backends.c import TIMING_SEED  # the seed of the inputs kernels are timed on
+from kernelgraph.agent.backends.native import flush_library
 from kernelgraph.agent.backends.sandbox import child_env, read_child_result, run_python_module
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import (
@@ -172,6 +174,7 @@ def _timed(
         "input_sets": [[np.ascontiguousarray(a) for a in s.values()] for s in sets],
         "timed": len(small),
         "variant_seed": random.SystemRandom().randrange(1 << 31),
+        "flush_library": str(flush_library()),
     }
     # One spec list per set: the small and full sets differ in shape.
     request["output_specs"] = [
@@ -221,6 +224,7 @@ def _run(request: dict[str, Any], threads: int, sandbox: Sandbox) -> tuple[RunSt
         done = run_python_module(
             sandbox, CHILD_MODULE, request, tmp, env=library_env(threads),
             limits=Rlimits(cpu_seconds=int(LIBRARY_TIMEOUT_S * threads) + 10), timeout_s=LIBRARY_TIMEOUT_S,
+            read_only=[Path(request["flush_library"])],
         )  # fmt: skip
         tail = (done.stderr or done.stdout).strip()[-800:]
         if done.timed_out:

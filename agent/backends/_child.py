@@ -124,6 +124,21 @@ def _staggered_arrays(specs: list[tuple[Any, Any]]) -> list[Any]:
     ]
 
 
+def cache_flusher(library: str) -> Any:
+    """A function that writes back and evicts every cache line of an array from every cache (the
+    `flush_lines` of agent/backends/flush_lines.c, built by agent/backends/native.py): called on each
+    timed call's inputs and outputs just before the call, in both protocols and for the libraries
+    the kernels are quoted beside, so every call starts from one declared state, its data in memory
+    and in no cache, whatever the harness did before it (docs/sandbox.md#cold-state)."""
+    flush_lines = ctypes.CDLL(library).flush_lines
+    flush_lines.argtypes, flush_lines.restype = (ctypes.c_void_p, ctypes.c_size_t), None
+
+    def flush(array: Any) -> None:
+        flush_lines(array.ctypes.data, array.nbytes)
+
+    return flush
+
+
 def _digest(array: Any) -> str:
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
 
@@ -215,6 +230,7 @@ def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) ->
     """
     warmup, max_trials = int(req["warmup"]), int(req["max_trials"])
     factors = variant_factors(max(b.size for b in base), warmup + max_trials, int(req["variant_seed"]))
+    flush = cache_flusher(req["flush_library"])
     sampled = set(int(c) for c in req["sampled_calls"])
     kept: dict[int, Any] = {}
     for kernel_outs in outs:
@@ -226,6 +242,8 @@ def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) ->
         for b, buf in zip(base, buffers, strict=True):
             write_variant(b, factors, call, buf)
         for k, fn in enumerate(fns):
+            for array in (*buffers, *outs[k]):
+                flush(array)
             fn(*_args(buffers, outs[k], sizes))
             if call == 0 and k == 0:
                 threads_used = max(1, _threads() - threads_before + 1) if threads_before else 0
@@ -240,6 +258,8 @@ def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) ->
         for k, fn in enumerate(fns):  # interleaved A B A B: drift hits both alike
             for o in outs[k]:
                 fill_sentinel(o)
+            for array in (*buffers, *outs[k]):  # the declared cold state (`cache_flusher`)
+                flush(array)
             args = _args(buffers, outs[k], sizes)
             c0 = time.process_time_ns()
             t0 = time.perf_counter_ns()

@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
-import hashlib
 import itertools
 import os
 import random
@@ -54,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from kernelgraph.agent.backends._child import (
+    cache_flusher,
     enough_trials,
     fill_sentinel,
     staggered_offsets,
@@ -65,6 +65,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     kill_tree,
     scratch_dir,
 )
+from kernelgraph.agent.backends.native import BuildError, flush_library, serve_loop_binary
 from kernelgraph.agent.backends.sandbox import SandboxLimits, child_env, filter_for
 from kernelgraph.agent.backends.seccomp import CLOCK_FILTER, SERVE_FILTER
 from kernelgraph.agent.backends.timing import TimingPlan
@@ -218,17 +219,6 @@ HOST_CPU_USAGE = ("/sys/fs/cgroup/cpuacct/cpuacct.usage", "/sys/fs/cgroup/cpu,cp
 # adversary, reasoned). The column counts 10 ms ticks, so the share is judged over the whole run, not
 # per pair, less a tick per CPU.
 STOLEN_SHARE_MAX = 0.05
-# After writing a call's inputs and filling its outputs, the evaluator reads one byte of every cache
-# line of the server's buffers back (`KernelServer.read_back`). Without it a kernel's first pass
-# over what the evaluator had just written ran slower than over what a kernel's own process writes:
-# transpose's tiled best-A, timed by a clock inside the kernel, took 2.6 ms a call isolated against
-# 1.7 in-process. The process boundary is not the cause (a plain C two-process hand-over over the same
-# tmpfs mapping timed alike); the evaluator's per-call memory traffic is (copying from `expected`, the
-# checks, the other kernel's buffers), and the read-back undoes most of it: transpose best-A x1.50 ->
-# x1.20 of the in-process median, best-B x1.25 -> x1.08, and the streaming tasks' cells 0.5-3% nearer
-# (interleaved rounds; docs/sandbox.md#cost). Why a read helps is not known: this VM exposes no
-# cache counters. It costs one strided pass a call (about 0.25 ms per 10 MB).
-CACHE_LINE = 64
 
 
 class ProtocolError(Exception):
@@ -237,31 +227,6 @@ class ProtocolError(Exception):
     def __init__(self, status: RunStatus, message: str) -> None:
         super().__init__(message)
         self.status, self.message = status, message
-
-
-SERVE_LOOP_SOURCE = Path(__file__).with_name("serve_loop.c")
-
-
-@functools.cache
-def serve_loop_binary() -> Path:
-    """The trusted C program the kernel's child is (`serve_loop.c`), built once per source with gcc
-    into the user's cache, world-readable and executable: it is mounted read-only into every child."""
-    source = SERVE_LOOP_SOURCE.read_bytes()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernelgraph" / "serve-loop"
-    built = cache / f"serve-loop-{hashlib.sha256(source).hexdigest()[:16]}"
-    if not built.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=cache) as tmp:
-            out = Path(tmp) / built.name
-            done = subprocess.run(["gcc", "-O2", "-pthread", "-o", str(out), str(SERVE_LOOP_SOURCE), "-ldl"],
-                                  capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
-            if done.returncode != 0:
-                raise ProtocolError(
-                    RunStatus.CRASHED, f"building the serve loop failed: {done.stderr[-500:]}"
-                )
-            out.chmod(0o755)
-            os.replace(out, built)
-    return built
 
 
 def _listed(values: Iterable[int]) -> str:
@@ -385,9 +350,14 @@ def buffer_layout(base: Arrays, specs: Sequence[OutputSpec]) -> BufferLayout:
     return BufferLayout(tuple(placed[: len(base)]), max(split, 1), outputs, size - cut)
 
 
-def _read_lines(mapping: np.ndarray) -> None:
-    """Read one byte of every cache line of `mapping` (`CACHE_LINE` says why; the values are not used)."""
-    int(mapping[::CACHE_LINE].max())
+@functools.cache
+def _evaluator_flusher() -> Callable[[np.ndarray], None]:
+    return cache_flusher(str(flush_library()))
+
+
+def flush_cached(mapping: np.ndarray) -> None:
+    """Evict every cache line of `mapping` from every cache (`flush_lines.c`)."""
+    _evaluator_flusher()(mapping)
 
 
 def _views(mapping: np.ndarray, placed: Sequence[tuple[int, tuple[int, ...], str]]) -> list[np.ndarray]:
@@ -429,8 +399,8 @@ class SharedInputs:
         os.close(self._fd)
         self.directory.chmod(0o755)  # so that its scratch directory can be removed
 
-    def read_back(self) -> None:
-        _read_lines(self._map)
+    def flush(self) -> None:
+        flush_cached(self._map)
 
 
 @contextlib.contextmanager
@@ -469,7 +439,11 @@ class KernelServer:
         # replaces the paths does not change what these descriptors reach.
         self._go = os.open(work / "go", os.O_RDWR)
         self._done = os.open(work / "done", os.O_RDWR | os.O_NONBLOCK)
-        loop = serve_loop_binary()
+        try:
+            loop = serve_loop_binary()
+            _evaluator_flusher()
+        except BuildError as exc:
+            raise ProtocolError(RunStatus.CRASHED, str(exc)) from exc
         arguments = {
             "inputs": inputs.path, "inputs_read_only": int(READ_ONLY_INPUTS),
             "input_offsets": _listed(o for o, _, _ in layout.inputs),
@@ -591,11 +565,11 @@ class KernelServer:
                 os.sched_setaffinity(tid, {order[i % len(order)]} if own else cpus)
         self.cpus = cpus
 
-    def read_back(self) -> None:
-        """Read one byte of every cache line of the inputs and of this server's outputs (`CACHE_LINE`;
-        frozen: nothing the kernel does changes what is read)."""
-        self.shared_inputs.read_back()
-        _read_lines(self._map)
+    def flush(self) -> None:
+        """Evict every cache line of the inputs and of this server's outputs from every cache: the
+        declared cold state each call starts from (`_child.cache_flusher`)."""
+        self.shared_inputs.flush()
+        flush_cached(self._map)
 
     def thaw(self, pids: Sequence[int] | None = None) -> None:
         pids = self.tree() if pids is None else pids
@@ -848,13 +822,11 @@ class CallChecker:
     def write(self, server: KernelServer) -> None:
         """Just before the server's own call: the call's inputs, unless the other kernel's call of
         the pair had them written already (one copy, as in-process), then the server's outputs filled,
-        then both read back, so that each kernel starts from the cache state this leaves, whatever the
-        other kernel's call did to the shared caches (`CACHE_LINE` says why a read-back). Done from the
-        core the call is placed on, else the one the kernel's main thread last ran on (`_on_cpu_of`),
-        so the lines sit in that core's caches as when a kernel's own process writes its inputs
-        (written from another core, every line the kernel touches first crosses between the cores;
-        layernorm's 2-thread best-B spread 0.56 unpinned, 0.12 pinned, in 5 repeats:
-        docs/sandbox.md#cost)."""
+        then both evicted from every cache (`KernelServer.flush`): each call starts from the declared
+        cold state, whatever this process's writes or the other kernel's call left in the caches
+        (docs/sandbox.md#cold-state). Done from the core the call is placed on, else the one the
+        kernel's main thread last ran on (`_on_cpu_of`), as before the flush: layernorm's 2-thread
+        best-B spread 0.56 written unpinned, 0.12 pinned, in 5 repeats (docs/sandbox.md#cost)."""
         with _on_cpu_of(server):
             if self._unwritten is not None:
                 factors, offsets = self._unwritten
@@ -863,7 +835,7 @@ class CallChecker:
                 self._unwritten = None
             for out in server.outputs:
                 fill_sentinel(out)
-            server.read_back()
+            server.flush()
 
     def check(self, call: int, servers: Sequence[KernelServer]) -> list[str]:
         """Per server, "" when its call was right, else why not."""

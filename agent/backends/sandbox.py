@@ -42,6 +42,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
+from kernelgraph.agent.backends.native import flush_library
 from kernelgraph.agent.backends.seccomp import KERNEL_FILTER
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus, compare, conforming, digest
@@ -90,15 +91,17 @@ def run_python_module(
     env: Mapping[str, str],
     limits: Rlimits,
     timeout_s: float,
+    read_only: Sequence[Path] = (),
 ) -> Finished:
     """Run `python -s -m module REQUEST DIRECTORY` confined: `request` pickled into `directory` (by us,
-    for the child: the trusted direction), the one place of this machine the child sees besides the
-    interpreter and the venv, where it leaves its result (`read_child_result`)."""
+    for the child: the trusted direction), the one place of this machine the child may write, where
+    it leaves its result (`read_child_result`); besides it the child sees the interpreter, the venv
+    and the `read_only` paths."""
     path = directory / "request.pkl"
     path.write_bytes(pickle.dumps(request, protocol=5))
     return sandbox.run(
         [python_executable(), "-s", "-m", module, str(path), str(directory)],
-        mounts=[Mount(directory, writable=True), *python_mounts()],
+        mounts=[Mount(directory, writable=True), *python_mounts(), *(Mount(p) for p in read_only)],
         env={**env, "PYTHONPATH": python_path()},
         cwd=directory,
         limits=limits,
@@ -260,12 +263,14 @@ class SharedObjectRunner:
         # Drawn here, per run: the kernel cannot know in advance which calls are checked.
         draw = random.SystemRandom()
         calls = range(plan.warmup, plan.warmup + plan.min_trials)
+        flush = str(flush_library())
         request.update(
             plan.request(),
             variant_seed=draw.randrange(1 << 31),
             sampled_calls=sorted(draw.sample(calls, min(plan.verified_calls, len(calls)))),
+            flush_library=flush,
         )
-        status, result, message = run_request(request, artifacts, self.limits)
+        status, result, message = run_request(request, [*artifacts, flush], self.limits)
         if status is RunStatus.OK:  # ours, not the child's: which variants and which calls to check
             result = {
                 **result,

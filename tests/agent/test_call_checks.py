@@ -49,7 +49,7 @@ def _checker(task: Task, seed: int = 1) -> tuple[CallChecker, SimpleNamespace]:
     # No kernel process behind it: like a server whose process cannot be read, it has no last CPU
     # (and none was chosen for its next call).
     server = SimpleNamespace(inputs=list(inputs.values()), outputs=[np.empty(s.shape, s.dtype) for s in specs],
-                             last_cpu=lambda: None, read_back=lambda: None, cpus=frozenset())  # fmt: skip
+                             last_cpu=lambda: None, flush=lambda: None, cpus=frozenset())  # fmt: skip
     return checker, server
 
 
