@@ -119,7 +119,8 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    by up to 17%, and the isolated protocol was within 2% of plain C in 0 of 13 cells; flushed, in
 #    10 of 13 (results/stop56, docs/sandbox.md#cold-state). A kernel whose working set fits the
 #    last-level cache is timed from memory: 1.7-2.4x slower than warm there. Times of 16 and before
-#    are warm and are not comparable with these.
+#    are warm and are not comparable with these. One plan stays warm, declared: LANDSCAPE_TIMING
+#    (kernelgraph/bench/landscapes.py), so study v3's landscapes stay one measurement.
 EVALUATOR_VERSION = 17
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)

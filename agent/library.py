@@ -29,7 +29,6 @@ from kernelgraph.agent.backends.bubblewrap import (
     scratch_dir,
 )
 from kernelgraph.agent.backends.c import TIMING_SEED  # the seed of the inputs kernels are timed on
-from kernelgraph.agent.backends.native import flush_library
 from kernelgraph.agent.backends.sandbox import child_env, read_child_result, run_python_module
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import (
@@ -165,7 +164,7 @@ def _timed(
     sets = [*small, *full]
     digests = [{n: digest(a) for n, a in s.items()} for s in sets]
     specs = output_specs(task, small[0]), output_specs(task, full[0])
-    request = {
+    request: dict[str, Any] = {
         **plan.request(),
         "task": task.name,
         "library": library,
@@ -174,7 +173,7 @@ def _timed(
         "input_sets": [[np.ascontiguousarray(a) for a in s.values()] for s in sets],
         "timed": len(small),
         "variant_seed": random.SystemRandom().randrange(1 << 31),
-        "flush_library": str(flush_library()),
+        "flush_library": plan.cold_state_library(),
     }
     # One spec list per set: the small and full sets differ in shape.
     request["output_specs"] = [
@@ -224,7 +223,7 @@ def _run(request: dict[str, Any], threads: int, sandbox: Sandbox) -> tuple[RunSt
         done = run_python_module(
             sandbox, CHILD_MODULE, request, tmp, env=library_env(threads),
             limits=Rlimits(cpu_seconds=int(LIBRARY_TIMEOUT_S * threads) + 10), timeout_s=LIBRARY_TIMEOUT_S,
-            read_only=[Path(request["flush_library"])],
+            read_only=[Path(request["flush_library"])] if request["flush_library"] else [],
         )  # fmt: skip
         tail = (done.stderr or done.stdout).strip()[-800:]
         if done.timed_out:

@@ -124,12 +124,15 @@ def _staggered_arrays(specs: list[tuple[Any, Any]]) -> list[Any]:
     ]
 
 
-def cache_flusher(library: str) -> Any:
+def cache_flusher(library: str | None) -> Any:
     """A function that writes back and evicts every cache line of an array from every cache (the
     `flush_lines` of agent/backends/flush_lines.c, built by agent/backends/native.py): called on each
     timed call's inputs and outputs just before the call, in both protocols and for the libraries
     the kernels are quoted beside, so every call starts from one declared state, its data in memory
-    and in no cache, whatever the harness did before it (docs/sandbox.md#cold-state)."""
+    and in no cache, whatever the harness did before it (docs/sandbox.md#cold-state). No library: a
+    function that leaves the caches as they are (`TimingPlan.cold` off)."""
+    if library is None:
+        return lambda array: None
     flush_lines = ctypes.CDLL(library).flush_lines
     flush_lines.argtypes, flush_lines.restype = (ctypes.c_void_p, ctypes.c_size_t), None
 

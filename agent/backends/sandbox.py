@@ -42,7 +42,6 @@ from kernelgraph.agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
-from kernelgraph.agent.backends.native import flush_library
 from kernelgraph.agent.backends.seccomp import KERNEL_FILTER
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus, compare, conforming, digest
@@ -263,14 +262,14 @@ class SharedObjectRunner:
         # Drawn here, per run: the kernel cannot know in advance which calls are checked.
         draw = random.SystemRandom()
         calls = range(plan.warmup, plan.warmup + plan.min_trials)
-        flush = str(flush_library())
+        flush = plan.cold_state_library()
         request.update(
             plan.request(),
             variant_seed=draw.randrange(1 << 31),
             sampled_calls=sorted(draw.sample(calls, min(plan.verified_calls, len(calls)))),
             flush_library=flush,
         )
-        status, result, message = run_request(request, [*artifacts, flush], self.limits)
+        status, result, message = run_request(request, [*artifacts, *([flush] if flush else [])], self.limits)
         if status is RunStatus.OK:  # ours, not the child's: which variants and which calls to check
             result = {
                 **result,

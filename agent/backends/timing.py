@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kernelgraph.agent.backends.native import flush_library
 from kernelgraph.agent.evaluator import impossibility, suspicion
 from kernelgraph.agent.results import CheckResult, Outcome
 from kernelgraph.agent.tasks.base import Arrays, Task
@@ -36,10 +37,20 @@ class TimingPlan:
     target_rel_iqr: float = 0.02  # ... or as soon as the spread is this tight
     verified_calls: int = 3  # in-process protocol only: timed calls whose outputs are checked (C)
     protocol: str = ISOLATED  # C backend: ISOLATED checks every call; IN_PROCESS is the old protocol
+    # Every timed call starts from the declared cold state (evaluator 17: its inputs and outputs in no
+    # cache, `_child.cache_flusher`). Off only in-process, for study v3's landscapes (LANDSCAPE_TIMING),
+    # which were timed warm and stay comparable with the points measured so.
+    cold: bool = True
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"protocol {self.protocol!r} is not one of {', '.join(PROTOCOLS)}")
+        if not self.cold and self.protocol != IN_PROCESS:
+            raise ValueError(f"cold: the {self.protocol} protocol times every call from the cold state")
+
+    def cold_state_library(self) -> str | None:
+        """The shared object the timing process flushes each call's arrays with, None to leave them warm."""
+        return str(flush_library()) if self.cold else None
 
     def request(self) -> dict[str, float]:
         """What the timing process needs of the plan (the keys `_child.enough_trials` reads)."""

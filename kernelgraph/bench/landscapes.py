@@ -39,9 +39,11 @@ from kernelgraph.agent.tasks.base import Config, Task
 # the noise this leaves is shown by measuring every landscape twice (docs/results.md).
 # The old in-process protocol: landscapes time the task's own configs (code this project renders, not a
 # model's), down to L1-sized calls of a few microseconds, below the isolated protocol's per-call floor.
+# Warm (`cold` off, the one plan that is): study v3's landscapes were timed so, before evaluator 17's
+# cold state, and a point measured now stays one of theirs (study/versions.py SAME_LANDSCAPE_MEASUREMENT).
 LANDSCAPE_TIMING = TimingPlan(
     warmup=2, min_trials=7, max_trials=25, budget_s=0.25, target_rel_iqr=0.03, verified_calls=2,
-    protocol=IN_PROCESS,
+    protocol=IN_PROCESS, cold=False,
 )  # fmt: skip
 LANDSCAPE_VERSION = 1
 

@@ -17,11 +17,12 @@ from kernelgraph.agent.backends import _child, isolated
 from kernelgraph.agent.backends._child import _staggered_arrays, cache_flusher
 from kernelgraph.agent.backends.c import CBackend
 from kernelgraph.agent.backends.native import flush_library
-from kernelgraph.agent.backends.timing import ISOLATED, TimingPlan
+from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED, TimingPlan
 from kernelgraph.agent.evaluator import DEFAULT_SEEDS
 from kernelgraph.agent.results import Outcome
 from kernelgraph.agent.targets import Target
 from kernelgraph.agent.tasks import get_task
+from kernelgraph.bench.landscapes import LANDSCAPE_TIMING
 
 QUICK = TimingPlan(warmup=1, min_trials=5, max_trials=8, budget_s=0.3, protocol=ISOLATED)
 
@@ -112,6 +113,13 @@ def test_every_call_of_the_isolated_protocol_starts_with_its_buffers_flushed(
     timed, verified = calls[: -len(DEFAULT_SEEDS)], calls[-len(DEFAULT_SEEDS) :]
     assert len(timed) > 2 * result.trials and all(timed), calls
     assert not any(verified), calls  # the count is right: these calls are the untimed ones
+
+
+def test_only_the_in_process_protocol_may_time_warm_and_only_the_landscapes_do() -> None:
+    with pytest.raises(ValueError, match="cold: the isolated protocol times every call from the cold state"):
+        TimingPlan(protocol=ISOLATED, cold=False)
+    assert not LANDSCAPE_TIMING.cold and LANDSCAPE_TIMING.cold_state_library() is None
+    assert TimingPlan(protocol=IN_PROCESS).cold_state_library() == str(flush_library())
 
 
 def test_the_flush_library_is_built_once_per_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
