@@ -731,7 +731,9 @@ def test_a_kernel_cannot_write_the_inputs_it_is_checked_against(
     honest = backend.profile(task, (CHEATS / "correct.c").read_text(), target)
     assert honest.outcome == Outcome.KEPT, honest.reason
     assert attack.outcome == Outcome.KEPT, attack.reason
-    assert attack.median_ns < 0.5 * honest.median_ns, (attack.median_ns, honest.median_ns)
+    # A fake speedup: from the cold state (evaluator 17) its two memsets take 0.56-0.64 of the honest
+    # kernel's time (under a test suite's load; under half warm), still a gain no honest change made.
+    assert attack.median_ns < 0.8 * honest.median_ns, (attack.median_ns, honest.median_ns)
 
 
 def test_work_in_threads_that_end_within_a_call_is_not_hidden_from_the_clock(
