@@ -234,6 +234,12 @@ def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) ->
     warmup, max_trials = int(req["warmup"]), int(req["max_trials"])
     factors = variant_factors(max(b.size for b in base), warmup + max_trials, int(req["variant_seed"]))
     flush = cache_flusher(req["flush_library"])
+
+    def start_cold(k: int) -> None:
+        """The declared cold state before a call of kernel `k`: the inputs and its outputs flushed."""
+        for array in (*buffers, *outs[k]):
+            flush(array)
+
     sampled = set(int(c) for c in req["sampled_calls"])
     kept: dict[int, Any] = {}
     for kernel_outs in outs:
@@ -245,8 +251,7 @@ def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) ->
         for b, buf in zip(base, buffers, strict=True):
             write_variant(b, factors, call, buf)
         for k, fn in enumerate(fns):
-            for array in (*buffers, *outs[k]):
-                flush(array)
+            start_cold(k)
             fn(*_args(buffers, outs[k], sizes))
             if call == 0 and k == 0:
                 threads_used = max(1, _threads() - threads_before + 1) if threads_before else 0
@@ -261,8 +266,7 @@ def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) ->
         for k, fn in enumerate(fns):  # interleaved A B A B: drift hits both alike
             for o in outs[k]:
                 fill_sentinel(o)
-            for array in (*buffers, *outs[k]):  # the declared cold state (`cache_flusher`)
-                flush(array)
+            start_cold(k)
             args = _args(buffers, outs[k], sizes)
             c0 = time.process_time_ns()
             t0 = time.perf_counter_ns()
