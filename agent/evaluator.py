@@ -112,7 +112,7 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    in-process protocol, which times the landscapes, is unchanged.
 # 17: every timed call starts from a declared cold state, in both protocols and for the libraries
 #    kernels are quoted beside: just before the call every cache line of its inputs and outputs is
-#    written back and evicted from every cache (clflushopt, agent/backends/flush_lines.c; the
+#    written back and evicted from every cache (clflushopt, agent/backends/timed_call.c; the
 #    isolated protocol flushes from the evaluator, in place of 9's read-back). Warm, the caches held
 #    whatever the last harness work left, and that moved a serial memory-bound kernel's time by more
 #    than the 2% the cost goal allows: on an Intel host two plain harnesses with no sandbox disagreed
@@ -121,7 +121,14 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    last-level cache is timed from memory: 1.7-2.4x slower than warm there. Times of 16 and before
 #    are warm and are not comparable with these. One plan stays warm, declared: LANDSCAPE_TIMING
 #    (kernelgraph/bench/landscapes.py), so study v3's landscapes stay one measurement.
-EVALUATOR_VERSION = 17
+# 18: every kernel is called with its stack at one declared place within a page, in both protocols
+#    (agent/backends/kernel_call.h `KG_KERNEL_FRAME`, the isolated protocol's child's place before,
+#    so its figures stand). A kernel that keeps a scratch array on its stack aliases its inputs as the
+#    two sit modulo 4 KiB, and the in-process child's stack sat wherever the process's randomised
+#    stack put it: histogram's baseline read 11.1-14.8 ms from one in-process evaluation to the next,
+#    against 11.6-12.0 isolated; called at the declared place, 11.6-11.8 (8 repeats each,
+#    results/stop58, docs/sandbox.md#one-stack-place).
+EVALUATOR_VERSION = 18
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

@@ -99,11 +99,16 @@ def fill_sentinel(out: Any) -> None:
 # protocol, in numpy's own allocations, read it 1.25x slower than the staggered isolated one.
 ARRAY_ALIGN = 64
 STAGGER_BYTES = 4096 + 5 * 64
-_PAGE = 4096
+# The layout starts on a huge page in both protocols (the isolated protocol's files do: tmpfs, huge
+# pages), so each array's offset within one, which on huge pages decides the cache sets its lines fall
+# in, is the layout's and not wherever an allocation happened to start: from a 4 KiB-aligned arena
+# histogram's baseline read 11.1-14.8 ms from one in-process evaluation to the next, against
+# 11.7-11.9 isolated (8 repeats each, results/stop58).
+HUGE_PAGE = 2 << 20
 
 
 def staggered_offsets(nbytes: list[int]) -> tuple[list[int], int]:
-    """Each array's offset in one page-aligned buffer, and the buffer's size."""
+    """Each array's offset in one huge-page-aligned buffer, and the buffer's size."""
     offsets, offset = [], 0
     for n in nbytes:
         offsets.append(offset)
@@ -112,12 +117,12 @@ def staggered_offsets(nbytes: list[int]) -> tuple[list[int], int]:
 
 
 def _staggered_arrays(specs: list[tuple[Any, Any]]) -> list[Any]:
-    """Empty arrays of (shape, dtype) `specs`, carved from one page-aligned allocation at
-    `staggered_offsets`: the layout the isolated protocol's shared buffers have."""
+    """Empty arrays of (shape, dtype) `specs`, carved from one allocation at `staggered_offsets`
+    from a huge page boundary: the layout the isolated protocol's shared buffers have."""
     nbytes = [int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize for shape, dtype in specs]
     offsets, size = staggered_offsets(nbytes)
-    arena = np.empty(size + _PAGE, dtype=np.uint8)
-    start = -arena.ctypes.data % _PAGE
+    arena = np.empty(size + HUGE_PAGE, dtype=np.uint8)
+    start = -arena.ctypes.data % HUGE_PAGE
     return [
         arena[start + o : start + o + n].view(np.dtype(dtype)).reshape(shape)
         for o, n, (shape, dtype) in zip(offsets, nbytes, specs, strict=True)
@@ -126,7 +131,7 @@ def _staggered_arrays(specs: list[tuple[Any, Any]]) -> list[Any]:
 
 def cache_flusher(library: str | None) -> Any:
     """A function that writes back and evicts every cache line of an array from every cache (the
-    `flush_lines` of agent/backends/flush_lines.c, built by agent/backends/native.py): called on each
+    `flush_lines` of agent/backends/timed_call.c, built by agent/backends/native.py): called on each
     timed call's inputs and outputs just before the call, in both protocols and for the libraries
     the kernels are quoted beside, so every call starts from one declared state, its data in memory
     and in no cache, whatever the harness did before it (docs/sandbox.md#cold-state). No library: a
@@ -146,19 +151,28 @@ def _digest(array: Any) -> str:
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
 
 
-def _bind(path: str) -> Any:
-    fn = ctypes.CDLL(path).kernel
-    fn.restype = None
-    return fn
+def kernel_caller(library: str) -> tuple[Any, Any]:
+    """(bind, arguments): `bind(path)` is the kernel of the object at `path` as a function of one
+    `arguments(inputs, outputs, sizes)`, called through `call_kernel` of the evaluator's library
+    (agent/backends/timed_call.c), with its stack where the isolated protocol's child has it
+    (agent/backends/kernel_call.h); every argument passed as a long, as that child passes them."""
+    lib = ctypes.CDLL(library)
+    call_kernel = lib.call_kernel
+    call_kernel.argtypes, call_kernel.restype = (ctypes.c_void_p, ctypes.c_void_p), None
+    longs = ctypes.c_long * ctypes.c_int.in_dll(lib, "kg_max_args").value
 
+    def bind(path: str) -> Any:
+        kernel = ctypes.cast(ctypes.CDLL(path).kernel, ctypes.c_void_p).value
+        return lambda args: call_kernel(kernel, args)
 
-def _args(inputs: Any, outputs: Any, sizes: Any) -> list[Any]:
-    ptrs = [ctypes.c_void_p(a.ctypes.data) for a in list(inputs) + list(outputs)]
-    return ptrs + [ctypes.c_int(int(s)) for s in sizes]
+    def arguments(inputs: Any, outputs: Any, sizes: Any) -> Any:
+        return longs(*(a.ctypes.data for a in (*inputs, *outputs)), *(int(s) for s in sizes))
+
+    return bind, arguments
 
 
 def _verify_runs(
-    fn: Any, buffers: Any, outputs_per_set: Any, input_sets: Any, sizes: Any
+    fn: Any, arguments: Any, buffers: Any, outputs_per_set: Any, input_sets: Any, sizes: Any
 ) -> tuple[list[Any], list[Any]]:
     """Each set copied into the *same* input buffers (pointer-keyed caches return stale data), its
     own outputs NaN-filled, snapshotted right after the call returns."""
@@ -168,7 +182,7 @@ def _verify_runs(
             np.copyto(buf, val)
         for out in outs:
             fill_sentinel(out)
-        fn(*_args(buffers, outs, sizes))
+        fn(arguments(buffers, outs, sizes))
         outputs.append([o.copy() for o in outs])
         digests.append([_digest(b) for b in buffers])
     return outputs, digests
@@ -221,7 +235,9 @@ def _threads() -> int:
     return 0
 
 
-def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) -> dict[str, Any]:
+def _time(
+    fns: Any, arguments: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any
+) -> dict[str, Any]:
     """Interleaved timing (A B A B ...); every call on its own input variant, outputs fresh per call.
 
     The outputs (and the inputs' digests after the call) of the calls in `req["sampled_calls"]` are
@@ -252,7 +268,7 @@ def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) ->
             write_variant(b, factors, call, buf)
         for k, fn in enumerate(fns):
             start_cold(k)
-            fn(*_args(buffers, outs[k], sizes))
+            fn(arguments(buffers, outs[k], sizes))
             if call == 0 and k == 0:
                 threads_used = max(1, _threads() - threads_before + 1) if threads_before else 0
     times: list[list[int]] = [[] for _ in fns]
@@ -267,10 +283,10 @@ def _time(fns: Any, buffers: Any, outs: Any, base: Any, sizes: Any, req: Any) ->
             for o in outs[k]:
                 fill_sentinel(o)
             start_cold(k)
-            args = _args(buffers, outs[k], sizes)
+            args = arguments(buffers, outs[k], sizes)
             c0 = time.process_time_ns()
             t0 = time.perf_counter_ns()
-            fn(*args)
+            fn(args)
             times[k].append(time.perf_counter_ns() - t0)
             cpu_ns[k] += time.process_time_ns() - c0
         if call in sampled:  # the candidate's own timed outputs, snapshotted right after its call
@@ -308,7 +324,8 @@ def main(request_path: str, result_dir: str) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (_vm_size() + headroom, _vm_size() + headroom))
         if req.get("seccomp"):
             install_seccomp(req["seccomp"])
-        fns = [_bind(p) for p in req["artifacts"]]
+        bind, arguments = kernel_caller(req["timed_call_library"])
+        fns = [bind(p) for p in req["artifacts"]]
         sets = req["input_sets"]
         specs, sizes = req["output_specs"], req["sizes"]
         # The inputs and every kernel's outputs laid out as the isolated protocol lays out its own,
@@ -325,9 +342,9 @@ def main(request_path: str, result_dir: str) -> None:
         outputs = arrays[len(sets[0]) :]
         kernel_outputs = [outputs[k * len(specs) : (k + 1) * len(specs)] for k in range(timed + len(sets))]
         if req["mode"] == "time":
-            result.update(_time(fns, buffers, kernel_outputs[:timed], sets[0], sizes, req))
+            result.update(_time(fns, arguments, buffers, kernel_outputs[:timed], sets[0], sizes, req))
         result["outputs"], result["input_digests"] = _verify_runs(
-            fns[0], buffers, kernel_outputs[timed:], sets, sizes
+            fns[0], arguments, buffers, kernel_outputs[timed:], sets, sizes
         )
     except Exception as exc:  # reported, not raised: the parent maps it to an Outcome
         result = {"error": f"{type(exc).__name__}: {exc}"}

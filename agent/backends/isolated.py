@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from kernelgraph.agent.backends._child import (
+    HUGE_PAGE,
     cache_flusher,
     enough_trials,
     fill_sentinel,
@@ -65,7 +66,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     kill_tree,
     scratch_dir,
 )
-from kernelgraph.agent.backends.native import BuildError, flush_library, serve_loop_binary
+from kernelgraph.agent.backends.native import BuildError, serve_loop_binary, timed_call_library
 from kernelgraph.agent.backends.sandbox import SandboxLimits, child_env, filter_for
 from kernelgraph.agent.backends.seccomp import CLOCK_FILTER, SERVE_FILTER
 from kernelgraph.agent.backends.timing import TimingPlan
@@ -316,13 +317,6 @@ def _slice(inputs: Arrays, chosen: Sequence[tuple[str, int]], rows: np.ndarray) 
     return {n: (np.take(a, rows, axis=axis[n]) if n in axis else a) for n, a in inputs.items()}
 
 
-# The outputs' file of a server starts at this multiple in the one staggered layout of inputs and
-# outputs (`buffer_layout`): each array keeps its offset within a huge page, which on the huge pages
-# the scratch tmpfs has decides the cache sets its lines fall in (`STAGGER_BYTES` says why that
-# matters), as when both files were one.
-HUGE_PAGE = 2 << 20
-
-
 @dataclass(frozen=True)
 class BufferLayout:
     """Where a kernel's arrays sit: (offset, shape, dtype) of each input in the inputs' file and of
@@ -345,6 +339,7 @@ def buffer_layout(base: Arrays, specs: Sequence[OutputSpec]) -> BufferLayout:
     )
     placed = [(offset, shape, dtype) for offset, (shape, dtype) in zip(offsets, arrays, strict=True)]
     split = offsets[len(base)] if specs else size
+    # the outputs' file starts at a huge page of the layout, so each output keeps its offset in one
     cut = split // HUGE_PAGE * HUGE_PAGE
     outputs = tuple((offset - cut, shape, dtype) for offset, shape, dtype in placed[len(base) :])
     return BufferLayout(tuple(placed[: len(base)]), max(split, 1), outputs, size - cut)
@@ -352,11 +347,11 @@ def buffer_layout(base: Arrays, specs: Sequence[OutputSpec]) -> BufferLayout:
 
 @functools.cache
 def _evaluator_flusher() -> Callable[[np.ndarray], None]:
-    return cache_flusher(str(flush_library()))
+    return cache_flusher(str(timed_call_library()))
 
 
 def flush_cached(mapping: np.ndarray) -> None:
-    """Evict every cache line of `mapping` from every cache (`flush_lines.c`)."""
+    """Evict every cache line of `mapping` from every cache (`timed_call.c`)."""
     _evaluator_flusher()(mapping)
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 SERVE_LOOP_SOURCE = HERE / "serve_loop.c"  # the isolated protocol's child (agent/backends/isolated.py)
-FLUSH_LINES_SOURCE = HERE / "flush_lines.c"  # the declared cold state of every timed call
+TIMED_CALL_SOURCE = HERE / "timed_call.c"  # the cold state and the call of every timed call
+KERNEL_CALL_HEADER = HERE / "kernel_call.h"  # how both protocols' children call a kernel
 
 
 class BuildError(Exception):
@@ -25,7 +26,7 @@ class BuildError(Exception):
 def _built(
     source_path: Path, stem: str, flags: tuple[str, ...], libs: tuple[str, ...] = (), suffix: str = ""
 ) -> Path:
-    source = source_path.read_bytes()
+    source = source_path.read_bytes() + KERNEL_CALL_HEADER.read_bytes()  # what it may include
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernelgraph" / stem
     built = cache / f"{stem}-{hashlib.sha256(source + repr((flags, libs)).encode()).hexdigest()[:16]}{suffix}"
     if not built.exists():
@@ -48,6 +49,7 @@ def serve_loop_binary() -> Path:
 
 
 @functools.cache
-def flush_library() -> Path:
-    """The shared object with `flush_lines` (`flush_lines.c`), loaded by `_child.cache_flusher`."""
-    return _built(FLUSH_LINES_SOURCE, "flush-lines", ("-O2", "-shared", "-fPIC"), suffix=".so")
+def timed_call_library() -> Path:
+    """The shared object with `flush_lines` and `call_kernel` (`timed_call.c`), loaded by
+    `_child.cache_flusher` and `_child.kernel_caller`."""
+    return _built(TIMED_CALL_SOURCE, "timed-call", ("-O2", "-shared", "-fPIC"), suffix=".so")

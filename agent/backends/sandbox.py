@@ -42,6 +42,7 @@ from kernelgraph.agent.backends.bubblewrap import (
     read_untrusted,
     scratch_dir,
 )
+from kernelgraph.agent.backends.native import timed_call_library
 from kernelgraph.agent.backends.seccomp import KERNEL_FILTER
 from kernelgraph.agent.backends.timing import TimingPlan
 from kernelgraph.agent.evaluator import OutputSpec, RunReport, RunStatus, compare, conforming, digest
@@ -203,6 +204,7 @@ def _request(
     return {
         "mode": mode,
         "artifacts": list(artifacts),
+        "timed_call_library": str(timed_call_library()),  # how the child calls a kernel
         "input_sets": [[np.ascontiguousarray(a) for a in s.values()] for s in input_sets],
         "output_specs": [(tuple(s.shape), s.dtype) for s in specs],
         "sizes": [int(v) for v in sizes],
@@ -238,8 +240,9 @@ class SharedObjectRunner:
         self.artifact, self.sizes, self.limits = artifact, list(sizes), limits
 
     def __call__(self, input_sets: Sequence[Arrays], specs: Sequence[OutputSpec]) -> RunReport:
+        request = _request("check", [self.artifact], input_sets, specs, self.sizes)
         status, result, message = run_request(
-            _request("check", [self.artifact], input_sets, specs, self.sizes), [self.artifact], self.limits
+            request, [self.artifact, request["timed_call_library"]], self.limits
         )
         return _report(status, result, message, input_sets, specs)
 
@@ -262,14 +265,15 @@ class SharedObjectRunner:
         # Drawn here, per run: the kernel cannot know in advance which calls are checked.
         draw = random.SystemRandom()
         calls = range(plan.warmup, plan.warmup + plan.min_trials)
-        flush = plan.cold_state_library()
         request.update(
             plan.request(),
             variant_seed=draw.randrange(1 << 31),
             sampled_calls=sorted(draw.sample(calls, min(plan.verified_calls, len(calls)))),
-            flush_library=flush,
+            flush_library=plan.cold_state_library(),
         )
-        status, result, message = run_request(request, [*artifacts, *([flush] if flush else [])], self.limits)
+        status, result, message = run_request(
+            request, [*artifacts, request["timed_call_library"]], self.limits
+        )
         if status is RunStatus.OK:  # ours, not the child's: which variants and which calls to check
             result = {
                 **result,

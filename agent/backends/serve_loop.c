@@ -38,11 +38,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "kernel_call.h"
 
-#define KG_MAX_ARGS 16
-
-typedef void (*kg_kernel)(long, long, long, long, long, long, long, long, long, long, long, long, long,
-                          long, long, long);
 
 static int64_t kg_clock(clockid_t id) {
     struct timespec t;
@@ -112,9 +109,6 @@ static void kg_stand_ins(const char *src, long nbytes, char *copy, long spin_ns,
 static __attribute__((noinline)) int kg_serve(int go, int done, void *fn, const long *args, char expect,
                                              const void *src, long nbytes,
              void *copy, long spin_ns, long threads) {
-    /* Every argument of a kernel is a pointer or an int: in the x86-64 and AArch64 calling
-       conventions each takes one integer register or stack slot, so passing all as long works for
-       any count up to KG_MAX_ARGS (the callee reads the ones it declares). */
     kg_kernel kernel = (kg_kernel)fn;
     char command;
     for (;;) {
@@ -130,8 +124,7 @@ static __attribute__((noinline)) int kg_serve(int go, int done, void *fn, const 
         } else if (command != expect) {
             return (unsigned char)command;
         } else {
-            kernel(args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[8], args[9],
-                   args[10], args[11], args[12], args[13], args[14], args[15]);
+            kg_call_kernel(kernel, args); /* its stack at the declared place (kernel_call.h) */
             if (write(done, "d", 1) != 1) return -1;
         }
     }

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kernelgraph.agent.backends.native import flush_library
+from kernelgraph.agent.backends.native import timed_call_library
 from kernelgraph.agent.evaluator import impossibility, suspicion
 from kernelgraph.agent.results import CheckResult, Outcome
 from kernelgraph.agent.tasks.base import Arrays, Task
@@ -50,7 +50,7 @@ class TimingPlan:
 
     def cold_state_library(self) -> str | None:
         """The shared object the timing process flushes each call's arrays with, None to leave them warm."""
-        return str(flush_library()) if self.cold else None
+        return str(timed_call_library()) if self.cold else None
 
     def request(self) -> dict[str, float]:
         """What the timing process needs of the plan (the keys `_child.enough_trials` reads)."""

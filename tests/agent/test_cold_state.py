@@ -1,10 +1,9 @@
 """The declared cold state every timed call starts from (evaluator 17, docs/sandbox.md#cold-state):
 just before each call, in both protocols, every cache line of the call's inputs and outputs is written
-back and evicted from every cache (agent/backends/flush_lines.c)."""
+back and evicted from every cache (agent/backends/timed_call.c)."""
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import time
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 from kernelgraph.agent.backends import _child, isolated
 from kernelgraph.agent.backends._child import _staggered_arrays, cache_flusher
 from kernelgraph.agent.backends.c import CBackend
-from kernelgraph.agent.backends.native import flush_library
+from kernelgraph.agent.backends.native import timed_call_library
 from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED, TimingPlan
 from kernelgraph.agent.evaluator import DEFAULT_SEEDS
 from kernelgraph.agent.results import Outcome
@@ -41,7 +40,7 @@ def test_a_flushed_array_keeps_its_values_and_is_read_from_memory() -> None:
     """The flush writes dirty lines back (a discard would lose the evaluator's writes) and evicts
     them: reading 512 KiB just flushed is slower than reading it again from the caches (2.7x on the
     Intel host for 1 MiB), by the least of many rounds, which noise only lengthens."""
-    flush = cache_flusher(str(flush_library()))
+    flush = cache_flusher(str(timed_call_library()))
     values = np.arange(64 * 1024, dtype=np.float64)  # 512 KiB: in the L2 or L3 of any x86 core
     written = values * 3.0
     values *= 3.0  # dirty lines, in this core's caches
@@ -64,8 +63,8 @@ def test_every_call_of_the_in_process_protocol_starts_with_its_arrays_flushed(
     seen: list[tuple[int, bool]] = []
 
     def kernel(k: int) -> Any:
-        def call(*args: Any) -> None:
-            pointers = {a.value for a in args if isinstance(a, ctypes.c_void_p)}
+        def call(args: Any) -> None:
+            pointers = set(args[:3])  # two inputs and the kernel's output, then the size
             assert pointers == {a.ctypes.data for a in (*inputs, *outputs[k])}
             seen.append((k, pointers <= flushed))
             flushed.clear()
@@ -75,7 +74,8 @@ def test_every_call_of_the_in_process_protocol_starts_with_its_arrays_flushed(
     request = {**dataclasses.replace(QUICK, warmup=2).request(), "variant_seed": 7, "sampled_calls": [],
                "flush_library": "unused"}  # fmt: skip
     base = [np.ones(4096, np.float32), np.ones(4096, np.float32)]
-    result = _child._time([kernel(0), kernel(1)], inputs, outputs, base, [4096], request)
+    _, arguments = _child.kernel_caller(str(timed_call_library()))
+    result = _child._time([kernel(0), kernel(1)], arguments, inputs, outputs, base, [4096], request)
     assert len(result["times"][0]) >= QUICK.min_trials
     assert len(seen) == 2 * (2 + len(result["times"][0]))
     assert all(was_flushed for _, was_flushed in seen), seen
@@ -119,17 +119,19 @@ def test_only_the_in_process_protocol_may_time_warm_and_only_the_landscapes_do()
     with pytest.raises(ValueError, match="cold: the isolated protocol times every call from the cold state"):
         TimingPlan(protocol=ISOLATED, cold=False)
     assert not LANDSCAPE_TIMING.cold and LANDSCAPE_TIMING.cold_state_library() is None
-    assert TimingPlan(protocol=IN_PROCESS).cold_state_library() == str(flush_library())
+    assert TimingPlan(protocol=IN_PROCESS).cold_state_library() == str(timed_call_library())
 
 
-def test_the_flush_library_is_built_once_per_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_timed_call_library_is_built_once_per_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    flush_library.cache_clear()
+    timed_call_library.cache_clear()
     try:
-        built = flush_library()
+        built = timed_call_library()
         assert built.is_relative_to(tmp_path) and built.suffix == ".so"
         stamp = built.stat().st_mtime_ns
-        flush_library.cache_clear()
-        assert flush_library() == built and built.stat().st_mtime_ns == stamp
+        timed_call_library.cache_clear()
+        assert timed_call_library() == built and built.stat().st_mtime_ns == stamp
     finally:
-        flush_library.cache_clear()
+        timed_call_library.cache_clear()

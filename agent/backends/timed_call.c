@@ -1,11 +1,19 @@
-/* The declared cold state of every timed call (docs/sandbox.md#cold-state): write back and evict
-   every cache line of a buffer from every cache of the machine, before a kernel's call.
+/* What the evaluator does at every timed call, in a shared object that the evaluator (the isolated
+   protocol) and the in-process and library children load with ctypes (built by
+   agent/backends/native.py):
+   - `flush_lines`: the declared cold state (docs/sandbox.md#cold-state): write back and evict every
+     cache line of a buffer from every cache of the machine, before a kernel's call. clflushopt where
+     the CPU has it (weakly ordered, so the lines are flushed in parallel; one fence at the end), else
+     clflush (SSE2, every x86-64). Both act on the physical line, so a flush through one process's
+     mapping evicts the line that another process's mapping of the same page would hit.
+   - `call_kernel`: the in-process child's call of a kernel, with its stack where the isolated
+     protocol's child has it (kernel_call.h). */
+#include "kernel_call.h"
 
-   Built by agent/backends/native.py into a shared object that the evaluator (the isolated protocol)
-   and the in-process and library children load with ctypes. clflushopt where the CPU has it (weakly
-   ordered, so the lines are flushed in parallel; one fence at the end), else clflush (SSE2, every
-   x86-64). Both act on the physical line, so a flush through one process's mapping evicts the line
-   that another process's mapping of the same page would hit. */
+const int kg_max_args = KG_MAX_ARGS;
+
+void call_kernel(void *kernel, const long *args) { kg_call_kernel((kg_kernel)kernel, args); }
+
 #include <stddef.h>
 #include <stdint.h>
 
