@@ -127,7 +127,8 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    two sit modulo 4 KiB, and the in-process child's stack sat wherever the process's randomised
 #    stack put it: histogram's baseline read 11.1-14.8 ms from one in-process evaluation to the next,
 #    against 11.6-12.0 isolated; called at the declared place, 11.6-11.8 (8 repeats each,
-#    results/stop58, docs/sandbox.md#one-stack-place).
+#    results/stop58, docs/sandbox.md#one-stack-place). And the in-process child's arrays start on a
+#    huge page, as the isolated protocol's files do (it was any 4 KiB page: `_child.HUGE_PAGE`).
 EVALUATOR_VERSION = 18
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
