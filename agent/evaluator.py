@@ -126,7 +126,7 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    so its figures stand). A kernel that keeps a scratch array on its stack aliases its inputs as the
 #    two sit modulo 4 KiB, and the in-process child's stack sat wherever the process's randomised
 #    stack put it: histogram's baseline read 11.1-14.8 ms from one in-process evaluation to the next,
-#    against 11.6-12.0 isolated; called at the declared place, 11.6-11.8 (8 repeats each,
+#    against 11.7-11.9 isolated; called at the declared place, 11.6-11.8 (8 repeats each,
 #    results/stop58, docs/sandbox.md#one-stack-place). And the in-process child's arrays start on a
 #    huge page, as the isolated protocol's files do (it was any 4 KiB page: `_child.HUGE_PAGE`).
 EVALUATOR_VERSION = 18
