@@ -101,9 +101,9 @@ ARRAY_ALIGN = 64
 STAGGER_BYTES = 4096 + 5 * 64
 # The layout starts on a huge page in both protocols (the isolated protocol's files do: tmpfs, huge
 # pages), so each array's offset within one, which on huge pages decides the cache sets its lines fall
-# in, is the layout's and not wherever an allocation happened to start: from a 4 KiB-aligned arena
-# histogram's baseline read 11.1-14.8 ms from one in-process evaluation to the next, against
-# 11.7-11.9 isolated (8 repeats each, results/stop58).
+# in, is the layout's and not wherever an allocation happened to start (the in-process arena started
+# on any 4 KiB page before evaluator 18; histogram, the cell that moved most between evaluations, did
+# not move with it: its stack did, agent/backends/kernel_call.h).
 HUGE_PAGE = 2 << 20
 
 
