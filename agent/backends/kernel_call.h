@@ -12,7 +12,6 @@
 #ifndef KG_KERNEL_CALL_H
 #define KG_KERNEL_CALL_H
 
-#include <stddef.h>
 #include <stdint.h>
 
 #define KG_MAX_ARGS 16

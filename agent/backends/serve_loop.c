@@ -40,7 +40,6 @@
 #include <unistd.h>
 #include "kernel_call.h"
 
-
 static int64_t kg_clock(clockid_t id) {
     struct timespec t;
     clock_gettime(id, &t);

@@ -8,20 +8,18 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kernelgraph.agent.backends import isolated
-from kernelgraph.agent.backends.bubblewrap import scratch_dir
 from kernelgraph.agent.backends.c import CBackend
 from kernelgraph.agent.backends.native import KERNEL_CALL_HEADER
 from kernelgraph.agent.backends.sandbox import SandboxLimits, SharedObjectRunner
 from kernelgraph.agent.evaluator import output_specs
 from kernelgraph.agent.target import Target
 from kernelgraph.agent.tasks import get_task
+from tests.agent.test_red_team import _calibrated_and_loaded
 
 # rmsnorm's signature; the kernel writes where its frame is into its output (y[0..1] as one int64).
 FRAME_PROBE = """#include <stdint.h>
@@ -61,18 +59,9 @@ def test_both_protocols_call_a_kernel_with_its_frame_at_the_declared_place(probe
         report = SharedObjectRunner(probe, sizes, limits)([inputs], specs)
         assert report.outputs, report.message
         in_process.append(frame_of(report.outputs[0]["y"]))
-        with scratch_dir("kg-frame-") as work, isolated.shared_inputs(inputs, specs) as shared:
-            server = isolated.KernelServer(probe, shared, sizes, limits, work)
-            try:
-                deadline = time.monotonic() + limits.timeout_s
-                server.wait_ready(deadline)
-                server.freeze()
-                isolated.call_overhead([server], deadline, lambda *_: None)
-                server.load_kernel(deadline)
-                server.call(deadline)
-                in_isolation.append(frame_of(server.outputs[0]))
-            finally:
-                server.close()
+        with _calibrated_and_loaded(probe, small=True, threads=1) as (server, deadline, _):
+            server.call(deadline)
+            in_isolation.append(frame_of(server.outputs[0]))
     assert {f % PAGE for f in in_process} == {f % PAGE for f in in_isolation} == {declared_frame()}, (
         [hex(f) for f in in_process],
         [hex(f) for f in in_isolation],
