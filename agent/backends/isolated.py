@@ -299,7 +299,8 @@ def _separable(
 def _on_cpu_of(server: KernelServer) -> Iterator[None]:
     """This thread runs on the CPU the server's next call is placed on (`KernelServer.place`), else the
     one its kernel process last ran on (its main thread: the one that calls the kernel), while the
-    block runs; anywhere, if that cannot be read or chosen."""
+    block runs; anywhere, if that cannot be read or chosen. Around each call's writes and around
+    the call itself (`KernelServer.call`, evaluator 19: docs/sandbox.md#one-hand-over)."""
     allowed = os.sched_getaffinity(0)
     cpu = next(iter(server.cpus)) if len(server.cpus) == 1 else server.last_cpu()
     if cpu is None or cpu not in allowed or len(allowed) == 1:
@@ -671,7 +672,12 @@ class KernelServer:
         is (the overhead taken off it is that clock's: `CallOverhead`). `command` b"n" or b"p" calls
         one of the child's stand-ins instead (before the kernel is loaded: `call_overhead`). With
         `WALL_CAPPED_CLOCK` off (the red-team controls only) the time is stop 25's critical path of
-        per-thread CPU totals."""
+        per-thread CPU totals. This thread makes the hand-over from the CPU the call is placed on
+        (`_on_cpu_of`), so every call's overhead is the one `call_overhead` measured (docs/sandbox.md#one-hand-over)."""
+        with _on_cpu_of(self):
+            return self._call(deadline, command)
+
+    def _call(self, deadline: float, command: bytes) -> tuple[int, int]:
         pids = self.tree()  # frozen: the tree its freeze found
         before = self.thread_cpu(pids)
         process_before = self.process_cpu(pids)

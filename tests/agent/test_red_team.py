@@ -1101,8 +1101,9 @@ def test_the_call_overhead_is_measured_before_the_kernel_is_loaded(
 def _calibrated_and_loaded(
     artifact: str, *, small: bool, threads: int
 ) -> Iterator[tuple[KernelServer, float, isolated.CallOverhead]]:
-    """`artifact` as rmsnorm's kernel in the isolated protocol's child, past the evaluator's
-    calibration (its stand-ins) and loaded: the server, the deadline of its calls, the overhead."""
+    """`artifact` as rmsnorm's kernel in the isolated protocol's child, placed on one CPU as the
+    evaluator places a serial kernel (`Placement`), past the evaluator's calibration (its stand-ins)
+    and loaded: the server, the deadline of its calls, the overhead."""
     task = get_task("rmsnorm")
     inputs = task.make_inputs(7, small)
     limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=threads)
@@ -1115,6 +1116,7 @@ def _calibrated_and_loaded(
             deadline = time.monotonic() + limits.timeout_s
             server.wait_ready(deadline)
             server.freeze()
+            server.place(frozenset({min(os.sched_getaffinity(0))}))
             overhead = isolated.call_overhead([server], deadline, lambda *_: None)
             server.load_kernel(deadline)
             yield server, deadline, overhead
@@ -1122,17 +1124,33 @@ def _calibrated_and_loaded(
             server.close()
 
 
-def test_an_empty_call_costs_about_the_measured_overhead(unguarded: CBackend, cpu_target: Target) -> None:
+def test_an_empty_call_costs_about_the_measured_overhead(
+    unguarded: CBackend, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The stand-in's own CPU time is taken off what a call of it measured, so the overhead is the
-    hand-over's alone: a kernel that returns at once costs about that (here within 0.25-2x; a
-    shorter call wakes an idle core less often, so it is usually below)."""
+    hand-over's alone: a kernel that returns at once costs about that. On a VM the hand-over's cost
+    moves between levels that last many calls (about 12 and 35 us here), so a median of 31 calls can
+    sit on one level and the calibration's median of 8 on the other (CI, stop 58: 13.9 against
+    29.4 us; 2.54x in one of 38 children here); their floors, each on the lowest level it met,
+    agree within 0.78-1.50x in 24 fresh children (results/stop59/floor_probe.py). Not taking the stand-in's 0.5 ms off, or taking off
+    more than it spent, would put the figures a decade apart."""
+    samples: list[int] = []
+    sample = KernelServer.overhead_sample
+
+    def recorded(server: KernelServer, deadline: float, stand_in: bytes) -> int:
+        ns = sample(server, deadline, stand_in)
+        if stand_in == b"n":  # the serial stand-in's: the CPU clock's overhead
+            samples.append(ns)
+        return ns
+
+    monkeypatch.setattr(KernelServer, "overhead_sample", recorded)
     built = unguarded.compile(get_task("rmsnorm"), "void kernel(void) {}\n", cpu_target)
     assert built.ok and built.artifact, built.diagnosis
     with _calibrated_and_loaded(built.artifact, small=True, threads=1) as (server, deadline, calibrated):
-        overhead = calibrated.cpu_ns
-        empty = sorted(server.call(deadline)[0] for _ in range(31))[15]
-    assert 0 < overhead < 5_000_000
-    assert 0.25 * overhead <= empty <= 2.0 * overhead, (overhead, empty)
+        empty = sorted(server.call(deadline)[0] for _ in range(31))
+    assert 0 < min(samples) <= calibrated.cpu_ns <= max(samples) < 5_000_000, (calibrated, samples)
+    assert 0.5 * min(samples) <= empty[0] <= 2.0 * min(samples), (samples, empty)
+    assert 0.25 * calibrated.cpu_ns <= empty[len(empty) // 2] <= 4.0 * calibrated.cpu_ns, (calibrated, empty)
 
 
 # What tests/agent/red_team/read_the_clock.c tries, in the order of its record (y[k]).
