@@ -1101,9 +1101,9 @@ def test_the_call_overhead_is_measured_before_the_kernel_is_loaded(
 def _calibrated_and_loaded(
     artifact: str, *, small: bool, threads: int
 ) -> Iterator[tuple[KernelServer, float, isolated.CallOverhead]]:
-    """`artifact` as rmsnorm's kernel in the isolated protocol's child, placed on one CPU as the
-    evaluator places a serial kernel (`Placement`), past the evaluator's calibration (its stand-ins)
-    and loaded: the server, the deadline of its calls, the overhead."""
+    """`artifact` as rmsnorm's kernel in the isolated protocol's child, placed as the evaluator places
+    a kernel (`Placement`: with `threads` 1 on one CPU, else on every CPU), past the evaluator's
+    calibration (its stand-ins) and loaded: the server, the deadline of its calls, the overhead."""
     task = get_task("rmsnorm")
     inputs = task.make_inputs(7, small)
     limits = SandboxLimits(timeout_s=20.0, memory_bytes=768 << 20, threads=threads)
@@ -1116,7 +1116,8 @@ def _calibrated_and_loaded(
             deadline = time.monotonic() + limits.timeout_s
             server.wait_ready(deadline)
             server.freeze()
-            server.place(frozenset({min(os.sched_getaffinity(0))}))
+            allowed = frozenset(os.sched_getaffinity(0))
+            server.place(frozenset({min(allowed)}) if threads == 1 else allowed)
             overhead = isolated.call_overhead([server], deadline, lambda *_: None)
             server.load_kernel(deadline)
             yield server, deadline, overhead
