@@ -1133,8 +1133,8 @@ def test_an_empty_call_costs_about_the_measured_overhead(
     moves between levels that last many calls (about 12 and 35 us here), so a median of 31 calls can
     sit on one level and the calibration's median of 8 on the other (CI, stop 58: 13.9 against
     29.4 us; 2.54x in one of 48 children here); their floors, each on the lowest level it met,
-    agree within 0.78-1.50x in 24 fresh children (results/stop59/floor_probe.py). Not taking the stand-in's 0.5 ms off, or taking off
-    more than it spent, would put the figures a decade apart."""
+    agree within 0.78-1.50x in 24 fresh children (results/stop59/floor_probe.py). Not taking the
+    stand-in's 0.5 ms off, or taking off more than it spent, would put the figures a decade apart."""
     samples: list[int] = []
     sample = KernelServer.overhead_sample
 
