@@ -257,7 +257,7 @@ class LocalNeo4j:
 
     def _wait_ready(self, timeout_s: float, process: subprocess.Popen[bytes] | None = None) -> None:
         from neo4j import GraphDatabase
-        from neo4j.exceptions import AuthError, ServiceUnavailable
+        from neo4j.exceptions import AuthError, ServiceUnavailable, SessionExpired
 
         password = self.password_file.read_text().strip()
         deadline = time.monotonic() + timeout_s
@@ -275,7 +275,9 @@ class LocalNeo4j:
                     f"Neo4j rejected the password in {self.password_file}: {exc.message} "
                     "(fix: stop the server and remove the data home to start afresh)"
                 ) from None
-            except (ServiceUnavailable, OSError):
+            # A server still starting may take the connection and reset it after the handshake
+            # (SessionExpired): not an answer yet, like a refused connection.
+            except (ServiceUnavailable, SessionExpired, OSError):
                 time.sleep(0.5)
         raise LocalServerError(
             f"Neo4j did not answer on {self.bolt_uri} within {timeout_s:.0f} s:\n{self.log_tail()}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 import socket
+import struct
+import threading
 from pathlib import Path
 
 import pytest
@@ -66,3 +68,33 @@ def test_missing_java_is_explained(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     with pytest.raises(LocalServerError) as caught:
         LocalNeo4j(Settings(data_home=tmp_path)).check_java()
     assert "openjdk-17" in caught.value.message
+
+
+def test_a_server_that_resets_connections_while_starting_is_waited_for(tmp_path: Path) -> None:
+    """Found by the suite at stop 59: a Neo4j still starting took the driver's connection, answered
+    the Bolt handshake and reset it at HELLO, and `start` failed at once with the driver's
+    SessionExpired instead of waiting. A port that does that on every connection is waited on until
+    the deadline and reported as not answering."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def handshake_then_reset() -> None:
+            while True:
+                try:
+                    connection, _ = listener.accept()
+                except OSError:  # closed: the test is over
+                    return
+                with connection:
+                    connection.recv(20)  # the Bolt preamble and the versions offered
+                    connection.sendall(bytes([0, 0, 0, 5]))  # Bolt 5.0
+                    connection.recv(65536)  # HELLO
+                    connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+        threading.Thread(target=handshake_then_reset, daemon=True).start()
+        server = LocalNeo4j(Settings(data_home=tmp_path, bolt_port=listener.getsockname()[1], http_port=_free_port()))
+        server.password_file.parent.mkdir(parents=True)
+        server.password_file.write_text("never checked\n")
+        with pytest.raises(LocalServerError) as caught:
+            server._wait_ready(2.0)
+    assert "did not answer" in caught.value.message
