@@ -92,7 +92,9 @@ def test_a_server_that_resets_connections_while_starting_is_waited_for(tmp_path:
                     connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
         threading.Thread(target=handshake_then_reset, daemon=True).start()
-        server = LocalNeo4j(Settings(data_home=tmp_path, bolt_port=listener.getsockname()[1], http_port=_free_port()))
+        server = LocalNeo4j(
+            Settings(data_home=tmp_path, bolt_port=listener.getsockname()[1], http_port=_free_port())
+        )
         server.password_file.parent.mkdir(parents=True)
         server.password_file.write_text("never checked\n")
         with pytest.raises(LocalServerError) as caught:
