@@ -3,6 +3,8 @@
 isolated and in-process: the isolated candidate's median as reported, and from its calls (every call
 of both children, warm-up and stand-ins excluded by command) the median of the wall time until the
 answer less the calibrated wall overhead, and of the CPU time less the CPU overhead.
+Each line also gives the CPU time other tasks spent beside the calls (`call_others_ns`) and the CPUs
+the calls ran on: added for the second run (clock_probe_others.out); clock_probe.out came before.
 Usage: python clock_probe.py REPEATS task:config ..."""
 
 import statistics

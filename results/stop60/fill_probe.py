@@ -6,7 +6,8 @@ tlb_probe's cold arm read 4 MB between flush and call in a plain harness and slo
 Arms rotating per repeat: in-process and isolated as they are, and each with the prototype
 `core_cache_filler` (agent/backends/_child.py: one byte per line of a buffer twice the L2, read on
 the call's core after the flush). Evaluations as `kernelgraph bench sandbox` makes them, 30 trials.
-Fifth arm (second run, fill_probe_cold.out): in-process with the arrays' translations dropped too
+The first run (fill_probe.out) had the four arms, the orders stepped by 5 of the 24. Fifth arm
+(second run, fill_probe_cold.out, the orders stepped by 7 of the 120): in-process with the arrays' translations dropped too
 (`translation_forgetter`: mprotect read-only then read-write), then filled.
 Usage: python fill_probe.py REPEATS task:config ..."""
 

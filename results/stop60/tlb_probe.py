@@ -6,11 +6,12 @@ Plain Python harness (as the in-process child, unconfined, the project's flush),
   warm-tlb: flush, call;   cold-tlb: flush, read one byte of each 4 KiB page of a 256 MiB
   scratch on small pages (the TLB's entries replaced; 64 KiB of cache lines), call.
 Wall time per call, 30 calls per repeat after 3 warm-up, arms alternating per repeat.
+Each run's median and its arena's huge pages are printed too: added after tlb_probe.out (the
+other outputs have them; tlb_probe_matmul.out keeps the summary lines only).
 Usage: python tlb_probe.py REPEATS task:config ..."""
 
 import mmap
 import re
-import os
 import statistics
 import sys
 import time

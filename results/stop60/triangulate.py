@@ -1,21 +1,17 @@
-"""(stop 60 copy: evaluator 19, the bench's target cpu-x86-64-v2, 30 trials; both plain harnesses flushed
-before every call as both protocols now are; arms isolated, in-process, plain-python-flushed,
-plain-c-flushed.)
-Which protocol is the odd one out? Two plain harnesses measured beside both protocols.
+"""Which protocol is the odd one out? (Stop 60, at evaluator 19: stop 56's triangulate.py with both
+plain harnesses flushed before every call, as both protocols are since evaluator 17.)
 
 Per cell and repeat, in an order rotated over the repeats: the isolated protocol and the in-process
 one, each an evaluation as `kernelgraph bench sandbox` makes it (check + profile against itself, 30
-trials; the candidate's median); and two harnesses with no sandbox and no evaluator between calls,
-each pinned to a CPU drawn per run: plain Python (this process: numpy writes each call's variant,
-ctypes calls the kernel, as the in-process child but unconfined) and plain C (`plain_harness.c`:
-C writes the variant, dlopen'd kernel). Both harnesses call the kernel twice per variant, as the
-protocols' pairs do, and report the first call's median (the in-process candidate's position).
+trials, cpu-x86-64-v2; the candidate's median); and two harnesses with no sandbox and no evaluator
+between calls, each pinned to a CPU drawn per run, every line of the inputs and outputs evicted
+(the project's `flush_lines`) just before each call: plain Python (this process: numpy writes each
+call's variant, ctypes calls the kernel, as the in-process child but unconfined) and plain C
+(results/stop56/plain_harness.c with FLUSH set: C writes the variant, dlopen'd kernel). Both call
+the kernel twice per variant, as the protocols' pairs do, and report the first call's median.
 Serial cells: times are the thread's CPU time (plain) or each protocol's own figure.
-With --flushed (stop 56, second run): a declared cold state instead. The isolated protocol as it is,
-then the isolated protocol and both plain harnesses with every line of the inputs and outputs
-written back and evicted from the caches (clflushopt, flushed/flush_lines.c) just before each call,
-in place of the isolated protocol's read-back.
-Usage: python triangulate.py [--flushed] REPEATS task:config ...   (as root, after gcc of plain_harness.c)
+Usage: gcc -O2 -mclflushopt results/stop56/plain_harness.c -o /tmp/plain_harness -ldl -lm, then
+python triangulate.py REPEATS task:config ...   (as root)
 """
 
 import ctypes
@@ -33,9 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from kernelgraph.agent.backends._child import fill_sentinel, variant_factors, write_variant, _staggered_arrays
+from kernelgraph.agent.backends._child import _staggered_arrays, cache_flusher, fill_sentinel, variant_factors, write_variant
 from kernelgraph.agent.backends.c import TIMING_SEED, CBackend
 from kernelgraph.agent.backends.isolated import buffer_layout
+from kernelgraph.agent.backends.native import timed_call_library
 from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
 from kernelgraph.agent.evaluator import make_input_sets, output_specs
 from kernelgraph.agent.targets import get_target
@@ -44,9 +41,6 @@ from kernelgraph.bench.configs import checked_configs
 from kernelgraph.bench.sandbox import BENCH_TIMING, _evaluate_once
 
 HARNESS = "/tmp/plain_harness"
-from kernelgraph.agent.backends._child import cache_flusher
-from kernelgraph.agent.backends.native import timed_call_library
-
 flush = cache_flusher(str(timed_call_library()))
 WARMUP, CALLS = BENCH_TIMING.warmup, 30
 ARMS = ("isolated", "in-process", "plain-python-flushed", "plain-c-flushed")
