@@ -346,6 +346,16 @@ def buffer_layout(base: Arrays, specs: Sequence[OutputSpec]) -> BufferLayout:
     return BufferLayout(tuple(placed[: len(base)]), max(split, 1), outputs, size - cut)
 
 
+def file_bytes(nbytes: int) -> int:
+    """The size a buffer file is given: `nbytes` up to whole huge pages. tmpfs mounted
+    huge=within_size (bubblewrap.scratch_dir) backs only the huge pages that lie wholly inside the
+    file, and the kernel aligns a mapping to a huge page only when it is at least one long; so a file
+    of its layout's size sat on 4 KiB pages where it ended and everywhere when under 2 MiB (matmul's
+    730 KB of inputs), at physical addresses that undo the layout's cache sets, while the in-process
+    arena is on huge pages (evaluator 20, docs/sandbox.md#huge-page-files)."""
+    return max(-(-nbytes // HUGE_PAGE), 1) * HUGE_PAGE
+
+
 @functools.cache
 def _evaluator_flusher() -> Callable[[np.ndarray], None]:
     return cache_flusher(str(timed_call_library()))
@@ -378,8 +388,11 @@ class SharedInputs:
         self.directory = directory
         self.path = directory / "inputs.bin"
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        os.ftruncate(self._fd, self.layout.input_bytes)
-        self._map = np.memmap(self.path, dtype=np.uint8, mode="r+", shape=(self.layout.input_bytes,))
+        os.ftruncate(self._fd, file_bytes(self.layout.input_bytes))
+        # mapped whole: pages first touched through a mapping shorter than a huge page are small ones
+        self._map = np.memmap(
+            self.path, dtype=np.uint8, mode="r+", shape=(file_bytes(self.layout.input_bytes),)
+        )
         self.arrays = dict(zip(base, _views(self._map, self.layout.inputs), strict=True))
         # Written through the mapping above from now on: no one needs write permission, which also
         # holds where the sandbox's uid is the owner (unprivileged bubblewrap, or no sandbox at all).
@@ -389,14 +402,14 @@ class SharedInputs:
 
     def intact(self) -> bool:
         """Whether the file still has its size (touching a truncated mapping would SIGBUS us)."""
-        return os.fstat(self._fd).st_size == self.layout.input_bytes
+        return os.fstat(self._fd).st_size == file_bytes(self.layout.input_bytes)
 
     def close(self) -> None:
         os.close(self._fd)
         self.directory.chmod(0o755)  # so that its scratch directory can be removed
 
     def flush(self) -> None:
-        flush_cached(self._map)
+        flush_cached(self._map[: self.layout.input_bytes])
 
 
 @contextlib.contextmanager
@@ -423,9 +436,9 @@ class KernelServer:
         self.size = layout.output_bytes
         shared = work / "shared.bin"
         self._fd = os.open(shared, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
-        os.ftruncate(self._fd, self.size)
+        os.ftruncate(self._fd, file_bytes(self.size))
         os.fchmod(self._fd, 0o666)
-        self._map = np.memmap(shared, dtype=np.uint8, mode="r+", shape=(self.size,))
+        self._map = np.memmap(shared, dtype=np.uint8, mode="r+", shape=(file_bytes(self.size),))
         self.inputs = list(inputs.arrays.values())
         self.outputs = _views(self._map, layout.outputs)
         for name in ("go", "done"):
@@ -520,7 +533,9 @@ class KernelServer:
                 break
             self._still_freezing(started, [])
         self.frozen, self._frozen_tree = True, found
-        if os.fstat(self._fd).st_size != self.size or not self.shared_inputs.intact():  # else: SIGBUS
+        if (
+            os.fstat(self._fd).st_size != file_bytes(self.size) or not self.shared_inputs.intact()
+        ):  # else: SIGBUS
             raise ProtocolError(RunStatus.CRASHED, "the kernel's process resized the shared buffers")
 
     def _still_freezing(self, started: float, running: list[str]) -> None:
@@ -565,7 +580,7 @@ class KernelServer:
         """Evict every cache line of the inputs and of this server's outputs from every cache: the
         declared cold state each call starts from (`_child.cache_flusher`)."""
         self.shared_inputs.flush()
-        flush_cached(self._map)
+        flush_cached(self._map[: self.size])
 
     def thaw(self, pids: Sequence[int] | None = None) -> None:
         pids = self.tree() if pids is None else pids

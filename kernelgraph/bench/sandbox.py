@@ -297,7 +297,7 @@ def _load() -> float:
 
 def run_protocol_bench(
     task_names: list[str], target_name: str, repeats: int, trials: int = BENCH_TIMING.min_trials,
-    progress: Progress | None = None, on_cell: Callable[[dict[str, Any]], object] | None = None,
+    progress: Progress | None = None, on_repeat: Callable[[dict[str, Any]], object] | None = None,
     null_control: bool = True,
 ) -> dict[str, Any]:  # fmt: skip
     """Each task's baseline and landscape bests, evaluated with the in-process and the isolated
@@ -305,12 +305,15 @@ def run_protocol_bench(
     with `null_control`, a second in-process evaluation too (`IN_PROCESS_AGAIN`), the three in each
     of their six orders in turn (`arm_order`).
 
-    The first repeat of every cell is run first, isolated before in-process (any cold-start cost
-    falls on the new protocol): it times the run, so the estimate is printed before the other
-    repeats start. The machine's 1-minute load is recorded before every repeat: the others' load
-    hits both protocols alike (they alternate), but it stretches both and widens their spreads.
-    `on_cell` gets the report so far after every cell (the CLI saves it: a run cut short keeps
-    the cells it finished)."""
+    Repeat by repeat: every cell's first repeat, then every cell's second, and so on, so each cell's
+    repeats spread over the whole run and no cell's figures are one stretch of the host's time (run
+    cell by cell until stop 61, a cell read up to 4 points slower in the full run than in a probe
+    spread over time: docs/sandbox.md#cost). The first repeat times the run, isolated before
+    in-process (any cold-start cost falls on the new protocol), so the estimate is printed before
+    the other repeats start. The machine's 1-minute load is recorded before every repeat of a cell:
+    the others' load hits both protocols alike (they alternate), but it stretches both and widens
+    their spreads. `on_repeat` gets the report so far, every cell judged on the repeats done, after
+    every repeat (the CLI saves it: a run cut short keeps the repeats it finished)."""
     from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED
 
     target = get_target(target_name)
@@ -320,7 +323,7 @@ def run_protocol_bench(
         "bench": "sandbox-protocols", "host": platform.node(), "cpus": os.cpu_count(),
         "target": target.name, "repeats": repeats, "timing_plan": {"warmup": timing.warmup, "trials": trials},
         "evaluator_version": EVALUATOR_VERSION, "sandbox": Sandbox().label, "goals": PROTOCOL_GOALS,
-        "started_at": datetime.now(UTC).isoformat(), "cells": [],
+        "order": "repeat-major", "started_at": datetime.now(UTC).isoformat(), "cells": [],
     }  # fmt: skip
     loads = [_load()]
     arms = (ISOLATED, IN_PROCESS, IN_PROCESS_AGAIN) if null_control else (ISOLATED, IN_PROCESS)
@@ -352,26 +355,33 @@ def run_protocol_bench(
             f"about {estimate_s / 60:.0f} min (done near {datetime.fromtimestamp(finish, UTC):%H:%M} UTC)", highlight=False,
         )  # fmt: skip
         report["estimate_s"] = estimate_s
-        for k, (task, label, source) in enumerate(chosen):
-            bar.update(run, description=f"{task.name} {label}")
-            for repeat in range(1, repeats):
+
+        def record(done: int) -> None:
+            report["cells"] = [
+                _protocol_cell(task.name, label, done, runs[k], cell_loads[k], first_s[k])
+                for k, (task, label, _) in enumerate(chosen)
+            ]
+            every_load = loads + [load for cell in cell_loads for load in cell]
+            report["load_average_1m"] = {
+                "min": min(every_load), "median": statistics.median(every_load), "max": max(every_load),
+            }  # fmt: skip
+            report["repeats_done"] = done
+            report["run_s"] = time.perf_counter() - started
+            report["taken_at"] = datetime.now(UTC).isoformat()
+            if on_repeat is not None:
+                on_repeat(report)
+
+        record(1)
+        for repeat in range(1, repeats):
+            for k, (task, label, source) in enumerate(chosen):
+                bar.update(run, description=f"repeat {repeat + 1} of {repeats}: {task.name} {label}")
                 cell_loads[k].append(_load())
                 for arm in arm_order(arms, repeat):
                     runs[k][arm].append(_evaluate_once(task, target, source, backends[arm]))
                     bar.advance(run)
-            loads += cell_loads[k]
-            cell = _protocol_cell(task.name, label, repeats, runs[k], cell_loads[k], first_s[k])
-            report["cells"].append(cell)
+            record(repeat + 1)
+        for cell in report["cells"]:
             bar.console.print(render_protocol_cell(cell), highlight=False)
-            report["load_average_1m"] = {
-                "min": min(loads),
-                "median": statistics.median(loads),
-                "max": max(loads),
-            }
-            report["run_s"] = time.perf_counter() - started
-            report["taken_at"] = datetime.now(UTC).isoformat()
-            if on_cell is not None:
-                on_cell(report)
     report["complete"] = True
     return report
 

@@ -119,11 +119,11 @@ def sandbox(
     try:
         if compare == "protocols":
             names = [t for t in tasks.split(",") if t] or [t.name for t in all_tasks("c")]
-            partial = Path(results_dir) / "sandbox-protocols-partial.json"  # the cells so far
+            partial = Path(results_dir) / "sandbox-protocols-partial.json"  # the repeats so far
             partial.parent.mkdir(parents=True, exist_ok=True)
             result = run_protocol_bench(
                 names, target, repeats, trials, null_control=null_control,
-                on_cell=lambda report: partial.write_text(json.dumps(report, indent=2, default=str)),
+                on_repeat=lambda report: partial.write_text(json.dumps(report, indent=2, default=str)),
             )  # fmt: skip
             partial.unlink(missing_ok=True)
         else:

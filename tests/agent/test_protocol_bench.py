@@ -243,6 +243,48 @@ def test_each_arm_runs_in_every_position_equally_often() -> None:
     assert all(sum(o[position] == arm for o in block) == 2 for arm in arms for position in range(3))
 
 
+def test_every_cell_has_its_nth_repeat_before_any_cell_has_its_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bench runs repeat by repeat across the cells, not cell by cell: a cell's repeats spread
+    over the whole run, so a stretch of a slow host lands on every cell's figures alike. After every
+    repeat the report so far, every cell judged on the repeats done, is handed on."""
+    from kernelgraph.agent.tasks import get_task
+    from kernelgraph.bench import sandbox
+
+    evaluated: list[tuple[str, str]] = []
+
+    class NoCompile:
+        def __init__(self, **_: object) -> None:
+            pass
+
+        def compile(self, *_: object) -> None:
+            pass
+
+    def evaluate(task: object, target: object, source: str, backend: object) -> dict[str, float]:
+        evaluated.append((source, backend.arm))  # type: ignore[attr-defined]
+        return {"wall_s": 1.0, "median_ns": 100.0 + len(evaluated) % 3, "rel_iqr": 0.02, "host_refusals": 0}
+
+    arms = iter([ISOLATED, IN_PROCESS])
+
+    def backend(**kwargs: object) -> NoCompile:
+        made = NoCompile(**kwargs)
+        made.arm = next(arms)  # type: ignore[attr-defined]
+        return made
+
+    task = get_task("rmsnorm")
+    monkeypatch.setattr(sandbox, "CBackend", backend)
+    monkeypatch.setattr(sandbox, "_evaluate_once", evaluate)
+    monkeypatch.setattr(sandbox, "_cells", lambda names: [(task, "baseline", "A"), (task, "best-A", "B")])
+    saved: list[list[int]] = []
+    report = sandbox.run_protocol_bench(
+        ["rmsnorm"], "cpu-x86-64-v2", repeats=3, null_control=False,
+        on_repeat=lambda r: saved.append([cell["repeats"] for cell in r["cells"]]),
+    )  # fmt: skip
+    cells = [source for source, _ in evaluated]
+    assert cells == ["A", "A", "B", "B"] * 3, cells
+    assert saved == [[1, 1], [2, 2], [3, 3]] and report["order"] == "repeat-major" and report["complete"]
+    assert [len(cell["runs"][ISOLATED]) for cell in report["cells"]] == [3, 3]
+
+
 def test_a_reading_paired_by_repeat_sees_through_a_host_that_moves_between_repeats() -> None:
     """A host whose speed jumps between repeats (both protocols alike within one) leaves the declared,
     unpaired median goal unresolved, while the ratios paired by repeat resolve a steady 5% as a miss

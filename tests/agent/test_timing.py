@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
+from kernelgraph.agent.backends import isolated
 from kernelgraph.agent.backends._child import (
     STAGGER_BYTES,
     _staggered_arrays,
@@ -16,7 +20,7 @@ from kernelgraph.agent.backends._child import (
     staggered_offsets,
 )
 from kernelgraph.agent.backends.c import CBackend
-from kernelgraph.agent.backends.timing import TimingJudgement, TimingPlan, judge_timing
+from kernelgraph.agent.backends.timing import ISOLATED, TimingJudgement, TimingPlan, judge_timing
 from kernelgraph.agent.loop import MAX_MEASUREMENTS, evaluate, keep_decision, median_interval
 from kernelgraph.agent.results import CheckResult, CompileResult, Outcome, ProfileResult
 from kernelgraph.agent.targets import Target, get_target
@@ -167,6 +171,56 @@ def test_both_protocols_lay_a_kernels_arrays_out_staggered() -> None:
     assert [(a.shape, a.dtype) for a in arrays] == specs and size >= offsets[-1] + arrays[-1].nbytes
     assert all((b.ctypes.data - a.ctypes.data) % 4096 for a, b in itertools.pairwise(arrays))
     assert offsets[1] - offsets[0] == arrays[0].nbytes + STAGGER_BYTES  # 64-byte aligned sizes: no padding
+
+
+def _huge_mapped_kb(pid: int, names: tuple[str, ...]) -> dict[str, int]:
+    """ShmemPmdMapped of each of the process's mappings of the files `names`, in KiB (smaps)."""
+    blocks = re.split(r"\n(?=[0-9a-f]+-[0-9a-f]+ )", Path(f"/proc/{pid}/smaps").read_text())
+    found: dict[str, int] = {}
+    for block in blocks:
+        path = block.splitlines()[0].split()[-1]
+        if Path(path).name in names:
+            huge = re.search(r"^ShmemPmdMapped:\s+(\d+) kB", block, re.M)
+            found[Path(path).name] = found.get(Path(path).name, 0) + int(huge[1] if huge else 0)
+    return found
+
+
+@pytest.mark.parametrize("whole_huge_pages", [True, False], ids=["as-built", "control-layout-sized-files"])
+def test_the_isolated_protocols_arrays_sit_on_huge_pages(
+    whole_huge_pages: bool, c_cache: Path, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The in-process arena is on huge pages (numpy asks for them), and the layout's cache sets assume
+    them; the isolated protocol's inputs and outputs are files in a tmpfs mounted huge=within_size,
+    which backs only huge pages wholly inside a file. Files as long as the layout (matmul's inputs:
+    730 KB) sat on 4 KiB pages; whole huge pages long, the kernel's process maps both on huge pages.
+    Control, files the layout's length: none."""
+    if not whole_huge_pages:
+        monkeypatch.setattr(isolated, "file_bytes", lambda nbytes: max(nbytes, 1))
+    seen: list[dict[str, int]] = []
+    real_call = isolated.KernelServer.call
+
+    def call(server: isolated.KernelServer, deadline: float, command: bytes = b"c") -> tuple[int, int]:
+        spent = real_call(server, deadline, command)
+        mounts = Path("/proc/mounts").read_text()
+        if f" {server.shared_inputs.directory} tmpfs " in mounts and "huge=" in mounts.split(
+            f" {server.shared_inputs.directory} tmpfs ")[1].splitlines()[0]:  # fmt: skip
+            seen.append(_huge_mapped_kb(server.kernel_pid(), ("inputs.bin", "shared.bin")))
+        return spent
+
+    monkeypatch.setattr(isolated.KernelServer, "call", call)
+    task = get_task("matmul")
+    timer = CBackend(cache_dir=c_cache, check_timeout_s=20.0, counters=False,
+                     timing=TimingPlan(warmup=1, min_trials=3, max_trials=3, budget_s=0.3, protocol=ISOLATED))  # fmt: skip
+    baseline = task.source("c", task.baseline_config)
+    timer.profile(task, baseline, cpu_target, parent_source=baseline)  # judged or not: the calls ran
+    if not seen:
+        pytest.skip(
+            "the isolated protocol's scratch is no huge-page tmpfs here (not root, or no huge= option)"
+        )
+    last = seen[-1]
+    assert set(last) == {"inputs.bin", "shared.bin"}, seen
+    assert all(kb >= 2048 for kb in last.values()) == whole_huge_pages, seen
+    assert any(kb for kb in last.values()) == whole_huge_pages, seen
 
 
 GAP_AFTER_THE_OUTPUT = """

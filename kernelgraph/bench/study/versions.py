@@ -60,9 +60,13 @@ class LandscapeVersionError(ValueError):
 # child's was wherever the process's randomised stack put it, drawn anew for each child, so each point
 # of 17 was measured at one such drawn place and 18's is one of them: a point of 17 is one of 18.
 # Version 19 changed only where the isolated protocol's evaluator waits for a call's answer (on the
-# call's CPU): a point of 18 is one of 19.
+# call's CPU): a point of 18 is one of 19. Version 20 changed only the length of the isolated
+# protocol's buffer files (whole huge pages, so the kernel's arrays are on them): a point of 19 is one
+# of 20.
 # A version is added here only with that argument written beside it.
-SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset({6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19})
+SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset(
+    {6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+)
 
 
 def _as_running(evaluator: int | None) -> int | None:
