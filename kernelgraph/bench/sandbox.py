@@ -14,7 +14,7 @@ results/sandbox-bench-latest.json (docs/operations.md quotes them).
 `run_protocol_bench` (the default of `kernelgraph bench sandbox`) compares the timing protocols
 instead (issue #26): every CPU task's baseline and landscape bests, evaluated (check + profile against
 itself) with the old in-process protocol and the isolated one at the same trial count, alternating
-A B B A; per cell the evaluation wall-time ratio, the change of rel. IQR and the ratio of medians,
+A B B A, repeat by repeat across the cells; per cell the evaluation wall-time ratio, the change of rel. IQR and the ratio of medians,
 against the goals (+15% wall, rel. IQR within +0.005, medians within 2%). Saved as
 results/sandbox-protocols-<time>.json.
 """

@@ -3,7 +3,9 @@ slower? With an idle-priority busy loop on each CPU (SCHED_IDLE, `spin.c`, built
 `gcc -O1 spin.c -o /tmp/p/spin`), a vCPU never halts; the kernel preempts it at once. Arms rotating
 per repeat: in-process and isolated, each without and with the spinners (QUIET_PAIRS off in the
 spinning isolated arm: the spinners are other tasks' CPU). 30 trials, cpu-x86-64-v2.
-Usage: python idle_spin_probe.py REPEATS task:config ..."""
+Usage: python idle_spin_probe.py REPEATS task:config ...
+Its one run (idle_spin_probe.out, matmul:best-A) stopped at once: beside the spinners the kernel's
+child was not seen frozen within 15 s. Not pursued: gap.c answers the question without the evaluator."""
 
 import os
 import signal
