@@ -142,8 +142,8 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 # 20: the isolated protocol's buffer files are whole huge pages long (`isolated.file_bytes`), so the
 #    kernel's arrays sit on huge pages as the in-process arena's do and as the layout assumes. tmpfs
 #    mounted huge=within_size backs only huge pages wholly inside a file, and a mapping shorter than
-#    one is never aligned to one: every file under 2 MiB (matmul's 730 KB of inputs, its 360 KB
-#    output) and every file's tail sat on 4 KiB pages at scattered physical addresses
+#    one is never aligned to one: every file under 2 MiB (matmul's 730 KB of inputs, its 1.1 MB
+#    outputs' file) and every file's tail sat on 4 KiB pages at scattered physical addresses
 #    (/proc/<child>/smaps: ShmemPmdMapped 0 kB; now 2048 kB; results/stop61,
 #    docs/sandbox.md#huge-page-files). The in-process protocol is unchanged.
 EVALUATOR_VERSION = 20

@@ -388,11 +388,10 @@ class SharedInputs:
         self.directory = directory
         self.path = directory / "inputs.bin"
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        os.ftruncate(self._fd, file_bytes(self.layout.input_bytes))
+        length = file_bytes(self.layout.input_bytes)
+        os.ftruncate(self._fd, length)
         # mapped whole: pages first touched through a mapping shorter than a huge page are small ones
-        self._map = np.memmap(
-            self.path, dtype=np.uint8, mode="r+", shape=(file_bytes(self.layout.input_bytes),)
-        )
+        self._map = np.memmap(self.path, dtype=np.uint8, mode="r+", shape=(length,))
         self.arrays = dict(zip(base, _views(self._map, self.layout.inputs), strict=True))
         # Written through the mapping above from now on: no one needs write permission, which also
         # holds where the sandbox's uid is the owner (unprivileged bubblewrap, or no sandbox at all).
@@ -402,7 +401,7 @@ class SharedInputs:
 
     def intact(self) -> bool:
         """Whether the file still has its size (touching a truncated mapping would SIGBUS us)."""
-        return os.fstat(self._fd).st_size == file_bytes(self.layout.input_bytes)
+        return os.fstat(self._fd).st_size == self._map.size
 
     def close(self) -> None:
         os.close(self._fd)
@@ -436,9 +435,10 @@ class KernelServer:
         self.size = layout.output_bytes
         shared = work / "shared.bin"
         self._fd = os.open(shared, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
-        os.ftruncate(self._fd, file_bytes(self.size))
+        length = file_bytes(self.size)
+        os.ftruncate(self._fd, length)
         os.fchmod(self._fd, 0o666)
-        self._map = np.memmap(shared, dtype=np.uint8, mode="r+", shape=(file_bytes(self.size),))
+        self._map = np.memmap(shared, dtype=np.uint8, mode="r+", shape=(length,))
         self.inputs = list(inputs.arrays.values())
         self.outputs = _views(self._map, layout.outputs)
         for name in ("go", "done"):
@@ -533,9 +533,7 @@ class KernelServer:
                 break
             self._still_freezing(started, [])
         self.frozen, self._frozen_tree = True, found
-        if (
-            os.fstat(self._fd).st_size != file_bytes(self.size) or not self.shared_inputs.intact()
-        ):  # else: SIGBUS
+        if os.fstat(self._fd).st_size != self._map.size or not self.shared_inputs.intact():  # else: SIGBUS
             raise ProtocolError(RunStatus.CRASHED, "the kernel's process resized the shared buffers")
 
     def _still_freezing(self, started: float, running: list[str]) -> None:

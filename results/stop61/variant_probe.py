@@ -1,8 +1,10 @@
 """Stop 61: which part of matmul best-A reads slower isolated? Its source and variants of it, each
-timed in both protocols, repeat-major, paired per repeat (isolated over in-process). Variants:
-as-is; `stack`: the transposed copy of b a stack array (VLA) instead of malloc'd; `noscratch`: `twice`: the body run twice
-per call; `private-c`: c computed in a malloc'd buffer, copied out once; `private-all`: a, b
-and c all malloc'd copies; `heap-twice`: a second malloc'd copy's worth of heap taken and freed each call.
+timed in both protocols, repeat-major, paired per repeat (isolated over in-process), at evaluator 20.
+Variants: as-is; `stack`: the transposed copy of b a stack array (VLA) instead of malloc'd; `twice`:
+the body run twice per call; `private-c`: c computed in a malloc'd buffer, copied out once;
+`private-all`: a, b and c all malloc'd copies; `heap-twice` (not run): a second malloc'd copy's worth
+of heap taken and freed each call. Outputs: variant_probe*.out (variant_probe_haswell.out with
+OPENBLAS_CORETYPE=Haswell, variant_probe_default.out without it).
 Usage: python variant_probe.py REPEATS VARIANT ..."""
 
 import statistics

@@ -185,6 +185,15 @@ def _huge_mapped_kb(pid: int, names: tuple[str, ...]) -> dict[str, int]:
     return found
 
 
+def _huge_tmpfs(directory: Path) -> bool:
+    """Whether `directory` is the mount point of a tmpfs with huge pages on (/proc/mounts)."""
+    for line in Path("/proc/mounts").read_text().splitlines():
+        _, point, kind, options, *_ = line.split()
+        if point == str(directory) and kind == "tmpfs":
+            return "huge=" in options
+    return False
+
+
 @pytest.mark.parametrize("whole_huge_pages", [True, False], ids=["as-built", "control-layout-sized-files"])
 def test_the_isolated_protocols_arrays_sit_on_huge_pages(
     whole_huge_pages: bool, c_cache: Path, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
@@ -201,9 +210,7 @@ def test_the_isolated_protocols_arrays_sit_on_huge_pages(
 
     def call(server: isolated.KernelServer, deadline: float, command: bytes = b"c") -> tuple[int, int]:
         spent = real_call(server, deadline, command)
-        mounts = Path("/proc/mounts").read_text()
-        if f" {server.shared_inputs.directory} tmpfs " in mounts and "huge=" in mounts.split(
-            f" {server.shared_inputs.directory} tmpfs ")[1].splitlines()[0]:  # fmt: skip
+        if _huge_tmpfs(server.shared_inputs.directory):
             seen.append(_huge_mapped_kb(server.kernel_pid(), ("inputs.bin", "shared.bin")))
         return spent
 
