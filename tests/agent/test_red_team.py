@@ -1572,12 +1572,13 @@ def test_a_comparison_is_judged_only_on_free_cores(
     # a short call mostly runs before the hog: one hog gave it in 1 of 6 (once kept at 1.85x), two a
     # CPU in 5 of 6, and none in three tries of a suite (results/stop50/free_cores_control.log).
     # So the control shows the attack as it was found: the rule off, and the threads free on the
-    # pair's CPUs (`ONE_CPU_PER_THREAD`), up to three times.
+    # pair's CPUs (`ONE_CPU_PER_THREAD`), up to five times (three were too few once at evaluator 20,
+    # in a suite under load 2.7-3: the serial candidate read 0.996x and below; results/stop61).
     monkeypatch.setattr(isolated, "QUIET_PAIRS", False)
     monkeypatch.setattr(isolated, "ONE_CPU_PER_THREAD", False)
     controls: list[Evaluation] = []
     with _cpu_hogs():
-        while len(controls) < 3 and not any((c.speedup or 0) > 1.0 for c in controls):
+        while len(controls) < 5 and not any((c.speedup or 0) > 1.0 for c in controls):
             controls.append(evaluate(layernorm, backend, target, serial, parallel))
     assert any((c.speedup or 0) > 1.0 for c in controls), [(c.outcome, c.speedup, c.reason) for c in controls]
 
