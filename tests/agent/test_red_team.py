@@ -1130,11 +1130,13 @@ def test_an_empty_call_costs_about_the_measured_overhead(
 ) -> None:
     """The stand-in's own CPU time is taken off what a call of it measured, so the overhead is the
     hand-over's alone: a kernel that returns at once costs about that. On a VM the hand-over's cost
-    moves between levels that last many calls (about 12 and 35 us here), so a median of 31 calls can
-    sit on one level and the calibration's median of 8 on the other (CI, stop 58: 13.9 against
-    29.4 us; 2.54x in one of 48 children here); their floors, each on the lowest level it met,
-    agree within 0.78-1.50x in 24 fresh children (results/stop59/floor_probe.py). Not taking the
-    stand-in's 0.5 ms off, or taking off more than it spent, would put the figures a decade apart."""
+    moves between levels that last many calls (about 12 and 35-39 us here), so a median of 31 calls
+    can sit on one level and the calibration's median of 8 on the other (CI, stop 58: 13.9 against
+    29.4 us; 2.54x in one of 48 children here). Their floors usually agree within 0.78-1.50x (24
+    fresh children, results/stop59/floor_probe.py), but every calibration sample can sit on the
+    upper level while the empty calls sit on the lower (CI, stop 61: floors 38.7 against 12.3 us,
+    3.1x), so the floors are held to the two levels' ratio, 4x either way. Not taking the stand-in's
+    0.5 ms off, or taking off more than it spent, would put the figures over a decade apart."""
     samples: list[int] = []
     sample = KernelServer.overhead_sample
 
@@ -1150,7 +1152,7 @@ def test_an_empty_call_costs_about_the_measured_overhead(
     with _calibrated_and_loaded(built.artifact, small=True, threads=1) as (server, deadline, calibrated):
         empty = sorted(server.call(deadline)[0] for _ in range(31))
     assert 0 < min(samples) <= calibrated.cpu_ns <= max(samples) < 5_000_000, (calibrated, samples)
-    assert 0.5 * min(samples) <= empty[0] <= 2.0 * min(samples), (samples, empty)
+    assert 0.25 * min(samples) <= empty[0] <= 4.0 * min(samples), (samples, empty)
     assert 0.25 * calibrated.cpu_ns <= empty[len(empty) // 2] <= 4.0 * calibrated.cpu_ns, (calibrated, empty)
 
 
