@@ -146,7 +146,12 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    outputs' file) and every file's tail sat on 4 KiB pages at scattered physical addresses
 #    (/proc/<child>/smaps: ShmemPmdMapped 0 kB; now 2048 kB; results/stop61,
 #    docs/sandbox.md#huge-page-files). The in-process protocol is unchanged.
-EVALUATOR_VERSION = 20
+# 21: without the sandbox (--unsafe-no-sandbox) the isolated protocol's tree holds the kernel's own
+#    process (`KernelServer._walk`). The tree was what bwrap's launcher started, and unconfined the
+#    process started is the kernel's child itself: it was never frozen between calls, placed or
+#    charged (each call read 0 ns of CPU time), and every comparison read as crowded, not judged
+#    (results/stop62/unconfined_probe.out). Nothing timed in the sandbox changes.
+EVALUATOR_VERSION = 21
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

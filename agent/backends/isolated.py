@@ -466,6 +466,7 @@ class KernelServer:
             "clock_filter": (filter_for(limits.sandbox, CLOCK_FILTER) if CLOCKLESS_KERNELS else b"").hex(),
         }  # fmt: skip
         self._log = (work / "child.log").open("w+b")
+        self._launched = limits.sandbox.enabled  # bwrap's launcher is the process started here
         self.proc = limits.sandbox.popen(
             [str(loop), *(f"{key}={value}" for key, value in arguments.items())],
             mounts=[Mount(work, writable=True), Mount(inputs.directory, writable=not READ_ONLY_INPUTS),
@@ -486,13 +487,15 @@ class KernelServer:
     # ------------------------------------------------------------------------------ processes
 
     def tree(self) -> list[int]:
-        """Host pids of every process the sandbox started (bwrap's own launcher excluded). Frozen,
-        the tree the freeze found: a stopped process starts none (a walk costs about 50 us, and a
-        call would walk it six times)."""
+        """Host pids of every process the sandbox started (bwrap's own launcher excluded; without the
+        sandbox, the child itself and what it started). Frozen, the tree the freeze found: a stopped
+        process starts none (a walk costs about 50 us, and a call would walk it six times)."""
         return list(self._frozen_tree) if self.frozen else self._walk()
 
     def _walk(self) -> list[int]:
-        found, todo = [], [self.proc.pid]
+        # Unconfined (--unsafe-no-sandbox) no launcher stands above the child: left out, the kernel's
+        # process was never frozen, placed or charged, and every comparison read as crowded.
+        found, todo = ([] if self._launched else [self.proc.pid]), [self.proc.pid]
         while todo:
             pid = todo.pop()
             try:

@@ -19,6 +19,7 @@ from kernelgraph.agent.backends._child import (
     enough_trials,
     staggered_offsets,
 )
+from kernelgraph.agent.backends.bubblewrap import Sandbox
 from kernelgraph.agent.backends.c import CBackend
 from kernelgraph.agent.backends.timing import ISOLATED, TimingJudgement, TimingPlan, judge_timing
 from kernelgraph.agent.loop import MAX_MEASUREMENTS, evaluate, keep_decision, median_interval
@@ -228,6 +229,40 @@ def test_the_isolated_protocols_arrays_sit_on_huge_pages(
     assert set(last) == {"inputs.bin", "shared.bin"}, seen
     assert all(kb >= 2048 for kb in last.values()) == whole_huge_pages, seen
     assert any(kb for kb in last.values()) == whole_huge_pages, seen
+
+
+def _process_state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.parametrize("confined", [True, False], ids=["sandboxed", "unsafe-no-sandbox"])
+def test_the_kernels_process_is_frozen_and_charged_with_or_without_the_sandbox(
+    confined: bool, c_cache: Path, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the sandbox (--unsafe-no-sandbox) no bwrap launcher stands above the kernel's child,
+    and the tree the evaluator freezes, places and charges left the child out: the kernel ran
+    unfrozen between calls, each call was charged no CPU time, and every comparison read as crowded.
+    With or without the sandbox, after every call the kernel's process is there, stopped, and the
+    call was charged time."""
+    seen: list[tuple[int | None, str | None, int]] = []
+    real_call = isolated.KernelServer.call
+
+    def call(server: isolated.KernelServer, deadline: float, command: bytes = b"c") -> tuple[int, int]:
+        spent = real_call(server, deadline, command)
+        pid = server.kernel_pid()
+        seen.append((pid, _process_state(pid) if pid else None, spent[0]))
+        return spent
+
+    monkeypatch.setattr(isolated.KernelServer, "call", call)
+    task = get_task("rmsnorm")
+    timer = CBackend(cache_dir=c_cache, check_timeout_s=20.0, counters=False, sandbox=Sandbox(enabled=confined),
+                     timing=TimingPlan(warmup=1, min_trials=5, max_trials=5, budget_s=0.3, protocol=ISOLATED))  # fmt: skip
+    baseline = task.source("c", task.baseline_config)
+    timer.profile(task, baseline, cpu_target, parent_source=baseline)  # judged or not: the calls ran
+    assert len(seen) >= 12, seen  # the stand-ins' calls and both kernels' warm-up and timed calls
+    assert all(pid is not None and state == "T" for pid, state, _ in seen), seen
+    assert all(charged > 0 for _, _, charged in seen), seen
 
 
 GAP_AFTER_THE_OUTPUT = """

@@ -62,10 +62,11 @@ class LandscapeVersionError(ValueError):
 # Version 19 changed only where the isolated protocol's evaluator waits for a call's answer (on the
 # call's CPU): a point of 18 is one of 19. Version 20 changed only the length of the isolated
 # protocol's buffer files (whole huge pages, so the kernel's arrays are on them): a point of 19 is one
-# of 20.
+# of 20. Version 21 changed only the isolated protocol run without the sandbox (its tree holds the
+# kernel's process): a point of 20 is one of 21.
 # A version is added here only with that argument written beside it.
 SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset(
-    {6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+    {6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}
 )
 
 
