@@ -1454,11 +1454,21 @@ def test_threads_taking_turns_on_serial_work_are_charged_all_of_it(
                               memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
     task = get_task("prefix_scan")
     baseline, relay = task.source("c", task.baseline_config), (RED_TEAM / "relay.c").read_text()
-    verdict = evaluate(task, backend, _no_peaks(cpu_target), relay, baseline)
+
+    def judged() -> Evaluation:
+        """The relay (two threads) is a comparison judged only on free cores; beside a busy suite
+        (CI, stop 62: 9 of 17 pairs crowded) it may not be, which says nothing of the clock."""
+        for _ in range(3):
+            verdict = evaluate(task, backend, _no_peaks(cpu_target), relay, baseline)
+            if verdict.judged:
+                return verdict
+        raise AssertionError(f"not judged in three runs: {verdict.reason}")
+
+    verdict = judged()
     assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, verdict.reason
-    assert (verdict.speedup or 0) < 1.15, verdict.speedup
+    assert verdict.speedup is not None and verdict.speedup < 1.15, verdict.speedup
     monkeypatch.setattr(isolated, "WALL_CAPPED_CLOCK", False)
-    control = evaluate(task, backend, _no_peaks(cpu_target), relay, baseline)
+    control = judged()
     assert control.outcome == Outcome.KEPT, control.reason
     assert control.speedup is not None and control.speedup > 1.5, control.speedup
 
