@@ -28,6 +28,7 @@ from kernelgraph.core.models import AttemptRecord, RecordResult
 from kernelgraph.service.inprocess import InProcessClient
 from kernelgraph.service.knowledge import KnowledgeService
 from kernelgraph.service.store import GraphStore
+from tests.agent.quiet_host import when_the_host_was_quiet
 
 QUICK = TimingPlan(warmup=1, min_trials=5, max_trials=15, budget_s=0.4)
 MATMUL_HEAD = "#include <string.h>\nvoid kernel(const float* restrict a, const float* restrict b, float* restrict c, int n) {\n"
@@ -486,12 +487,11 @@ def test_a_host_that_slowed_down_since_the_parent_was_timed_does_not_refuse_an_h
     monkeypatch.setattr(loop, "BASELINE_IN_THE_COMPARISON", True)
 
     def evaluated() -> Evaluation:
-        for _ in range(3):  # a comparison the host left unjudged (its cores not free) is no answer here
-            verdict = loop.evaluate(task, quick_backend, cpu_target, faster, parent, parent_mark_ns=mark_ns,
-                                    baseline_source=baseline, parent_over_baseline=1.0)  # fmt: skip
-            if verdict.judged or not verdict.host_busy:
-                return verdict
-        return verdict
+        # A comparison the host left unjudged (its cores not free) is no answer here: asked again.
+        return when_the_host_was_quiet(
+            lambda: loop.evaluate(task, quick_backend, cpu_target, faster, parent, parent_mark_ns=mark_ns,
+                                  baseline_source=baseline, parent_over_baseline=1.0)
+        )  # fmt: skip
 
     beside = evaluated()
     assert beside.outcome == Outcome.KEPT and beside.judged, beside.reason

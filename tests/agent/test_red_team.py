@@ -53,7 +53,7 @@ from kernelgraph.agent.targets import Target, get_target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.core.models import RecordResult
 from kernelgraph.core.signature import CounterName
-from tests.agent.quiet_host import when_the_host_was_quiet
+from tests.agent.quiet_host import judged, when_the_host_was_quiet
 from tests.prerequisites import unavailable
 
 RED_TEAM = Path(__file__).with_name("red_team")
@@ -614,16 +614,17 @@ def test_the_isolated_timer_is_not_fooled(
     if kernel in TIMER_ATTACKS_WITH_A_CLOCK:
         _clocks_left_to_the_kernel(monkeypatch)
     task = get_task("rmsnorm")
-    verdict = evaluate(
+    verdict = judged(lambda: evaluate(
         task, isolated_timer, _no_peaks(cpu_target), world.render(kernel), (CHEATS / "correct.c").read_text()
-    )
+    ))  # fmt: skip
     caught = TIMER_ATTACKS[kernel]
     if caught is not None:
         assert verdict.outcome == Outcome.INCORRECT, verdict.reason
         assert "while timed: timed call" in verdict.reason and caught in verdict.reason, verdict.reason
     else:  # correct, so judged on its time: the one it earned
         assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED, Outcome.INCORRECT}, verdict.reason
-        assert verdict.outcome == Outcome.INCORRECT or (verdict.speedup or 0) < 1.6, verdict.speedup
+        if verdict.outcome != Outcome.INCORRECT:
+            assert verdict.speedup is not None and verdict.speedup < 1.6, (verdict.speedup, verdict.reason)
 
 
 # sabotage_parent.c has no control: on this AMD host denormals are not slow, and threads spinning
@@ -743,12 +744,13 @@ def test_work_in_threads_that_end_within_a_call_is_not_hidden_from_the_clock(
     each call take their CPU time with them. Each call is charged the process's own total (dead
     threads included), and over the run the process totals show what the live threads' readings
     missed: refused when it is over the allowance, and never faster than it is."""
-    verdict = evaluate(get_task("rmsnorm"), isolated_timer, _no_peaks(cpu_target), world.render("thread_per_call.c"),
-                       (CHEATS / "correct.c").read_text())  # fmt: skip
+    verdict = judged(lambda: evaluate(get_task("rmsnorm"), isolated_timer, _no_peaks(cpu_target),
+                                      world.render("thread_per_call.c"), (CHEATS / "correct.c").read_text()))  # fmt: skip
     if verdict.outcome == Outcome.INCORRECT:
         assert "threads that ended within calls" in verdict.reason, verdict.reason
     else:  # a run that stopped early, its hidden CPU under the allowance: judged on what it was charged
-        assert verdict.outcome == Outcome.DISCARDED and (verdict.speedup or 0) < 1.1, verdict
+        assert verdict.outcome == Outcome.DISCARDED, verdict
+        assert verdict.speedup is not None and verdict.speedup < 1.1, verdict
 
 
 def test_work_in_a_process_reaped_within_a_call_is_refused(
@@ -761,11 +763,9 @@ def test_work_in_a_process_reaped_within_a_call_is_refused(
     nothing; the control, without the filter, is kept with a fake speedup."""
     task, honest = get_task("rmsnorm"), (CHEATS / "correct.c").read_text()
     source = world.render("hidden_process.c")
-    verdict = when_the_host_was_quiet(
-        lambda: evaluate(task, isolated_timer, _no_peaks(cpu_target), source, honest)
-    )
+    verdict = judged(lambda: evaluate(task, isolated_timer, _no_peaks(cpu_target), source, honest))
     assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, verdict.reason
-    assert (verdict.speedup or 0) < 1.6, verdict.speedup
+    assert verdict.speedup is not None and verdict.speedup < 1.6, verdict.speedup
     unfiltered = _PastAdmissionC(cache_dir=tmp_path_factory.mktemp("rt-process"), check_timeout_s=10.0,
                                  memory_bytes=768 << 20, counters=False, sandbox=Sandbox(seccomp=False),
                                  timing=dataclasses.replace(ATTACK_TIMING, protocol=ISOLATED))  # fmt: skip
@@ -835,23 +835,25 @@ def test_work_in_threads_that_end_within_a_call_is_charged_to_it(
                               memory_bytes=768 << 20, counters=False, timing=plan)  # fmt: skip
     task, honest = get_task("rmsnorm"), (CHEATS / "correct.c").read_text()
     source = world.render("thread_share_per_call.c").replace("@HIDDEN_PERCENT@", "30")
-    verdict = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
+    verdict = judged(lambda: evaluate(task, backend, _no_peaks(cpu_target), source, honest))
     # Charged per call, so judged on what it earned; or over the whole run's allowance too (39 ms
     # against 36, late in a loaded suite at stop 53): caught either way.
-    assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED} or (
-        verdict.outcome == Outcome.INCORRECT and "threads that ended within calls" in verdict.reason
-    ), verdict.reason
-    assert (verdict.speedup or 0) < 1.08, verdict.speedup  # seen: 0.93-0.98 (the thread's start is charged)
+    if verdict.outcome == Outcome.INCORRECT:
+        assert "threads that ended within calls" in verdict.reason, verdict.reason
+    else:
+        assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, verdict.reason
+        assert verdict.speedup is not None and verdict.speedup < 1.08, verdict.speedup  # seen: 0.93-0.98
     monkeypatch.setattr(isolated, "WALL_CAPPED_CLOCK", False)  # stop 25's per-thread critical path ...
     monkeypatch.setattr(isolated, "CHARGE_ENDED_THREADS", False)  # ... without the ended threads' charge
     # ... and the whole run's allowance out of the way (at 37-39 ms against 36 it fired in full suites
     # at stop 53): what the control shows is what the per-call charge stops.
     monkeypatch.setattr(isolated, "HIDDEN_CPU_SHARE", 100.0)
-    control = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
+    control = judged(lambda: evaluate(task, backend, _no_peaks(cpu_target), source, honest))
     # The undefended clock charges less for the same calls: seen 1.16-1.39 and kept on quiet hosts,
     # 0.97-1.10 against 0.77-0.98 defended after a long run (the per-call thread's start then costs
     # the main thread more, for both clocks alike); what holds on every host is the gap.
     assert control.outcome in {Outcome.KEPT, Outcome.DISCARDED}, control.reason
+    # (Caught as incorrect, the defended arm has no speedup: the control is then held over none.)
     assert control.speedup is not None and control.speedup > (verdict.speedup or 0) + 0.05, (
         control.speedup,
         verdict.speedup,
@@ -1370,8 +1372,8 @@ def test_a_parent_cannot_run_slower_once_it_is_old(
     source = (RED_TEAM / "knows_its_age.c").read_text()
     now = int(time.time())
     parent, copy = (f"#define KG_BORN {born}L\n{source}" for born in (now - 86400, now))
-    guarded = when_the_host_was_quiet(lambda: evaluate(task, backend, target, copy, parent))
-    assert guarded.outcome == Outcome.DISCARDED and (guarded.speedup or 0) < 1.1, (
+    guarded = judged(lambda: evaluate(task, backend, target, copy, parent))
+    assert guarded.outcome == Outcome.DISCARDED and guarded.speedup is not None and guarded.speedup < 1.1, (
         guarded.outcome,
         guarded.speedup,
         guarded.reason,
@@ -1455,20 +1457,16 @@ def test_threads_taking_turns_on_serial_work_are_charged_all_of_it(
     task = get_task("prefix_scan")
     baseline, relay = task.source("c", task.baseline_config), (RED_TEAM / "relay.c").read_text()
 
-    def judged() -> Evaluation:
-        """The relay (two threads) is a comparison judged only on free cores; beside a busy suite
-        (CI, stop 62: 9 of 17 pairs crowded) it may not be, which says nothing of the clock."""
-        for _ in range(3):
-            verdict = evaluate(task, backend, _no_peaks(cpu_target), relay, baseline)
-            if verdict.judged:
-                return verdict
-        raise AssertionError(f"not judged in three runs: {verdict.reason}")
+    def relay_against_baseline() -> Evaluation:
+        # The relay (two threads) is a comparison judged only on free cores; beside a busy suite (CI,
+        # stop 62: 9 of 17 pairs crowded) it may not be, which says nothing of the clock.
+        return evaluate(task, backend, _no_peaks(cpu_target), relay, baseline)
 
-    verdict = judged()
+    verdict = judged(relay_against_baseline)
     assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, verdict.reason
     assert verdict.speedup is not None and verdict.speedup < 1.15, verdict.speedup
     monkeypatch.setattr(isolated, "WALL_CAPPED_CLOCK", False)
-    control = judged()
+    control = judged(relay_against_baseline)
     assert control.outcome == Outcome.KEPT, control.reason
     assert control.speedup is not None and control.speedup > 1.5, control.speedup
 
@@ -1495,14 +1493,15 @@ def test_a_kernel_cannot_predict_the_inputs_of_the_calls_to_come(
     # 52; unfolded, the two objects differ by one constant (0.998-1.000x, results/stop53).
     honest = source.replace("<= 3e-5f * fabsf(want)", "< -fabsf(want)")
     assert honest != source
-    verdict = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
+    verdict = judged(lambda: evaluate(task, backend, _no_peaks(cpu_target), source, honest))
     # No fake speedup, where the attack reads over 2x (the control below).
-    assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED} and (verdict.speedup or 0) < 1.1, (
+    assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, (verdict.outcome, verdict.reason)
+    assert verdict.speedup is not None and verdict.speedup < 1.1, (
         verdict.outcome,
         verdict.speedup,
     )
     monkeypatch.setattr(isolated, "RANDOM_VARIANT_OFFSETS", False)
-    control = evaluate(task, backend, _no_peaks(cpu_target), source, honest)
+    control = judged(lambda: evaluate(task, backend, _no_peaks(cpu_target), source, honest))
     assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 2.0, (control.outcome, control.reason)
 
 

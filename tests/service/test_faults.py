@@ -137,7 +137,7 @@ def _wait_http(url: str, timeout_s: float = 60) -> None:
 def test_service_killed_mid_load_loses_no_acknowledged_attempt(
     store: GraphStore, neo4j_settings: Settings, namespace: str, tmp_path: Path
 ) -> None:
-    """64 agents x 40 attempts over HTTP; `kernelgraph serve` is killed with SIGKILL half way and restarted."""
+    """64 agents x 10 attempts over HTTP; `kernelgraph serve` is killed with SIGKILL half way and restarted."""
     KnowledgeService(store).upsert_targets(namespace, [factories.target()])
     key = create_key(store, Role.WRITER, namespace, "fault test").key
     port = free_port()
@@ -154,7 +154,7 @@ def test_service_killed_mid_load_loses_no_acknowledged_attempt(
     processes = [subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)]
     try:
         _wait_http(url)
-        load = Load(lambda: url, key, agents=64, per_agent=40, run="svc")
+        load = Load(lambda: url, key, agents=64, per_agent=10, run="svc")
 
         def kill_and_restart() -> None:
             processes[-1].send_signal(signal.SIGKILL)
@@ -169,7 +169,7 @@ def test_service_killed_mid_load_loses_no_acknowledged_attempt(
                 process.terminate()
                 process.wait(timeout=30)
         log.close()
-    assert 0 < len(before) < 64 * 40
+    assert 0 < len(before) < 64 * 10
     check_graph(store, namespace, load, before)
 
 
@@ -193,7 +193,7 @@ def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
 
 
 def test_neo4j_killed_mid_load_loses_no_acknowledged_attempt(own_server: Settings) -> None:
-    """16 agents x 30 attempts over HTTP; Neo4j is killed with SIGKILL half way, then restarted (recovery
+    """16 agents x 15 attempts over HTTP; Neo4j is killed with SIGKILL half way, then restarted (recovery
     from its transaction log). Meanwhile the service answers 503, never 500."""
     from kernelgraph.service.neo4j_local import LocalNeo4j
 
@@ -206,7 +206,7 @@ def test_neo4j_killed_mid_load_loses_no_acknowledged_attempt(own_server: Setting
         key = create_key(store, Role.WRITER, namespace, "fault test").key
     live = serve(create_app(own_server))
     try:
-        load = Load(lambda: live.url, key, agents=16, per_agent=30, run="neo")
+        load = Load(lambda: live.url, key, agents=16, per_agent=15, run="neo")
 
         def kill_and_restart() -> None:
             pid = server.status().pid
