@@ -6,12 +6,15 @@ evaluations (30 trials):
   fifo-self    the same, each call handed over by this driver through two FIFOs (as serve_loop.c);
   stop-self    ... and the harness stopped (SIGSTOP) after each call, continued (SIGCONT) before the next;
   stop-driver  ... and this driver, not the harness, writes the variant, poisons the outputs and flushes
-               (as the evaluator): the isolated child's call, without bwrap, the filters or the clocks hidden.
+               (as the evaluator): the isolated child's call, without bwrap, the filters or the clocks hidden;
+  stop-driver-check ... and the driver computes the task's reference from the call's inputs first, on
+               the call's CPU (the evaluator's checking work between calls, in full).
 The driver runs on the harness's CPU (drawn per run), as the evaluator's hand-over does (`_on_cpu_of`).
 Arm order rotated per repeat; ratios paired by repeat over `plain`. Output: handover_probe.out.
 Usage: gcc -O2 -mclflushopt results/stop63/handover_harness.c -o /tmp/handover_harness -ldl -lm, then
 python handover_probe.py REPEATS task:config ...   (as root)"""
 
+import contextlib
 import os
 import random
 import signal
@@ -37,8 +40,10 @@ from kernelgraph.bench.sandbox import BENCH_TIMING, _evaluate_once
 
 HARNESS = "/tmp/handover_harness"
 WARMUP, CALLS = BENCH_TIMING.warmup, 30
-HARNESS_ARMS = {"plain": ("none", "self", False), "fifo-self": ("fifo", "self", False),
-                "stop-self": ("fifo", "self", True), "stop-driver": ("fifo", "driver", True)}
+HARNESS_ARMS = {"plain": ("none", "self", False, False), "fifo-self": ("fifo", "self", False, False),
+                "stop-self": ("fifo", "self", True, False), "stop-driver": ("fifo", "driver", True, False),
+                "stop-driver-check": ("fifo", "driver", True, True)}
+TASK = None  # the cell's task: stop-driver-check computes its reference before each call (`harness_run`)
 ARMS = ("isolated", "in-process", *HARNESS_ARMS)
 REFERENCE = "plain"
 KIND = {"f4": "f", "i4": "s", "i8": "l"}
@@ -48,15 +53,24 @@ draw = random.Random(6363)
 allowed = sorted(os.sched_getaffinity(0))
 
 
-def harness_run(artifact, base, specs, sizes, cpu, arm):
-    handover, writer, stop = HARNESS_ARMS[arm]
+def harness_run(artifact, base, specs, sizes, cpu, arm, buffers=None):
+    """The harness's median CPU time a call (first turn of each pair); `buffers`: a directory whose
+    buffer files are used again (created when missing), else fresh files in a fresh tmpfs."""
+    with contextlib.ExitStack() as stack:
+        tmp = buffers if buffers is not None else stack.enter_context(scratch_dir("kg-probe-"))
+        return _harness_run(artifact, base, specs, sizes, cpu, arm, tmp)
+
+
+def _harness_run(artifact, base, specs, sizes, cpu, arm, tmp):
+    handover, writer, stop, check = HARNESS_ARMS[arm]
     layout = buffer_layout(base, specs)
     factors = variant_factors(max(a.size for a in base.values()), WARMUP + CALLS, draw.randrange(1 << 30))
-    with scratch_dir("kg-probe-") as tmp, tempfile.TemporaryDirectory() as fifos:
+    with tempfile.TemporaryDirectory() as fifos:
         paths = {name: tmp / f"{name}.bin" for name in ("inputs", "outputs")}
         for name, nbytes in (("inputs", layout.input_bytes), ("outputs", layout.output_bytes)):
-            with open(paths[name], "wb") as f:
-                f.truncate(file_bytes(nbytes))
+            if not paths[name].exists():
+                with open(paths[name], "wb") as f:
+                    f.truncate(file_bytes(nbytes))
         maps = {name: np.memmap(paths[name], dtype=np.uint8, mode="r+") for name in paths}
         data = tmp / "data.bin"
         with open(data, "wb") as f:
@@ -96,17 +110,17 @@ def harness_run(artifact, base, specs, sizes, cpu, arm):
                                         view[:] = b
                             for view, (_, _, d) in zip(outputs, layout.outputs):
                                 view[:] = POISON[KIND[np.dtype(d).str[1:]]]
+                            if check:  # the evaluator's checking work, on this CPU, before the call
+                                TASK.reference(dict(zip(base, (v.reshape(s) for v, (_, s, _) in zip(inputs, layout.inputs)))))
                             flush_cached(maps["inputs"][: layout.input_bytes])
                             flush_cached(maps["outputs"][: layout.output_bytes])
                         if stop:
                             os.kill(proc.pid, signal.SIGCONT)
                         os.write(go_fd, b"c")
                         assert os.read(done_fd, 1) == b"d"
-                        if stop:
+                        if stop and (call, turn) != (WARMUP + CALLS - 1, 1):  # after the last, it exits
                             os.kill(proc.pid, signal.SIGSTOP)
                             os.waitpid(proc.pid, os.WUNTRACED)
-                if stop:
-                    os.kill(proc.pid, signal.SIGCONT)
                 out, err = proc.communicate(timeout=300)
                 os.close(go_fd)
                 os.close(done_fd)
@@ -125,7 +139,7 @@ with tempfile.TemporaryDirectory() as tmp:
     repeats = int(sys.argv[1])
     for cell in sys.argv[2:]:
         name, label = cell.split(":")
-        task = get_task(name)
+        task = TASK = get_task(name)
         source = task.source("c", checked_configs(task)[label])
         built = backends["isolated"].compile(task, source, target)
         base = make_input_sets(task, (TIMING_SEED,), small=False)[0]

@@ -172,7 +172,7 @@ def test_no_call_inputs_follow_from_the_earlier_calls_or_repeat_them(monkeypatch
     k + 2 (a_{k+2}[p] = a_{k+1}[p] a_{k+1}[p + 1] / a_k[p + 1]): the stop-29 adversary's attack; the
     control shows the prediction then holds."""
     task = get_task("matvec")
-    calls = 12  # ten predictions each way; every call costs a reference (about 0.5 s)
+    calls = 12  # ten predictions each way; each call costs a matvec reference (0.35-0.55 s)
 
     def run() -> tuple[CallChecker, list[dict[str, np.ndarray]]]:
         checker, server = _checker(task)
