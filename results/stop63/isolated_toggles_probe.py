@@ -1,7 +1,7 @@
 """Stop 63: which part of the isolated child puts matmul best-A in the slow state? The kernel runs in one
 of two states on this host (about 2.3 and 2.65 ms a call); the isolated child ran in the slow one in
-22 of 24, 9 of 10 and 13 of 16 evaluations, the in-process protocol and every plain-harness arm in
-0-13 of 24 (handover_probe*.out). Here the isolated protocol with one of its parts off at a time,
+23 of 24, 9 of 10 and 13 of 16 evaluations, the in-process protocol and every plain-harness arm in
+0-11 of 16-24 (handover_probe*.out, counted by slow_counts.py). Here the isolated protocol with one of its parts off at a time,
 beside the default and the in-process protocol (30 trials; arm order rotated per repeat): the count of
 evaluations in the slow state says which part it is. Output: isolated_toggles_probe.out.
 Usage: python isolated_toggles_probe.py REPEATS task:config [ARM,ARM,...]   (as root)"""
