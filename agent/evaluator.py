@@ -151,7 +151,15 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    process started is the kernel's child itself: it was never frozen between calls, placed or
 #    charged (each call read 0 ns of CPU time), and every comparison read as crowded, not judged
 #    (results/stop62/unconfined_probe.out). Nothing timed in the sandbox changes.
-EVALUATOR_VERSION = 21
+# 22: the sandbox's /etc is readable (`Sandbox.command`), so a step's dynamic loader reads
+#    /etc/ld.so.cache. Left to bwrap, /etc was 0700 and root's, every step's uid was refused the cache,
+#    and the loader's search without it moved every library 9 pages from where it sits in root's or an
+#    unconfined process: the isolated child, whose layout is fixed, put matmul best-A in the slower of
+#    its two speeds (2.55-2.75 against 2.2-2.35 ms) in 18 of 20 evaluations, 3 of 20 with the cache
+#    read (results/stop64/etc_readable_probe.out, docs/sandbox.md "Stop 64"). The in-process child,
+#    whose layout is drawn anew each time, has its libraries at the same place relative to each other
+#    as an unconfined process.
+EVALUATOR_VERSION = 22
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

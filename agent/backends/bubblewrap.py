@@ -271,7 +271,11 @@ class Sandbox:
             "/tmp",
         ]
         if Path("/etc/ld.so.cache").exists():
-            cmd += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+            # /etc made here, readable: left to bwrap it is 0700 and root's, so no step's uid could read
+            # the cache, and the loader placed every library 9 pages from where root's (or an
+            # unconfined) process has it, which put the isolated child of matmul best-A in its slow
+            # state in 18 of 20 evaluations, 3 of 20 with the cache read (docs/sandbox.md, "Stop 64").
+            cmd += ["--perms", "0755", "--dir", "/etc", "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
         made: set[str] = {"/", "/usr", "/tmp", "/proc", "/dev", "/etc"}
         for mount in mounts:
             path = Path(mount.path).resolve()
