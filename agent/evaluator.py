@@ -156,9 +156,8 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    and the loader's search without it moved every library 9 pages from where it sits in root's or an
 #    unconfined process: the isolated child, whose layout is fixed, put matmul best-A in the slower of
 #    its two speeds (2.55-2.75 against 2.2-2.35 ms) in 18 of 20 evaluations, 3 of 20 with the cache
-#    read (results/stop64/etc_readable_probe.out, docs/sandbox.md "Stop 64"). The in-process child,
-#    whose layout is drawn anew each time, has its libraries at the same place relative to each other
-#    as an unconfined process.
+#    read (results/stop64/etc_readable_probe.out, docs/sandbox.md "Stop 64"). Every sandboxed step's
+#    loader now reads the cache, the in-process child's too (whose layout is drawn anew each time).
 EVALUATOR_VERSION = 22
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)

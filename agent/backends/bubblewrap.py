@@ -98,6 +98,7 @@ class SandboxUnavailable(RuntimeError):
 # own count there, and the shared count stays far below the raised limit. As root too (where each step
 # is a uid of its own, `step_uid`, so it changes nothing): one way for both.
 PRLIMIT = "/usr/bin/prlimit"
+LOADER_CACHE = Path("/etc/ld.so.cache")  # the dynamic loader's cache, bound read-only into every step
 PER_USER_LIMITS_INSIDE = True  # off only in the control of the test that shows the channel
 
 
@@ -270,14 +271,14 @@ class Sandbox:
             "--tmpfs",
             "/tmp",
         ]
-        if Path("/etc/ld.so.cache").exists():
-            # /etc made here, readable: left to bwrap it is 0700 and root's, so no step's uid could read
-            # the cache, and the loader placed every library 9 pages from where root's (or an
-            # unconfined) process has it, which put the isolated child of matmul best-A in its slow
-            # state in 18 of 20 evaluations, 3 of 20 with the cache read (docs/sandbox.md, "Stop 64").
-            cmd += ["--perms", "0755", "--dir", "/etc", "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
-        made: set[str] = {"/", "/usr", "/tmp", "/proc", "/dev", "/etc"}
-        for mount in mounts:
+        # The loader's cache goes through the same parents rule as every mount: left to bwrap, /etc was
+        # 0700 and root's, no step's uid could read the cache, and the loader placed every library 9
+        # pages from where root's (or an unconfined) process has it, which put the isolated child of
+        # matmul best-A in its slow state in 18 of 20 evaluations, 3 of 20 with the cache read
+        # (docs/sandbox.md, "Stop 64").
+        loader_cache = [Mount(LOADER_CACHE)] if LOADER_CACHE.exists() else []
+        made: set[str] = {"/", "/usr", "/tmp", "/proc", "/dev"}
+        for mount in [*loader_cache, *mounts]:
             path = Path(mount.path).resolve()
             for parent in reversed(path.parents):  # bwrap would create missing parents 0700
                 if str(parent) not in made:

@@ -64,8 +64,8 @@ class LandscapeVersionError(ValueError):
 # protocol's buffer files (whole huge pages, so the kernel's arrays are on them): a point of 19 is one
 # of 20. Version 21 changed only the isolated protocol run without the sandbox (its tree holds the
 # kernel's process): a point of 20 is one of 21. Version 22 lets every sandboxed step's loader read
-# /etc/ld.so.cache, which moves the libraries of the in-process child by a fixed 9 pages relative to
-# each other; that child's address space is randomised anew for each child (only the isolated one's is
+# /etc/ld.so.cache, which moves the libraries a step's loader maps at its start by a fixed 9 pages
+# relative to each other (measured in the isolated child and in `cat`, not in the in-process one); that child's address space is randomised anew for each child (only the isolated one's is
 # fixed), so the addresses its kernel ran at are drawn from the same spread: a point of 21 is one of 22.
 # (Not measured on landscape points; the 9 pages are fixed, and docs/sandbox.md "Stop 64" found the
 # libraries' relative places matter to an isolated child: study v3's landscapes at 22 would show it.)
