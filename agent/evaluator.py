@@ -158,7 +158,13 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    its two speeds (2.55-2.75 against 2.2-2.35 ms) in 18 of 20 evaluations, 3 of 20 with the cache
 #    read (results/stop64/etc_readable_probe.out, docs/sandbox.md "Stop 64"). Every sandboxed step's
 #    loader now reads the cache, the in-process child's too (whose layout is drawn anew each time).
-EVALUATOR_VERSION = 22
+# 23: the isolated protocol's child turns the time-stamp counter off before the stand-ins that
+#    calibrate a call's overhead, not after the kernel is loaded (`serve_loop.c` kg_counter_off), and
+#    each stand-in's answer says it did. Every switch into or out of a thread with the counter off
+#    writes CR4, which a KVM guest may pay as an exit: on stop 65's AMD host an empty kernel's call
+#    cost 15-17 us more than the calibration had taken off (results/stop65/tsc_probe.out), and the
+#    isolated medians sat 35-180 us above the in-process ones in 24 of 26 cells of stop 64's bench.
+EVALUATOR_VERSION = 23
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

@@ -166,8 +166,9 @@ RANDOM_PAIR_ORDER = True
 # faults. Off only in the red-team control (`test_a_kernel_cannot_write_the_inputs_it_is_checked_against`).
 READ_ONLY_INPUTS = True
 # A timed kernel has no clock (docs/sandbox.md, "A timed kernel has no clock"): once it is loaded its
-# child turns the time-stamp counter off, unmaps the vDSO (`serve_loop.c` kg_hide_clocks) and stacks
-# `seccomp.CLOCK_FILTER` on its filter. With a clock a kernel knows its age, and can run honest while
+# child unmaps the vDSO (`serve_loop.c` kg_hide_clocks) and stacks `seccomp.CLOCK_FILTER` on its
+# filter; the time-stamp counter it turns off from before its stand-ins run, so that the calibrated
+# overhead has the cost of every switch into and out of a process with it off (evaluator 23). With a clock a kernel knows its age, and can run honest while
 # new, when its figure over the baseline is set, and slower ever after as the parent of its copies
 # (the fourteenth adversary's stale figure). Off only in the red-team tests of other defences whose
 # kernels read the time-stamp counter, and in their controls.
@@ -177,6 +178,10 @@ CLOCKLESS_KERNELS = True
 # grid of dates in it, some zeroed, would tell it the date (the fifteenth adversary). Set only in the
 # control of `test_what_the_child_forgets_tells_a_kernel_nothing`.
 FORGET_AFTER_LOAD = False
+_CALIBRATED_UNLIKE_CALLS = (
+    "the kernel's process ran its stand-ins with the time-stamp counter in another state than its "
+    "calls will have: the overhead they calibrate would not be the calls' (a stale serve loop?)"
+)
 # After crowded pairs in a row the evaluator waits, both kernels frozen, this long per crowded pair in
 # the row beyond the first (at most CROWDED_WAIT_MAX_S) before the next: a burst of other work passes
 # instead of using up the pairs a run may lose (a quiet comparison started right after the cost bench
@@ -448,6 +453,7 @@ class KernelServer:
         # replaces the paths does not change what these descriptors reach.
         self._go = os.open(work / "go", os.O_RDWR)
         self._done = os.open(work / "done", os.O_RDWR | os.O_NONBLOCK)
+        self.hides_clocks = int(CLOCKLESS_KERNELS)  # and the counter is off from before the stand-ins
         try:
             loop = serve_loop_binary()
             _evaluator_flusher()
@@ -461,7 +467,7 @@ class KernelServer:
             "memory_bytes": limits.memory_bytes,
             "stand_in_bytes": min(layout.input_bytes, STAND_IN_BYTES), "stand_in_ns": STAND_IN_NS,
             "stand_in_threads": limits.threads, "kernel": artifact,
-            "kernel_filter": filter_for(limits.sandbox, SERVE_FILTER).hex(), "hide_clocks": int(CLOCKLESS_KERNELS),
+            "kernel_filter": filter_for(limits.sandbox, SERVE_FILTER).hex(), "hide_clocks": self.hides_clocks,
             "forget_after_load": int(FORGET_AFTER_LOAD),
             "clock_filter": (filter_for(limits.sandbox, CLOCK_FILTER) if CLOCKLESS_KERNELS else b"").hex(),
         }  # fmt: skip
@@ -710,10 +716,14 @@ class KernelServer:
         self._answer(b"d", deadline)
         answered = time.perf_counter_ns() - start
         at_answer = self.process_cpu(pids)
-        if command in STAND_INS:  # the stand-in's answer carries its CPU and wall times (8 bytes each)
-            spent = os.read(self._done, 16).ljust(16, b"\0")
+        if (
+            command in STAND_INS
+        ):  # the stand-in's answer: its CPU and wall times (8 bytes each), the counter's state
+            spent = os.read(self._done, 17).ljust(17, b"\0")
             self._stand_in_cpu_ns = int.from_bytes(spent[:8], "little")
-            self._stand_in_wall_ns = int.from_bytes(spent[8:], "little")
+            self._stand_in_wall_ns = int.from_bytes(spent[8:16], "little")
+            if spent[16] != self.hides_clocks:
+                raise ProtocolError(RunStatus.CRASHED, _CALIBRATED_UNLIKE_CALLS)
         self.freeze()
         stopped = time.perf_counter_ns() - start if CLOCK_ENDS_WHEN_STOPPED else answered
         ours_after = self.process_cpu([self.proc.pid]) + time.thread_time_ns()

@@ -16,11 +16,13 @@
      the shared buffers into `copy`, stay on the CPU until `spin_ns` have passed), each 'p' the
      parallel one (the same work split over `threads` threads, all on the CPU until the answer, as a
      parallel kernel is); either answers 'd', the CPU time all its threads spent and the wall time
-     it took (8 bytes each, little-endian, in the same write);
+     it took (8 bytes each, little-endian) and whether the time-stamp counter was off (1 byte), in
+     the same write;
    - `expect` 'c': each 'c' calls `fn` with `args` and answers 'd'.
    Any other byte ends the loop and is returned (the next command); -1 when `go` is closed. The
-   stand-ins read the monotonic clock: once they are over, the stack is wiped where their frames were
-   (a timed kernel has no clock, and it can read the stack). */
+   stand-ins read the monotonic clock (by system call: the time-stamp counter is off from before they
+   run, `kg_counter_off`): once they are over, the stack is wiped where their frames were (a timed
+   kernel has no clock, and it can read the stack). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -36,15 +38,21 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "kernel_call.h"
 
+/* A clock read by system call: with the time-stamp counter off (`kg_counter_off`) the vDSO's
+   clock_gettime, which reads it, faults. */
 static int64_t kg_clock(clockid_t id) {
     struct timespec t;
-    clock_gettime(id, &t);
+    if (syscall(SYS_clock_gettime, id, &t) != 0) return 0;
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
+
+/* The counter as it was turned off (0: it is on). No reading this process takes can be later. */
+static uint64_t kg_counter_at_off;
 
 #define KG_MAX_THREADS 64
 
@@ -115,11 +123,12 @@ static __attribute__((noinline)) int kg_serve(int go, int done, void *fn, const 
         if (expect == 'n' && (command == 'n' || command == 'p')) {
             int64_t cpu, wall;
             kg_stand_ins(src, nbytes, copy, spin_ns, command == 'p' ? threads : 1, &cpu, &wall);
-            char answer[17];
+            char answer[18];
             answer[0] = 'd';
             memcpy(answer + 1, &cpu, 8);
             memcpy(answer + 9, &wall, 8);
-            if (write(done, answer, 17) != 17) return -1;
+            answer[17] = kg_counter_at_off != 0;
+            if (write(done, answer, 18) != 18) return -1;
         } else if (command != expect) {
             return (unsigned char)command;
         } else {
@@ -222,6 +231,16 @@ static int kg_read_mappings(struct kg_mapping *out) {
     return count;
 }
 
+/* The time-stamp counter off for this thread and every thread it starts (rdtsc and rdtscp fault),
+   before the stand-ins run: each switch into or out of a thread with it off costs the CPU a write
+   of CR4, which a guest of KVM may pay as an exit to the host (15-17 us more per call of an empty
+   kernel on the AMD host of stop 65, results/stop65/tsc_probe.out). The stand-ins that calibrate
+   a call's overhead (`call_overhead` in isolated.py) must pay what the kernel's calls pay. */
+static void kg_counter_off(void) {
+    kg_counter_at_off = __builtin_ia32_rdtsc();
+    if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) kg_fail("cannot turn the time-stamp counter off", NULL);
+}
+
 struct kg_now {
     uint64_t counter; /* the time-stamp counter */
     uint64_t ns[3];   /* CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME */
@@ -230,14 +249,9 @@ struct kg_now {
 
 static void kg_read_clocks(struct kg_now *now) {
     static const clockid_t ids[3] = {CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME};
-    struct timespec t;
-    now->counter = __builtin_ia32_rdtsc();
-    for (int c = 0; c < 3; c++) {
-        clock_gettime(ids[c], &t);
-        now->ns[c] = (uint64_t)t.tv_sec * 1000000000 + (uint64_t)t.tv_nsec;
-    }
+    now->counter = kg_counter_at_off ? kg_counter_at_off : __builtin_ia32_rdtsc();
+    for (int c = 0; c < 3; c++) now->ns[c] = (uint64_t)kg_clock(ids[c]);
     now->date_s = now->ns[0] / 1000000000;
-    explicit_bzero(&t, sizeof t);
 }
 
 /* The clocks as main began (`kg_forget_the_time` zeroes this too: it is a reading). */
@@ -336,14 +350,13 @@ static void kg_forget_the_time(void) {
     explicit_bzero(kg_mappings, sizeof kg_mappings);
 }
 
-/* The time-stamp counter off for this thread and every thread it starts (rdtsc and rdtscp fault),
-   and the vDSO's code and clock pages unmapped (glibc keeps their addresses, so its clock calls fault
-   too; some read the clock pages without the counter: time(), the coarse clocks). After the kernel
-   is loaded: the loader's symbol lookups read the vDSO's tables. The system calls that read a clock
-   are the clock filter's (agent/backends/seccomp.py CLOCK_FILTER). */
+/* The vDSO's code and clock pages unmapped (glibc keeps their addresses, so its clock calls fault;
+   some read the clock pages without the counter: time(), the coarse clocks); the counter has been off
+   since before the stand-ins (`kg_counter_off`). After the kernel is loaded: the loader's symbol
+   lookups read the vDSO's tables. The system calls that read a clock are the clock filter's
+   (agent/backends/seccomp.py CLOCK_FILTER). */
 static void kg_hide_clocks(void) {
     int count = kg_read_mappings(kg_mappings);
-    if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) kg_fail("cannot turn the time-stamp counter off", NULL);
     for (int i = 0; i < count; i++)
         if (kg_mappings[i].clock && munmap((void *)kg_mappings[i].start, kg_mappings[i].end - kg_mappings[i].start) != 0)
             kg_fail("cannot unmap the vDSO", NULL);
@@ -390,6 +403,7 @@ int main(int argc, char **argv) {
     int done = open(kg_arg(argc, argv, "done"), O_WRONLY);
     if (go < 0 || done < 0) kg_fail("cannot open the FIFOs", NULL);
     int hide_clocks = (int)kg_long(argc, argv, "hide_clocks");
+    if (hide_clocks) kg_counter_off();
     int forget_after_load = (int)kg_long(argc, argv, "forget_after_load");
     const char *kernel = kg_arg(argc, argv, "kernel"), *kernel_filter = kg_arg(argc, argv, "kernel_filter");
     const char *clock_filter = kg_arg(argc, argv, "clock_filter");

@@ -1158,6 +1158,47 @@ def test_an_empty_call_costs_about_the_measured_overhead(
     assert 0.25 * calibrated.cpu_ns <= empty[len(empty) // 2] <= 4.0 * calibrated.cpu_ns, (calibrated, empty)
 
 
+def test_the_stand_ins_calibrate_with_the_counter_as_the_kernels_calls_have_it(
+    unguarded: CBackend, cpu_target: Target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A timed kernel's process has the time-stamp counter off, and every switch into or out of it
+    then costs the CPU a write of CR4 (a VM exit under KVM: 15-17 us more per call of an empty
+    kernel on stop 65's AMD host, results/stop65/tsc_probe.out). The stand-ins that calibrate the
+    overhead taken off each call run with it off too, and say so in each answer; a child whose
+    stand-ins ran in another state than the evaluator asked for its calls is refused, as its
+    calibration would not be the calls' (before evaluator 23 the counter went off only at load)."""
+    built = unguarded.compile(get_task("rmsnorm"), "void kernel(void) {}\n", cpu_target)
+    assert built.ok and built.artifact, built.diagnosis
+    answered: list[int] = []
+    call = KernelServer._call
+
+    def recorded(server: KernelServer, deadline: float, command: bytes) -> tuple[int, int]:
+        taken = call(server, deadline, command)
+        if command in isolated.STAND_INS:
+            answered.append(server.hides_clocks)
+        return taken
+
+    monkeypatch.setattr(KernelServer, "_call", recorded)
+    with _calibrated_and_loaded(built.artifact, small=True, threads=1) as (server, deadline, _):
+        server.call(deadline)
+    assert answered and set(answered) == {1}, answered
+
+    # The control: the child told to keep its counter on, the evaluator expecting it off.
+    started = KernelServer.__init__
+
+    def expecting_it_off(server: KernelServer, *args: Any, **kwargs: Any) -> None:
+        started(server, *args, **kwargs)
+        server.hides_clocks = 1
+
+    monkeypatch.setattr(isolated, "CLOCKLESS_KERNELS", False)
+    monkeypatch.setattr(KernelServer, "__init__", expecting_it_off)
+    with (
+        pytest.raises(isolated.ProtocolError, match="time-stamp counter in another state"),
+        _calibrated_and_loaded(built.artifact, small=True, threads=1),
+    ):
+        pass
+
+
 # What tests/agent/red_team/read_the_clock.c tries, in the order of its record (y[k]).
 CLOCK_CHANNELS = (
     "rdtsc", "rdtscp", "clock_gettime through the vDSO", "time() through the vDSO (no counter)",
