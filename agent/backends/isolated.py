@@ -168,9 +168,9 @@ READ_ONLY_INPUTS = True
 # A timed kernel has no clock (docs/sandbox.md, "A timed kernel has no clock"): once it is loaded its
 # child unmaps the vDSO (`serve_loop.c` kg_hide_clocks) and stacks `seccomp.CLOCK_FILTER` on its
 # filter; the time-stamp counter it turns off from before its stand-ins run, so that the calibrated
-# overhead has the cost of every switch into and out of a process with it off (evaluator 23). With a clock a kernel knows its age, and can run honest while
-# new, when its figure over the baseline is set, and slower ever after as the parent of its copies
-# (the fourteenth adversary's stale figure). Off only in the red-team tests of other defences whose
+# overhead has the cost of every switch into and out of a process with it off (evaluator 23). With
+# a clock a kernel knows its age, and can run honest while new, when its figure over the baseline is
+# set, and slower ever after as the parent of its copies (the fourteenth adversary's stale figure). Off only in the red-team tests of other defences whose
 # kernels read the time-stamp counter, and in their controls.
 CLOCKLESS_KERNELS = True
 # The clockless child zeroes every reading of a clock in the memory it writes before it loads the
@@ -716,9 +716,8 @@ class KernelServer:
         self._answer(b"d", deadline)
         answered = time.perf_counter_ns() - start
         at_answer = self.process_cpu(pids)
-        if (
-            command in STAND_INS
-        ):  # the stand-in's answer: its CPU and wall times (8 bytes each), the counter's state
+        # A stand-in's answer: its CPU and wall times (8 bytes each), whether the counter was off.
+        if command in STAND_INS:
             spent = os.read(self._done, 17).ljust(17, b"\0")
             self._stand_in_cpu_ns = int.from_bytes(spent[:8], "little")
             self._stand_in_wall_ns = int.from_bytes(spent[8:16], "little")

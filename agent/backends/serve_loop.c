@@ -44,11 +44,12 @@
 #include "kernel_call.h"
 
 /* A clock read by system call: with the time-stamp counter off (`kg_counter_off`) the vDSO's
-   clock_gettime, which reads it, faults. */
+   clock_gettime, which reads it, faults. The reading is not left on the stack. */
 static int64_t kg_clock(clockid_t id) {
     struct timespec t;
-    if (syscall(SYS_clock_gettime, id, &t) != 0) return 0;
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    int64_t ns = syscall(SYS_clock_gettime, id, &t) == 0 ? (int64_t)t.tv_sec * 1000000000 + t.tv_nsec : 0;
+    explicit_bzero(&t, sizeof t);
+    return ns;
 }
 
 /* The counter as it was turned off (0: it is on). No reading this process takes can be later. */
