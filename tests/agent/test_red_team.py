@@ -53,7 +53,7 @@ from kernelgraph.agent.targets import Target, get_target
 from kernelgraph.agent.tasks import get_task
 from kernelgraph.core.models import RecordResult
 from kernelgraph.core.signature import CounterName
-from tests.agent.quiet_host import judged, when_the_host_was_quiet
+from tests.agent.quiet_host import judged, paired_gain, when_the_host_was_quiet
 from tests.prerequisites import unavailable
 
 RED_TEAM = Path(__file__).with_name("red_team")
@@ -750,7 +750,7 @@ def test_work_in_threads_that_end_within_a_call_is_not_hidden_from_the_clock(
         assert "threads that ended within calls" in verdict.reason, verdict.reason
     else:  # a run that stopped early, its hidden CPU under the allowance: judged on what it was charged
         assert verdict.outcome == Outcome.DISCARDED, verdict
-        assert verdict.speedup is not None and verdict.speedup < 1.1, verdict
+        assert paired_gain(verdict) < 1.1, verdict  # a hidden thread's work would read 2x or more
 
 
 def test_work_in_a_process_reaped_within_a_call_is_refused(
@@ -842,7 +842,7 @@ def test_work_in_threads_that_end_within_a_call_is_charged_to_it(
         assert "threads that ended within calls" in verdict.reason, verdict.reason
     else:
         assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, verdict.reason
-        assert verdict.speedup is not None and verdict.speedup < 1.08, verdict.speedup  # seen: 0.93-0.98
+        assert paired_gain(verdict) < 1.08, verdict  # seen: 0.93-0.98
     monkeypatch.setattr(isolated, "WALL_CAPPED_CLOCK", False)  # stop 25's per-thread critical path ...
     monkeypatch.setattr(isolated, "CHARGE_ENDED_THREADS", False)  # ... without the ended threads' charge
     # ... and the whole run's allowance out of the way (at 37-39 ms against 36 it fired in full suites
@@ -1414,11 +1414,7 @@ def test_a_parent_cannot_run_slower_once_it_is_old(
     now = int(time.time())
     parent, copy = (f"#define KG_BORN {born}L\n{source}" for born in (now - 86400, now))
     guarded = judged(lambda: evaluate(task, backend, target, copy, parent))
-    assert guarded.outcome == Outcome.DISCARDED and guarded.speedup is not None and guarded.speedup < 1.1, (
-        guarded.outcome,
-        guarded.speedup,
-        guarded.reason,
-    )
+    assert guarded.outcome == Outcome.DISCARDED and paired_gain(guarded) < 1.1, guarded
     _clocks_left_to_the_kernel(monkeypatch)
     control = when_the_host_was_quiet(lambda: evaluate(task, backend, target, copy, parent))
     assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 1.2, (control.speedup, control.reason)
@@ -1505,7 +1501,7 @@ def test_threads_taking_turns_on_serial_work_are_charged_all_of_it(
 
     verdict = judged(relay_against_baseline)
     assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, verdict.reason
-    assert verdict.speedup is not None and verdict.speedup < 1.15, verdict.speedup
+    assert paired_gain(verdict) < 1.15, verdict
     monkeypatch.setattr(isolated, "WALL_CAPPED_CLOCK", False)
     control = judged(relay_against_baseline)
     assert control.outcome == Outcome.KEPT, control.reason
@@ -1537,10 +1533,7 @@ def test_a_kernel_cannot_predict_the_inputs_of_the_calls_to_come(
     verdict = judged(lambda: evaluate(task, backend, _no_peaks(cpu_target), source, honest))
     # No fake speedup, where the attack reads over 2x (the control below).
     assert verdict.outcome in {Outcome.KEPT, Outcome.DISCARDED}, (verdict.outcome, verdict.reason)
-    assert verdict.speedup is not None and verdict.speedup < 1.1, (
-        verdict.outcome,
-        verdict.speedup,
-    )
+    assert paired_gain(verdict) < 1.1, verdict
     monkeypatch.setattr(isolated, "RANDOM_VARIANT_OFFSETS", False)
     control = judged(lambda: evaluate(task, backend, _no_peaks(cpu_target), source, honest))
     assert control.outcome == Outcome.KEPT and (control.speedup or 0) > 2.0, (control.outcome, control.reason)
