@@ -164,7 +164,13 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    writes CR4, which a KVM guest may pay as an exit: on stop 65's AMD host an empty kernel's call
 #    cost 15-17 us more than the calibration had taken off (results/stop65/tsc_probe.out), and the
 #    isolated medians sat 35-180 us above the in-process ones in 24 of 26 cells of stop 64's bench.
-EVALUATOR_VERSION = 23
+# 24: the isolated protocol takes off what each of a kernel's threads beyond its first adds to a
+#    call (`CallOverhead.off`, measured by stand-ins run beside threads asleep as idle OpenMP workers
+#    are: `serve_loop.c` kg_sleepers). Freezing after every answer wakes an idle worker into the
+#    freezer's trap and every thaw wakes it again: 10-35 us of CPU time a call for one worker on stop
+#    66's 2-core host (results/stop66/omp_empty_probe.out), charged to every parallel kernel and never
+#    to an in-process one. Serial kernels are unchanged (no thread beyond the first is credited).
+EVALUATOR_VERSION = 24
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

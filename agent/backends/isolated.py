@@ -487,6 +487,7 @@ class KernelServer:
         self._stand_in_cpu_ns = self._stand_in_wall_ns = 0  # what the child's stand-in reported last
         self.wall_bound = False  # whether the last call's time is its wall time (`call`)
         self.call_cpu_ns = 0  # the CPU time of every thread of the tree in the last call
+        self.call_threads = 1  # the threads of the tree in the last call
         self.call_others_ns: int | None = None  # what other tasks ran beside the last call (None: unknown)
         self.cpus: frozenset[int] = frozenset()  # where `place` let its threads run (empty: not placed)
 
@@ -670,6 +671,14 @@ class KernelServer:
                 total += time.clock_gettime_ns(_process_cpu_clock(pid))
         return total
 
+    def idle_threads(self, deadline: float, start: bool) -> None:
+        """Before the kernel is loaded: the child starts (or ends) `cores` - 1 threads that sleep as
+        idle OpenMP workers do, for `call_overhead` to measure what they add to a call."""
+        self.thaw()
+        os.write(self._go, b"s" if start else b"e")
+        self._answer(b"r", deadline)
+        self.freeze()
+
     def load_kernel(self, deadline: float) -> None:
         """Thawed, the child loads the kernel (its constructors run now) and says ready; frozen again."""
         self.thaw()
@@ -702,6 +711,7 @@ class KernelServer:
     def _call(self, deadline: float, command: bytes) -> tuple[int, int]:
         pids = self.tree()  # frozen: the tree its freeze found
         before = self.thread_cpu(pids)
+        self.call_threads = len(before)  # each pays the hand-over (`CallOverhead.off`), the launcher's too
         process_before = self.process_cpu(pids)
         # Ours beside the call, for `call_others_ns`: this thread's clock is read first, which brings
         # its share of the host's figure up to date.
@@ -993,12 +1003,23 @@ class CallOverhead:
 
     cpu_ns: int  # the serial stand-in's
     wall_ns: int  # the parallel stand-in's
+    # What each thread beyond the first adds, by each clock (evaluator 24): a kernel's idle worker is
+    # woken into the freezer's trap after every answer and again by every thaw (10-35 us of CPU time
+    # a call for one, results/stop66/omp_empty_probe.out), which the in-process protocol never does.
+    # Measured with `idle_threads` threads asleep beside the stand-ins; no more are credited.
+    idle_thread_cpu_ns: int = 0
+    idle_thread_wall_ns: int = 0
+    idle_threads: int = 0
+    threads: int = 0  # the tree's threads (`KernelServer.call_threads`) the stand-ins ran with alone
 
-    def off(self, ns: int, wall_bound: bool) -> int:
-        """A call's figure less the overhead of its clock, but never less than half of it: a call as
-        short as the overhead is not credited with being free (swarm's tiny calls were timed at 1 ns,
-        20 TFLOP/s)."""
-        return max(ns - (self.wall_ns if wall_bound else self.cpu_ns), ns // 2)
+    def off(self, ns: int, wall_bound: bool, threads: int = 0) -> int:
+        """A call's figure less the overhead of its clock for a tree of `threads` threads, but never
+        less than half of it: a call as short as the overhead is not credited with being free
+        (swarm's tiny calls were timed at 1 ns, 20 TFLOP/s)."""
+        idle = min(max(threads - self.threads, 0), self.idle_threads)
+        overhead = (self.wall_ns + idle * self.idle_thread_wall_ns if wall_bound
+                    else self.cpu_ns + idle * self.idle_thread_cpu_ns)  # fmt: skip
+        return max(ns - overhead, ns // 2)
 
 
 @dataclass(frozen=True)
@@ -1020,7 +1041,8 @@ class Placement:
     threads_before: int  # the child's threads before any kernel was loaded (its own: one, here)
 
     def cpus(self, server: KernelServer, command: bytes) -> frozenset[int]:
-        serial = command == b"n" if command in STAND_INS else server.threads() <= self.threads_before
+        # The serial stand-in beside idle threads runs where a kernel with idle workers would.
+        serial = command != b"p" and server.threads() <= self.threads_before
         return self.home if serial else self.allowed
 
 
@@ -1036,20 +1058,46 @@ def call_overhead(
     the other's noise; the kernel cannot raise it (it is not loaded yet), and lowering its own
     overhead below it would need a faster operating system.
     A serial kernel that keeps a second thread busy to be timed by the wall clock gains nothing: the
-    wall clock's overhead was measured with every core busy until the answer, as it then is."""
-    samples: dict[bytes, list[int]] = {stand_in: [] for stand_in in STAND_INS}
+    wall clock's overhead was measured with every core busy until the answer, as it then is.
+    A kernel's threads beyond its first each add the cost of stopping and thawing an idle thread:
+    measured with the stand-ins run again beside threads asleep as OpenMP's idle workers are (one
+    fewer than the kernel's cores, the most credited), interleaved with the runs without them."""
+    idle_threads = min(server.cores for server in servers) - 1
+    samples: dict[bool, dict[bytes, list[int]]] = {
+        beside_idle: {stand_in: [] for stand_in in STAND_INS} for beside_idle in (False, True)
+    }
+    threads = 0
     for _ in range(OVERHEAD_CALLS):
         for server in servers:
-            for stand_in, taken in samples.items():
-                prepare(server, stand_in)
-                taken.append(server.overhead_sample(deadline, stand_in))
+            for beside_idle in (False, True) if idle_threads > 0 else (False,):
+                if beside_idle:
+                    server.idle_threads(deadline, start=True)
+                for stand_in, taken in samples[beside_idle].items():
+                    prepare(server, stand_in)
+                    taken.append(server.overhead_sample(deadline, stand_in))
+                    if not beside_idle:
+                        threads = max(threads, server.call_threads)
+                if beside_idle:
+                    server.idle_threads(deadline, start=False)
+
     # The wall clock's samples hold whatever wait for a core other processes' load added to the
     # hand-over (a 2 ms call on 2 threads was charged 1.77 ms after a busy calibration's median of
     # 533 us): the least of them has the least of it, so a parallel kernel is never credited the
     # calibration's waits. CPU time holds no waits: its median is the hand-over's typical cost.
-    cpu = max(int(np.median(samples[b"n"])), 0)
-    wall = max(min(samples[b"p"]), 0)
-    return CallOverhead(cpu_ns=cpu, wall_ns=wall)
+    def cpu(taken: dict[bytes, list[int]]) -> int:
+        return max(int(np.median(taken[b"n"])), 0)
+
+    def wall(taken: dict[bytes, list[int]]) -> int:
+        return max(min(taken[b"p"]), 0)
+
+    alone, beside = samples[False], samples[True]
+    if idle_threads <= 0:
+        return CallOverhead(cpu_ns=cpu(alone), wall_ns=wall(alone))
+    return CallOverhead(
+        cpu_ns=cpu(alone), wall_ns=wall(alone), idle_threads=idle_threads, threads=threads,
+        idle_thread_cpu_ns=max(cpu(beside) - cpu(alone), 0) // idle_threads,
+        idle_thread_wall_ns=max(wall(beside) - wall(alone), 0) // idle_threads,
+    )  # fmt: skip
 
 
 @functools.cache
@@ -1183,9 +1231,9 @@ def _run(
                 runnable.append(runnable_tasks())
                 others_ran = others_ran or ran_beside(server.call_others_ns, wall)
             pair[k] = (
-                overhead.off(elapsed, server.wall_bound),
+                overhead.off(elapsed, server.wall_bound, server.call_threads),
                 wall,
-                overhead.off(server.call_cpu_ns, wall_bound=False),
+                overhead.off(server.call_cpu_ns, wall_bound=False, threads=server.call_threads),
                 server.last_cpu(),
             )
             threads = server.threads()  # after either kernel's call: the same work after both

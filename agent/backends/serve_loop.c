@@ -17,7 +17,8 @@
      parallel one (the same work split over `threads` threads, all on the CPU until the answer, as a
      parallel kernel is); either answers 'd', the CPU time all its threads spent and the wall time
      it took (8 bytes each, little-endian) and whether the time-stamp counter was off (1 byte), in
-     the same write;
+     the same write; 's' starts `threads` - 1 threads that sleep until 'e' ends them (`kg_sleepers`),
+     and either answers 'r';
    - `expect` 'c': each 'c' calls `fn` with `args` and answers 'd'.
    Any other byte ends the loop and is returned (the next command); -1 when `go` is closed. The
    stand-ins read the monotonic clock (by system call: the time-stamp counter is off from before they
@@ -28,6 +29,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <linux/filter.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -114,6 +116,36 @@ static void kg_stand_ins(const char *src, long nbytes, char *copy, long spin_ns,
     for (long t = 0; t < n; t++) *cpu += share[t].cpu;
 }
 
+/* Threads asleep between calls, as an OpenMP kernel's workers are (libgomp's passive wait: a futex
+   wait on a word). Every thread of a kernel pays the hand-over on every call: the freeze after the
+   answer wakes a sleeping one into the freezer's trap, the thaw wakes it again to restart its wait
+   (10-35 us of CPU time a call for one idle worker on this 2-core VM, results/stop66). 's' starts
+   `threads` - 1 of them, so that the stand-ins measure that cost too (`call_overhead`); 'e' ends
+   them, and so does loading the kernel. */
+static uint32_t kg_sleepers_end;
+static pthread_t kg_sleeper_threads[KG_MAX_THREADS];
+static long kg_sleeper_count;
+
+static void *kg_sleeper(void *arg) {
+    (void)arg;
+    while (!__atomic_load_n(&kg_sleepers_end, __ATOMIC_ACQUIRE))
+        syscall(SYS_futex, &kg_sleepers_end, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    return NULL;
+}
+
+static void kg_sleepers(int start, long threads) {
+    __atomic_store_n(&kg_sleepers_end, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &kg_sleepers_end, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+    for (long t = 0; t < kg_sleeper_count; t++) pthread_join(kg_sleeper_threads[t], NULL);
+    kg_sleeper_count = 0;
+    if (!start) return;
+    kg_sleepers_end = 0;
+    long wanted = threads - 1 > KG_MAX_THREADS ? KG_MAX_THREADS : threads - 1;
+    while (kg_sleeper_count < wanted &&
+           pthread_create(&kg_sleeper_threads[kg_sleeper_count], NULL, kg_sleeper, NULL) == 0)
+        kg_sleeper_count++;
+}
+
 static __attribute__((noinline)) int kg_serve(int go, int done, void *fn, const long *args, char expect,
                                              const void *src, long nbytes,
              void *copy, long spin_ns, long threads) {
@@ -130,6 +162,9 @@ static __attribute__((noinline)) int kg_serve(int go, int done, void *fn, const 
             memcpy(answer + 9, &wall, 8);
             answer[17] = kg_counter_at_off != 0;
             if (write(done, answer, 18) != 18) return -1;
+        } else if (expect == 'n' && (command == 's' || command == 'e')) {
+            kg_sleepers(command == 's', threads);
+            if (write(done, "r", 1) != 1) return -1;
         } else if (command != expect) {
             return (unsigned char)command;
         } else {
@@ -415,6 +450,7 @@ int main(int argc, char **argv) {
     if (kg_serve(go, done, NULL, args, 'n', inputs, nbytes, copy, kg_long(argc, argv, "stand_in_ns"),
                  kg_long(argc, argv, "stand_in_threads")) != 'b')
         _exit(0); /* 'q', or the evaluator went away */
+    kg_sleepers(0, 0); /* the kernel starts with this thread alone */
     if (hide_clocks) kg_wipe_below(1 << 16); /* the stand-ins' frames, with their readings of the clock */
     free(copy);
     /* Before the kernel is loaded: its own data is the model's, and a grid of dates in it, some
