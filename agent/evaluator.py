@@ -166,10 +166,10 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    isolated medians sat 35-180 us above the in-process ones in 24 of 26 cells of stop 64's bench.
 # 24: the isolated protocol takes off what each of a kernel's threads beyond its first adds to a
 #    call (`CallOverhead.off`, measured by stand-ins run beside threads asleep as idle OpenMP workers
-#    are: `serve_loop.c` kg_sleepers). Freezing after every answer wakes an idle worker into the
-#    freezer's trap and every thaw wakes it again: 10-35 us of CPU time a call for one worker on stop
-#    66's 2-core host (results/stop66/omp_empty_probe.out), charged to every parallel kernel and never
-#    to an in-process one. Serial kernels are unchanged (no thread beyond the first is credited).
+#    are: `serve_loop.c` kg_sleepers). The stop after every answer (SIGSTOP) wakes an idle worker to
+#    join the group stop and every SIGCONT wakes it again: 19-33 us of CPU time a call for one worker
+#    on stop 66's 2-core host (results/stop66/omp_empty_probe.out), charged to every parallel kernel
+#    and never to an in-process one. Serial kernels are unchanged (no thread beyond the first).
 EVALUATOR_VERSION = 24
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)

@@ -1003,9 +1003,10 @@ class CallOverhead:
 
     cpu_ns: int  # the serial stand-in's
     wall_ns: int  # the parallel stand-in's
-    # What each thread beyond the first adds, by each clock (evaluator 24): a kernel's idle worker is
-    # woken into the freezer's trap after every answer and again by every thaw (10-35 us of CPU time
-    # a call for one, results/stop66/omp_empty_probe.out), which the in-process protocol never does.
+    # What each thread beyond the first adds, by each clock (evaluator 24): the stop after every
+    # answer (SIGSTOP) wakes a kernel's idle worker to join the group stop, and every SIGCONT wakes it
+    # again to restart its wait (19-33 us of CPU time a call for one on stop 66's 2-core host,
+    # results/stop66/omp_empty_probe.out), which the in-process protocol never does.
     # Measured with `idle_threads` threads asleep beside the stand-ins; no more are credited.
     idle_thread_cpu_ns: int = 0
     idle_thread_wall_ns: int = 0

@@ -1,6 +1,6 @@
 """Stop 66: do a parallel kernel's idle OpenMP workers cost each isolated call more than the
 calibration (whose parallel stand-in starts fresh threads that end within it) takes off? The freeze
-after the answer wakes every sleeping worker into the freezer's trap, and the thaw wakes it again to
+after the answer wakes every sleeping worker to join the group stop (SIGSTOP), and SIGCONT wakes it again to
 restart its wait: CPU time after the answer is charged in full. An empty kernel with an empty
 parallel region on every CPU, and a serial empty kernel, each in fresh children: the calls' charged
 median against the calibrated overheads, and the CPU time the tree ran from the answer to the stop.

@@ -1180,8 +1180,8 @@ void kernel(void) {
 def test_a_kernels_idle_thread_is_not_charged_the_hand_over_it_adds(
     unguarded: CBackend, cpu_target: Target
 ) -> None:
-    """Every thread of a kernel pays the hand-over on every call: the freeze after the answer wakes an
-    idle OpenMP worker into the freezer's trap and the thaw wakes it again (20-35 us of CPU time a
+    """Every thread of a kernel pays the hand-over on every call: the stop after the answer wakes an
+    idle OpenMP worker to join the group stop and SIGCONT wakes it again (19-33 us of CPU time a
     call on stop 66's 2-core host, results/stop66/omp_empty_probe.out), which the in-process
     protocol never charges. The calibration measures it with threads asleep beside its stand-ins and
     takes it off each call per thread beyond the stand-ins' (evaluator 24). The same serial work,
@@ -2051,8 +2051,10 @@ def test_only_a_single_threaded_process_is_placed_on_the_home_cpu() -> None:
     serial, parallel = (cast(KernelServer, SimpleNamespace(threads=lambda n=n: n)) for n in (1, 2))
     assert placement.cpus(serial, b"c") == {1}
     assert placement.cpus(parallel, b"c") == {0, 1}  # a kernel's threads keep every core it is given
-    assert placement.cpus(parallel, b"n") == {1}  # the stand-ins by what they are: serial, parallel
+    assert placement.cpus(serial, b"n") == {1}  # the stand-ins by what they are: serial, parallel
     assert placement.cpus(serial, b"p") == {0, 1}
+    # The serial stand-in beside idle threads (`call_overhead`) is placed as a kernel with idle workers.
+    assert placement.cpus(parallel, b"n") == {0, 1}
 
 
 @pytest.mark.parametrize("filtered", [True, False], ids=["guarded", "control"])
@@ -2071,6 +2073,13 @@ def test_a_serial_kernel_runs_on_the_home_cpu_and_cannot_leave_it(
         monkeypatch.setattr(isolated, "filter_for", lambda sandbox, program=b"": b"")
     reports = _reported(monkeypatch)
     placements = _placements(monkeypatch)
+    commands: list[bytes] = []  # what each placement was for
+    cpus = isolated.Placement.cpus
+    monkeypatch.setattr(
+        isolated.Placement,
+        "cpus",
+        lambda p, server, command: commands.append(command) or cpus(p, server, command),
+    )
     backend = _isolated_past_admission(tmp_path_factory, "rt-cpu")
     profile = backend.profile(
         get_task("rmsnorm"), (RED_TEAM / "choose_cpu.c").read_text(), _no_peaks(cpu_target)
@@ -2078,11 +2087,19 @@ def test_a_serial_kernel_runs_on_the_home_cpu_and_cannot_leave_it(
     assert profile.outcome == Outcome.KEPT, profile.reason
     ran_on, home = reports[0]["ran_on"][0], reports[0]["home_cpu"]
     assert len(ran_on) >= ATTACK_TIMING.min_trials
-    # Every thread went where it was placed (a parallel stand-in's one thread: on every CPU); after
-    # the stand-ins (two a round), each kernel call was placed on the home CPU, whichever CPU the
-    # scheduler would have chosen.
-    assert all(applied == [asked] for asked, applied in placements), placements
-    kernel_calls = [asked for asked, _ in placements[2 * isolated.OVERHEAD_CALLS :]]
+    # Every thread went where it was placed (a parallel stand-in's one thread: on every CPU; the serial
+    # stand-in's beside idle threads, each on one of them); after the stand-ins, each kernel call was
+    # placed on the home CPU, whichever CPU the scheduler would have chosen.
+    assert all(
+        applied == [asked] or (len(applied) > 1 and all(len(cpu) == 1 and cpu <= asked for cpu in applied))
+        for asked, applied in placements
+    ), placements
+    assert len(commands) == len(placements) and isolated.STAND_INS[0] in commands, commands
+    kernel_calls = [
+        asked
+        for (asked, _), command in zip(placements, commands, strict=True)
+        if command not in isolated.STAND_INS
+    ]
     assert len(kernel_calls) > len(ran_on) and set(kernel_calls) == {frozenset({home})}, kernel_calls
     if filtered:
         assert set(ran_on) == {home}, (ran_on, home)
@@ -2118,7 +2135,7 @@ def test_the_order_of_each_pair_is_drawn_so_the_gaps_do_not_name_a_kernels_role(
     if not drawn:
         monkeypatch.setattr(isolated, "RANDOM_PAIR_ORDER", False)
     monkeypatch.setattr(isolated.random, "SystemRandom", lambda: random.Random(44))  # one fixed draw
-    calls: list[int] = []  # the role called, call by call (0: the candidate)
+    calls: list[tuple[int, bytes]] = []  # the role called and the command, call by call (0: the candidate)
     votes: list[tuple[int, int]] = []
     paired: list[int] = []  # how many pairs the run made (warm-up and crowded ones included)
     run, call = isolated._run, KernelServer.call
@@ -2128,7 +2145,9 @@ def test_the_order_of_each_pair_is_drawn_so_the_gaps_do_not_name_a_kernels_role(
         monkeypatch.setattr(
             KernelServer,
             "call",
-            lambda server, *a, **k: calls.append(servers.index(server)) or call(server, *a, **k),
+            lambda server, deadline, command=b"c": (
+                calls.append((servers.index(server), command)) or call(server, deadline, command)
+            ),
         )
         report, verdict = run(*args, **kwargs)
         votes.extend(_role_votes(server) for server in servers)
@@ -2143,8 +2162,8 @@ def test_the_order_of_each_pair_is_drawn_so_the_gaps_do_not_name_a_kernels_role(
     rmsnorm, target = get_task("rmsnorm"), _no_peaks(cpu_target)
     profile = backend.profile(rmsnorm, source, target, parent_source=source)
     assert profile.outcome == Outcome.KEPT and profile.judged, profile.reason
-    stand_ins = 2 * len(isolated.STAND_INS) * isolated.OVERHEAD_CALLS  # each server's, every round
-    kernel_calls = calls[stand_ins : stand_ins + 2 * paired[0]]  # then the candidate's independent sets
+    # the stand-ins' calls left out; after the pairs, the candidate's independent sets
+    kernel_calls = [role for role, command in calls if command not in isolated.STAND_INS][: 2 * paired[0]]
     pairs = [tuple(kernel_calls[i : i + 2]) for i in range(0, len(kernel_calls), 2)]
     if drawn:  # blocks of two pairs from the first timed one: one of each order, which first drawn
         timed = pairs[timing.warmup :]
