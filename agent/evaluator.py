@@ -167,7 +167,7 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 # 24: the isolated protocol takes off what each of a kernel's threads beyond its first adds to a
 #    call (`CallOverhead.off`, measured by stand-ins run beside threads asleep as idle OpenMP workers
 #    are: `serve_loop.c` kg_sleepers). The stop after every answer (SIGSTOP) wakes an idle worker to
-#    join the group stop and every SIGCONT wakes it again: 19-33 us of CPU time a call for one worker
+#    join the group stop and every SIGCONT wakes it again: 10-35 us of CPU time a call for one worker
 #    on stop 66's 2-core host (results/stop66/omp_empty_probe.out), charged to every parallel kernel
 #    and never to an in-process one. Serial kernels are unchanged (no thread beyond the first).
 EVALUATOR_VERSION = 24

@@ -671,20 +671,21 @@ class KernelServer:
                 total += time.clock_gettime_ns(_process_cpu_clock(pid))
         return total
 
-    def idle_threads(self, deadline: float, start: bool) -> None:
-        """Before the kernel is loaded: the child starts (or ends) `cores` - 1 threads that sleep as
-        idle OpenMP workers do, for `call_overhead` to measure what they add to a call."""
+    def _thawed_until_ready(self, command: bytes, deadline: float) -> None:
+        """Thawed, the child carries out `command` and says ready ('r'); frozen again."""
         self.thaw()
-        os.write(self._go, b"s" if start else b"e")
+        os.write(self._go, command)
         self._answer(b"r", deadline)
         self.freeze()
 
+    def idle_threads(self, deadline: float, start: bool) -> None:
+        """Before the kernel is loaded: the child starts (or ends) `cores` - 1 threads that sleep as
+        idle OpenMP workers do, for `call_overhead` to measure what they add to a call."""
+        self._thawed_until_ready(b"s" if start else b"e", deadline)
+
     def load_kernel(self, deadline: float) -> None:
-        """Thawed, the child loads the kernel (its constructors run now) and says ready; frozen again."""
-        self.thaw()
-        os.write(self._go, b"b")
-        self._answer(b"r", deadline)
-        self.freeze()
+        """The child loads the kernel (its constructors run now) and says ready."""
+        self._thawed_until_ready(b"b", deadline)
 
     def call(self, deadline: float, command: bytes = b"c") -> tuple[int, int]:
         """One call of the kernel, frozen before and after: (its time, the wall time until it
@@ -1005,7 +1006,7 @@ class CallOverhead:
     wall_ns: int  # the parallel stand-in's
     # What each thread beyond the first adds, by each clock (evaluator 24): the stop after every
     # answer (SIGSTOP) wakes a kernel's idle worker to join the group stop, and every SIGCONT wakes it
-    # again to restart its wait (19-33 us of CPU time a call for one on stop 66's 2-core host,
+    # again to restart its wait (10-35 us of CPU time a call for one on stop 66's 2-core host,
     # results/stop66/omp_empty_probe.out), which the in-process protocol never does.
     # Measured with `idle_threads` threads asleep beside the stand-ins; no more are credited.
     idle_thread_cpu_ns: int = 0

@@ -119,7 +119,7 @@ static void kg_stand_ins(const char *src, long nbytes, char *copy, long spin_ns,
 /* Threads asleep between calls, as an OpenMP kernel's workers are (libgomp's passive wait: a futex
    wait on a word). Every thread of a kernel pays the hand-over on every call: the stop after the
    answer (SIGSTOP) wakes a sleeping one to join the group stop, SIGCONT wakes it again to restart
-   its wait (19-33 us of CPU time a call for one idle worker on stop 66's 2-core VM). 's' starts
+   its wait (10-35 us of CPU time a call for one idle worker on stop 66's 2-core VM). 's' starts
    `threads` - 1 of them, so that the stand-ins measure that cost too (`call_overhead`); 'e' ends
    them, and so does loading the kernel. */
 static uint32_t kg_sleepers_end;

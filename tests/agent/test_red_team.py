@@ -1181,14 +1181,15 @@ def test_a_kernels_idle_thread_is_not_charged_the_hand_over_it_adds(
     unguarded: CBackend, cpu_target: Target
 ) -> None:
     """Every thread of a kernel pays the hand-over on every call: the stop after the answer wakes an
-    idle OpenMP worker to join the group stop and SIGCONT wakes it again (19-33 us of CPU time a
+    idle OpenMP worker to join the group stop and SIGCONT wakes it again (10-35 us of CPU time a
     call on stop 66's 2-core host, results/stop66/omp_empty_probe.out), which the in-process
     protocol never charges. The calibration measures it with threads asleep beside its stand-ins and
     takes it off each call per thread beyond the stand-ins' (evaluator 24). The same serial work,
     with and without an idle worker, called in turns in two children given 2 cores: the worker's
     kernel is never charged less than the other by more than noise (a kernel gains nothing by
     starting threads to sleep), and where the worker costs over 10 us the credit takes off at least
-    a quarter of it (before 24, none; seen here: 23-46 us of cost, -10 to +19 left)."""
+    a quarter of it (before 24, none; 8 pairs of children: 19-56 us of cost, -14 to +31 left,
+    results/stop66/idle_credit_probe.out)."""
     built = [unguarded.compile(get_task("rmsnorm"), source, cpu_target)
              for source in (_WORK_BESIDE_AN_IDLE_WORKER, _SERIAL_WORK + "void kernel(void) { work(); }\n")]  # fmt: skip
     assert all(b.ok and b.artifact for b in built), [b.diagnosis for b in built]
