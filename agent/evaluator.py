@@ -170,14 +170,7 @@ from kernelgraph.core.signature import MAX_COMPUTE_FRACTION
 #    join the group stop and every SIGCONT wakes it again: 10-35 us of CPU time a call for one worker
 #    on stop 66's 2-core host (results/stop66/omp_empty_probe.out), charged to every parallel kernel
 #    and never to an in-process one. Serial kernels are unchanged (no thread beyond the first).
-# 25: bubblewrap's own processes in the isolated protocol's sandbox (its PID namespace's init) are held
-#    stopped from the first freeze, before the kernel is loaded, until the close; only the kernel's
-#    process is continued for a call (`isolated.HOLD_SANDBOX_PROCESSES`). Continued with it, init woke
-#    at every stop and continue of its child and its CPU time was charged: 13-15 us a call in the
-#    calibration's stand-ins, 21-25 us once a kernel was loaded, so each call was charged about 10 us
-#    the calibration never took off (results/stop67/handover_split_probe.py). Nothing the kernel's own
-#    process can do changes; a kernel's process that ends is reported as before.
-EVALUATOR_VERSION = 25
+EVALUATOR_VERSION = 24
 DEFAULT_SEEDS: tuple[int, ...] = (101, 202, 303)
 REVERIFY_SEEDS: tuple[int, ...] = (404, 505, 606)
 # Beyond these the measurement contradicts the hardware: IMPLAUSIBLE, whatever re-verification says.

@@ -102,9 +102,6 @@ FREEZE_TIMEOUT_S = 15.0
 # poll of SIGSTOP, and a 0.2 ms sleep between walks (0.25-0.3 ms with the timer's slack) made each
 # freeze take 0.55 ms, 15% of matmul best-B's isolated profile (119 freezes); now about 0.3 ms.
 FREEZE_SPIN_S = 0.001
-# How long a released bubblewrap init may take to reap a kernel's ended process and exit with its
-# status (`KernelServer._exited`): a few milliseconds; the status is read as unknown after that.
-RELEASED_EXIT_S = 2.0
 _TICKS = os.sysconf("SC_CLK_TCK")
 # CPU time the process used beyond what its live threads account for (threads that ran and exited
 # within calls, where no per-thread reading sees them): tolerated up to this share plus 3 ticks.
@@ -181,16 +178,6 @@ CLOCKLESS_KERNELS = True
 # grid of dates in it, some zeroed, would tell it the date (the fifteenth adversary). Set only in the
 # control of `test_what_the_child_forgets_tells_a_kernel_nothing`.
 FORGET_AFTER_LOAD = False
-# bubblewrap's own processes in the kernel's sandbox (its PID namespace's init, which runs none of the
-# kernel's code) are stopped at the first freeze, before any kernel code is loaded, and held stopped
-# until the close; only the kernel's process is continued for a call. Continued with it, init woke at
-# every stop and continue of its child, and its CPU time was charged to the call: 13-15 us a call in
-# the calibration's stand-ins and 21-25 after the kernel was loaded, so every call was charged about
-# 10 us its calibration never took off (results/stop67/handover_split_probe.py, evaluator 25). Held,
-# it runs nothing a call could be charged; a kernel's process that ends is a zombie held init cannot
-# reap, so it is continued then (`KernelServer._exited`) and reports the status as before. Off only
-# in the control of `test_bubblewraps_own_processes_are_charged_nothing_in_a_call`.
-HOLD_SANDBOX_PROCESSES = True
 _CALIBRATED_UNLIKE_CALLS = (
     "the kernel's process ran its stand-ins with the time-stamp counter in another state than its "
     "calls will have: the overhead they calibrate would not be the calls' (a stale serve loop?)"
@@ -495,10 +482,6 @@ class KernelServer:
         )  # fmt: skip
         self.frozen = False
         self._frozen_tree: list[int] = []  # the tree as the last freeze left it (`tree`)
-        self._held: frozenset[int] | None = (
-            None  # bubblewrap's own, stopped until close (HOLD_SANDBOX_PROCESSES)
-        )
-        self._kernel_process: int | None = None  # the kernel's process, as the first freeze found it
         self.cores = limits.threads
         self.accounted_ns = 0  # per-thread CPU time of the calls so far (`hidden_cpu_ns`)
         self._stand_in_cpu_ns = self._stand_in_wall_ns = 0  # what the child's stand-in reported last
@@ -560,15 +543,12 @@ class KernelServer:
                 break
             self._still_freezing(started, [])
         self.frozen, self._frozen_tree = True, found
-        if self._held is None:  # the first freeze: the serve loop has loaded no kernel code yet
-            self._kernel_process = self.kernel_pid()
-            self._held = frozenset(found) - {self._kernel_process} if HOLD_SANDBOX_PROCESSES else frozenset()
         if os.fstat(self._fd).st_size != self._map.size or not self.shared_inputs.intact():  # else: SIGBUS
             raise ProtocolError(RunStatus.CRASHED, "the kernel's process resized the shared buffers")
 
     def _still_freezing(self, started: float, running: list[str]) -> None:
         """Raise if the kernel's process died or has not been frozen within FREEZE_TIMEOUT_S."""
-        if self._exited() is not None:
+        if self.proc.poll() is not None:
             raise ProtocolError(RunStatus.CRASHED, self._died())
         if time.monotonic() > started + FREEZE_TIMEOUT_S:
             states = ", ".join(running[:4]) or "a process forked meanwhile"
@@ -611,32 +591,11 @@ class KernelServer:
         flush_cached(self._map[: self.size])
 
     def thaw(self, pids: Sequence[int] | None = None) -> None:
-        """Continue the tree's processes, but bubblewrap's own while they are held."""
         pids = self.tree() if pids is None else pids
         self.frozen = False  # first: once one process runs, the frozen tree is no longer the tree
-        held = self._held or frozenset()
         for pid in pids:
-            if pid not in held:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGCONT)
-
-    def _release(self) -> None:
-        """Continue bubblewrap's held processes, and hold them no longer."""
-        held, self._held = self._held or frozenset(), frozenset()
-        for pid in held:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
-
-    def _exited(self) -> int | None:
-        """The child's exit status once it has ended, else None. Held stopped, bubblewrap's init cannot
-        reap a kernel's process that ended (its state Z) nor exit with its status: it is continued
-        then, so the status reads as it would have without the hold."""
-        code = self.proc.poll()
-        if code is None and self._held and _process_ended(self._kernel_process):
-            self._release()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                code = self.proc.wait(timeout=RELEASED_EXIT_S)
-        return code
 
     def thread_cpu(self, pids: Sequence[int] | None = None) -> dict[int, int]:
         """On-CPU nanoseconds of every live thread of the tree, as the OS accounts them (exact for
@@ -691,7 +650,7 @@ class KernelServer:
                 if got == want:
                     return
                 raise ProtocolError(RunStatus.CRASHED, f"the kernel's process answered {got!r}, not {want!r}")
-            if self._exited() is not None:
+            if self.proc.poll() is not None:
                 raise ProtocolError(RunStatus.CRASHED, self._died())
 
     def wait_ready(self, deadline: float) -> None:
@@ -827,7 +786,6 @@ class KernelServer:
         return f"kernel process exited with status {code} during a call" + (f": {tail}" if tail else "")
 
     def close(self) -> None:
-        self._release()
         if self.proc.poll() is None:
             with contextlib.suppress(OSError):
                 self.thaw()
@@ -845,17 +803,6 @@ def _process_cpu_clock(pid: int) -> int:
     """The clock id of process `pid`'s CPU-time clock (what clock_getcpuclockid(3) returns:
     MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)), readable for any process this one can see."""
     return (~pid << 3) | 2
-
-
-def _process_ended(pid: int | None) -> bool:
-    """Whether process `pid` has ended: gone, or a zombie its parent has not reaped."""
-    if pid is None:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except (OSError, IndexError):
-        return True
 
 
 def _threads_not_stopped(pid: int) -> list[str]:

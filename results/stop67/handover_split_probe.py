@@ -1,6 +1,6 @@
-"""Stop 67: where is the isolated protocol's uncalibrated excess in a serial call? inner_clock_probe.py
-found layernorm best-A charged about 12 us a call more than its own work took in the isolated child
-(its inner time-stamp-counter reading), where the in-process protocol's figure equals the inner one.
+"""Stop 67 (run at evaluator 24; HOLD=1 prototypes the hold that evaluator 25 tried and stop 67 backed
+out): where is the isolated protocol's uncalibrated excess in a serial call? inner_clock_probe.py
+found layernorm best-A charged about 12 us a call more than its own work took in the isolated child (its inner time-stamp-counter reading), where the in-process protocol's figure equals the inner one.
 
 Same wrapped kernel (the counter read around the real kernel, ticks to stderr; clocks left to the
 kernel), evaluated as the bench does. Every `KernelServer.call` is recorded: the command, what it
@@ -23,10 +23,8 @@ sys.path.insert(0, ".")
 from kernelgraph.agent.backends import isolated  # noqa: E402
 from kernelgraph.agent.backends.timing import ISOLATED  # noqa: E402
 from kernelgraph.agent.targets import get_target  # noqa: E402
-from kernelgraph.agent.tasks import get_task  # noqa: E402
-from kernelgraph.bench.configs import checked_configs  # noqa: E402
 from kernelgraph.bench.sandbox import BENCH_TIMING  # noqa: E402
-from results.stop67.inner_clock_probe_lib import SIGNATURES, TAILS, WRAP  # noqa: E402
+from results.stop67.inner_clock_probe_lib import wrapped_source  # noqa: E402
 from tests.agent.test_red_team import _PastAdmissionC  # noqa: E402
 
 TSC_GHZ = float(sys.argv[3]) if len(sys.argv) > 3 else 2.546
@@ -122,12 +120,7 @@ if __import__("os").environ.get("HOLD") == "1":  # prototype: bwrap's own proces
 isolated.CLOCKLESS_KERNELS = False
 
 repeats, cell = int(sys.argv[1]), sys.argv[2]
-name, label = cell.split(":")
-task = get_task(name)
-params, args = SIGNATURES[name]
-source = "#define kernel kernel_inner\n" + task.source("c", checked_configs(task)[label]) + WRAP.replace(
-    "TAIL", TAILS[__import__("os").environ.get("TAIL", "")]
-).format(params=params, args=args)
+task, source = wrapped_source(cell)
 target = get_target("cpu-x86-64-v2")
 timing = replace(BENCH_TIMING, min_trials=30, max_trials=30, protocol=ISOLATED)
 with tempfile.TemporaryDirectory() as tmp:

@@ -22,12 +22,10 @@ from kernelgraph.agent.backends import isolated  # noqa: E402
 from kernelgraph.agent.backends import sandbox as sandbox_module  # noqa: E402
 from kernelgraph.agent.backends.timing import IN_PROCESS, ISOLATED  # noqa: E402
 from kernelgraph.agent.targets import get_target  # noqa: E402
-from kernelgraph.agent.tasks import get_task  # noqa: E402
-from kernelgraph.bench.configs import checked_configs  # noqa: E402
 from kernelgraph.bench.sandbox import BENCH_TIMING  # noqa: E402
 from tests.agent.test_red_team import _PastAdmissionC  # noqa: E402
 
-from results.stop67.inner_clock_probe_lib import SIGNATURES, TAILS, WRAP  # noqa: E402
+from results.stop67.inner_clock_probe_lib import wrapped_source  # noqa: E402
 
 logs: list[bytes] = []
 _close = isolated.KernelServer.close
@@ -58,12 +56,7 @@ sandbox_module.scratch_dir = scratch_keeping_log
 isolated.CLOCKLESS_KERNELS = False
 
 repeats, cell = int(sys.argv[1]), sys.argv[2]
-name, label = cell.split(":")
-task = get_task(name)
-params, args = SIGNATURES[name]
-source = "#define kernel kernel_inner\n" + task.source("c", checked_configs(task)[label]) + WRAP.replace(
-    "TAIL", TAILS[__import__("os").environ.get("TAIL", "")]
-).format(params=params, args=args)
+task, source = wrapped_source(cell)
 target = get_target("cpu-x86-64-v2")
 timing = replace(BENCH_TIMING, min_trials=30, max_trials=30)
 with tempfile.TemporaryDirectory() as tmp:

@@ -1,5 +1,7 @@
 """The probe-only wrapper of stop 67's inner-clock probes: the counter read around the real kernel."""
 
+import os
+
 SIGNATURES = {
     "layernorm": ("const float* restrict x, const float* restrict gamma, const float* restrict beta, "
                   "float* restrict y, int r, int c", "x, gamma, beta, y, r, c"),
@@ -29,3 +31,16 @@ TAILS = {
             "__asm__ volatile(\"\" : : \"x\"(v)); }}",
 }
 
+
+
+def wrapped_source(cell: str):  # type: ignore[no-untyped-def]
+    """(task, source) of `cell` ("task:config") with its kernel wrapped (TAIL from the environment)."""
+    from kernelgraph.agent.tasks import get_task
+    from kernelgraph.bench.configs import checked_configs
+
+    name, label = cell.split(":")
+    task = get_task(name)
+    params, args = SIGNATURES[name]
+    body = task.source("c", checked_configs(task)[label])
+    wrap = WRAP.replace("TAIL", TAILS[os.environ.get("TAIL", "")]).format(params=params, args=args)
+    return task, "#define kernel kernel_inner\n" + body + wrap

@@ -73,11 +73,9 @@ class LandscapeVersionError(ValueError):
 # landscapes are timed by the in-process protocol (LANDSCAPE_TIMING): a point of 22 is one of 23.
 # Version 24 changed only the overhead the isolated protocol takes off a call of a kernel with
 # several threads: a point of 23 is one of 24.
-# Version 25 changed only which of the isolated protocol's processes are continued for a call (not
-# bubblewrap's own): a point of 24 is one of 25.
 # A version is added here only with that argument written beside it.
 SAME_LANDSCAPE_MEASUREMENT: frozenset[int] = frozenset(
-    {6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25}
+    {6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24}
 )
 
 
