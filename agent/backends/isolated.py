@@ -712,7 +712,8 @@ class KernelServer:
     def _call(self, deadline: float, command: bytes) -> tuple[int, int]:
         pids = self.tree()  # frozen: the tree its freeze found
         before = self.thread_cpu(pids)
-        self.call_threads = len(before)  # each pays the hand-over (`CallOverhead.off`), the launcher's too
+        # Each thread pays the hand-over (`CallOverhead.off`), bubblewrap's init's too.
+        self.call_threads = len(before)
         process_before = self.process_cpu(pids)
         # Ours beside the call, for `call_others_ns`: this thread's clock is read first, which brings
         # its share of the host's figure up to date.

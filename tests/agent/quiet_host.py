@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
+from kernelgraph.agent.loop import median_interval
 from kernelgraph.agent.results import Evaluation
 
 
@@ -48,11 +48,11 @@ def judged(run: Callable[[], V], tries: int = 3) -> V:
 
 
 def paired_gain(verdict: Evaluation) -> float:
-    """The median of the verdict's paired ratios (parent time / candidate time of each round), the
+    """The median of the verdict's paired ratios, as the keep rule reads it (`median_interval`) (parent time / candidate time of each round), the
     evidence the keep rule judges: a round's two calls are made at one moment of the host, so load
     that comes and goes moves both. A "no fake speedup" bound is held on this, not on the stored
     pair (the ratio of the two kernels' medians over 5-12 calls each), which load moves alone:
     beside a test suite on CI (stop 65) thread_per_call.c's stored pair read 1.105x, its pairs
     0.954x, and 0.95-0.98x both on a quiet host (results/stop66/thread_per_call_probe.out)."""
     assert verdict.profile is not None and verdict.profile.paired_ratios, verdict
-    return statistics.median(verdict.profile.paired_ratios)
+    return median_interval(verdict.profile.paired_ratios)[1]
